@@ -1,0 +1,525 @@
+"""The hardware catalogue: sourced CSV tables, validated on load.
+
+Each table in ``data/`` (``accelerators.csv``, ``servers.csv``, ``cpus.csv``,
+``nics.csv``, ``switches.csv``, ``storage.csv``) has a schema below. Numeric
+columns carry their unit in the name (``tdp_w``, ``memory_gib``,
+``bf16_tflops``); every row carries a ``source`` and a ``source_date``.
+Loading refuses bad data with a :class:`~gpucluster_lib.errors.CatalogError`
+naming the file, row, column and rule. Users may add their own CSV files with
+the same schema; they are validated the same way and merged (a user row with
+an id that already exists replaces the shipped row only when ``override=True``).
+
+Row numbers in messages are the line numbers a spreadsheet shows
+(header = line 1, first data row = line 2).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from .errors import CatalogError, UnknownIdError
+
+#: Shipped data folder (``data/`` at the repository root). ``GPUCLUSTER_DATA`` overrides it.
+DATA_DIR = Path(os.environ.get("GPUCLUSTER_DATA", Path(__file__).resolve().parent.parent / "data"))
+
+ID_RE = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
+DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
+
+#: Unit suffixes a numeric column name may end with, and what they mean.
+UNIT_SUFFIXES: dict[str, str] = {
+    "_w": "watt",
+    "_kw": "kilowatt",
+    "_gib": "gibibyte (2^30 B)",
+    "_gb": "gigabyte (10^9 B)",
+    "_tb": "terabyte (10^12 B)",
+    "_gb_per_s": "gigabyte per second (10^9 B/s)",
+    "_gbps": "gigabit per second (10^9 bit/s)",
+    "_tflops": "10^12 floating-point operations per second",
+    "_tops": "10^12 integer operations per second",
+    "_u": "rack units (44.45 mm)",
+    "_kg": "kilogram",
+    "_usd": "US dollar",
+    "_year": "calendar year",
+    "_count": "count",
+    "_cores": "count of cores",
+    "_threads": "count of hardware threads",
+    "_ghz": "gigahertz",
+    "_lanes": "PCIe lanes",
+    "_slots": "slots (PCIe slot widths)",
+    "_cfm": "cubic feet per minute",
+    "_m": "metre",
+    "_mm": "millimetre",
+    "_gen": "generation number",
+    "_channels": "memory channels",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column of a catalogue table.
+
+    ``kind`` is one of ``id``, ``str``, ``float``, ``int``, ``enum``, ``ref``, ``bool``,
+    ``date``. Numeric columns must end with a suffix from :data:`UNIT_SUFFIXES`.
+    """
+
+    name: str
+    kind: str = "str"
+    required: bool = False
+    choices: tuple[str, ...] = ()
+    ref: str = ""  # table name for kind == "ref"
+    min: float | None = None
+    max: float | None = None
+    doc: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        return self.kind in ("float", "int")
+
+
+def _c(name: str, kind: str = "str", **kw: Any) -> Column:
+    return Column(name, kind, **kw)
+
+
+SOURCE_COLUMNS = (
+    _c("source", required=True, doc="datasheet / paper / official page: title and URL"),
+    _c("source_date", "date", required=True, doc="date of the document or of reading it (YYYY-MM[-DD])"),
+    _c("notes"),
+)
+PRICE_COLUMNS = (
+    _c("price_usd_estimate", "float", min=0, doc="indicative street price; an estimate the user can override"),
+    _c("price_source"),
+    _c("price_date", "date"),
+)
+
+SCHEMAS: dict[str, tuple[Column, ...]] = {
+    "accelerators": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("architecture", required=True),
+        _c("form_factor", "enum", required=True, choices=("SXM", "PCIe", "OAM", "TPU", "board")),
+        _c("slot_width_slots", "int", min=1, max=4, doc="PCIe slot width of a card; empty for SXM/OAM/TPU"),
+        _c("cooling", "enum", required=True, choices=("active", "passive", "liquid")),
+        _c("memory_gib", "float", required=True, min=0.5, max=2048,
+           doc="vendor-stated device memory; HBM/GDDR 'GB' figures are binary (A100 80GB = 81,920 MiB)"),
+        _c("memory_type", required=True),
+        _c("memory_bandwidth_gb_per_s", "float", required=True, min=1, max=100_000),
+        _c("fp64_tflops", "float", min=0),
+        _c("fp32_tflops", "float", min=0),
+        _c("tf32_tflops", "float", min=0),
+        _c("bf16_tflops", "float", min=0),
+        _c("fp16_tflops", "float", min=0),
+        _c("fp8_tflops", "float", min=0),
+        _c("int8_tops", "float", min=0),
+        _c("tdp_w", "float", required=True, min=1, max=5000),
+        _c("scaleup_link", doc="NVLink4, Infinity Fabric, ICI, PCIe only, ..."),
+        _c("scaleup_bandwidth_gb_per_s", "float", min=0, doc="per device, bidirectional total"),
+        _c("pcie_gen", "int", min=1, max=7),
+        _c("pcie_lanes", "int", min=1, max=32),
+        _c("launch_year", "int", required=True, min=2010, max=2030),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+    "cpus": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("architecture"),
+        _c("cores", "int", required=True, min=1, max=1024),
+        _c("threads", "int", min=1, max=2048),
+        _c("base_ghz", "float", min=0.1, max=10),
+        _c("boost_ghz", "float", min=0.1, max=10),
+        _c("tdp_w", "float", required=True, min=1, max=1000),
+        _c("pcie_lanes", "int", required=True, min=0, max=512),
+        _c("pcie_gen", "int", required=True, min=1, max=7),
+        _c("memory_channels", "int", min=1, max=24),
+        _c("max_memory_gb", "float", min=1),
+        _c("launch_year", "int", min=2010, max=2030),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+    "nics": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("protocol", "enum", required=True, choices=("InfiniBand", "Ethernet", "VPI")),
+        _c("speed_gbps", "float", required=True, min=1, max=3200, doc="per port"),
+        _c("ports", "int", required=True, min=1, max=8),
+        _c("pcie_gen", "int", required=True, min=1, max=7),
+        _c("pcie_lanes", "int", required=True, min=1, max=32),
+        _c("max_power_w", "float", min=0, max=200),
+        _c("launch_year", "int", min=2000, max=2030),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+    "switches": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("protocol", "enum", required=True, choices=("InfiniBand", "Ethernet")),
+        _c("ports", "int", required=True, min=4, max=1024),
+        _c("port_speed_gbps", "float", required=True, min=1, max=3200),
+        _c("rack_units", "int", required=True, min=1, max=48),
+        _c("max_power_w", "float", required=True, min=1, max=20_000),
+        _c("typical_power_w", "float", min=1, max=20_000),
+        _c("managed", "bool"),
+        _c("launch_year", "int", min=2000, max=2030),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+    "storage": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("kind", "enum", required=True,
+           choices=("nvme-ssd", "sata-ssd", "hdd", "parallel-fs", "nfs-appliance", "object-store")),
+        _c("interface", required=True),
+        _c("capacity_tb", "float", required=True, min=0.01),
+        _c("read_gb_per_s", "float", required=True, min=0),
+        _c("write_gb_per_s", "float", required=True, min=0),
+        _c("max_power_w", "float", min=0),
+        _c("rack_units", "int", min=0, max=48, doc="for appliances; empty for drives"),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+    "servers": (
+        _c("id", "id", required=True),
+        _c("name", required=True),
+        _c("vendor", required=True),
+        _c("kind", "enum", required=True, choices=("system", "chassis", "workstation"),
+           doc="a complete system, an empty chassis to fill with parts, or a tower workstation"),
+        _c("gpu_id", "ref", ref="accelerators"),
+        _c("gpu_count", "int", required=True, min=0, max=72),
+        _c("gpu_baseboard", "enum", required=True, choices=("sxm", "oam", "pcie", "none"),
+           doc="sxm/oam: HGX/DGX/OAM baseboard; pcie: slots"),
+        _c("cpu_id", "ref", ref="cpus"),
+        _c("cpu_count", "int", required=True, min=0, max=8),
+        _c("system_memory_gb", "float", min=0),
+        _c("os_storage_tb", "float", min=0),
+        _c("data_storage_tb", "float", min=0),
+        _c("storage_desc"),
+        _c("compute_nic_id", "ref", ref="nics"),
+        _c("compute_nic_count", "int", min=0, max=32),
+        _c("storage_nic_id", "ref", ref="nics"),
+        _c("storage_nic_count", "int", min=0, max=16),
+        _c("mgmt_ports_count", "int", min=0, max=16, doc="1/10 GbE ports incl. BMC"),
+        _c("pcie_x16_slots", "int", min=0, max=32),
+        _c("pcie_x8_slots", "int", min=0, max=32),
+        _c("max_gpu_slot_width_slots", "int", min=1, max=4),
+        _c("rack_units", "int", min=1, max=48, doc="empty for towers"),
+        _c("max_power_w", "float", min=1, max=200_000),
+        _c("psu_count", "int", min=1, max=16),
+        _c("psu_rating_w", "float", min=100, max=20_000),
+        _c("psu_redundancy", doc="N+M, e.g. 3+3"),
+        _c("weight_kg", "float", min=1, max=3000),
+        _c("cooling", "enum", required=True, choices=("air", "liquid", "hybrid")),
+        _c("airflow_cfm", "float", min=0),
+        _c("launch_year", "int", min=2010, max=2030),
+        *PRICE_COLUMNS,
+        *SOURCE_COLUMNS,
+    ),
+}
+
+TABLES: tuple[str, ...] = tuple(SCHEMAS)
+
+#: Precisions with a dense peak column, in the order the UI lists them.
+PRECISION_COLUMNS: dict[str, str] = {
+    "fp64": "fp64_tflops",
+    "fp32": "fp32_tflops",
+    "tf32": "tf32_tflops",
+    "bf16": "bf16_tflops",
+    "fp16": "fp16_tflops",
+    "fp8": "fp8_tflops",
+    "int8": "int8_tops",
+}
+
+#: Dense 16-bit tensor throughput per watt above which a row almost certainly holds
+#: the 2:4-sparsity headline. The densest part in the catalogue, B200, is
+#: 2,250 TFLOP/s at 1,000 W = 2.25 TFLOP/s/W (NVIDIA HGX page); sparse headlines
+#: double that (H100 SXM 1,979 / 700 W = 2.8).
+MAX_DENSE_BF16_TFLOPS_PER_W = 2.6
+
+
+def _unit_of(name: str) -> str | None:
+    for suffix in sorted(UNIT_SUFFIXES, key=len, reverse=True):
+        if name.endswith(suffix):
+            return suffix
+    return None
+
+
+def _parse_cell(table: str, file: str, line: int, col: Column, raw: str) -> Any:
+    raw = raw.strip()
+    if raw == "" or raw.upper() == "NA":
+        if col.required:
+            raise CatalogError(file, line, col.name, "required value is missing")
+        return None
+    if col.kind in ("float", "int"):
+        try:
+            value = float(raw.replace(",", "")) if col.kind == "float" else int(raw)
+        except ValueError:
+            hint = ": put the unit in the column name, not in the cell" if re.search(r"[a-zA-Z]", raw) else ""
+            raise CatalogError(file, line, col.name,
+                               f"expected a {'number' if col.kind == 'float' else 'whole number'}, got {raw!r}{hint}") from None
+        if not math.isfinite(value):
+            raise CatalogError(file, line, col.name, f"expected a finite number, got {raw!r}")
+        if col.min is not None and value < col.min:
+            what = "negative" if value < 0 else "too small"
+            raise CatalogError(file, line, col.name, f"{what} value {value:g} (minimum {col.min:g})")
+        if col.max is not None and value > col.max:
+            raise CatalogError(file, line, col.name, f"value {value:g} above the plausible maximum {col.max:g}")
+        return value
+    if col.kind == "bool":
+        low = raw.lower()
+        if low in ("true", "yes", "1"):
+            return True
+        if low in ("false", "no", "0"):
+            return False
+        raise CatalogError(file, line, col.name, f"expected true/false, got {raw!r}")
+    if col.kind == "enum":
+        if raw not in col.choices:
+            raise CatalogError(file, line, col.name, f"{raw!r} is not one of {', '.join(col.choices)}")
+        return raw
+    if col.kind == "id":
+        if not ID_RE.match(raw):
+            raise CatalogError(file, line, col.name,
+                               f"id {raw!r} must be lowercase letters, digits and hyphens (e.g. 'h100-sxm5-80gb')")
+        return raw
+    if col.kind == "date":
+        if not DATE_RE.match(raw):
+            raise CatalogError(file, line, col.name, f"date {raw!r} must be YYYY, YYYY-MM or YYYY-MM-DD")
+        return raw
+    return raw
+
+
+def _check_row(table: str, file: str, line: int, row: dict[str, Any]) -> None:
+    """Cross-column plausibility rules."""
+    if table == "accelerators":
+        order = [c for c in ("tf32_tflops", "bf16_tflops", "fp8_tflops") if row.get(c) is not None]
+        for lo, hi in zip(order, order[1:]):
+            if row[lo] > row[hi] * 1.001:
+                raise CatalogError(file, line, lo, f"{lo} {row[lo]:g} exceeds {hi} {row[hi]:g}: "
+                                   "lower precisions are never slower")
+        bf16, tdp = row.get("bf16_tflops"), row.get("tdp_w")
+        if bf16 is not None and tdp and bf16 / tdp > MAX_DENSE_BF16_TFLOPS_PER_W:
+            raise CatalogError(
+                file, line, "bf16_tflops",
+                f"dense BF16 {bf16:g} TFLOP/s at {tdp:g} W is {bf16 / tdp:.2f} TFLOP/s per W, above the "
+                f"{MAX_DENSE_BF16_TFLOPS_PER_W} any shipping part reaches: is this the 2:4-sparsity headline? "
+                "Store the dense figure (half the sparse one)")
+        if row.get("form_factor") == "PCIe" and row.get("slot_width_slots") is None:
+            raise CatalogError(file, line, "slot_width_slots", "PCIe cards need a slot width")
+    if table == "servers":
+        if row.get("kind") != "chassis" and row.get("gpu_count", 0) > 0 and not row.get("gpu_id"):
+            raise CatalogError(file, line, "gpu_id", "a system with GPUs must name its GPU id")
+        red = row.get("psu_redundancy")
+        if red is not None:
+            m = re.fullmatch(r"(\d+)\+(\d+)", red)
+            if not m:
+                raise CatalogError(file, line, "psu_redundancy", f"{red!r} must be written N+M, e.g. 3+1")
+            if row.get("psu_count") is not None and int(m[1]) + int(m[2]) != row["psu_count"]:
+                raise CatalogError(file, line, "psu_redundancy",
+                                   f"{red} does not add up to psu_count {row['psu_count']}")
+    if row.get("price_usd_estimate") is not None and not row.get("price_source"):
+        raise CatalogError(file, line, "price_source", "a price needs its source")
+
+
+def read_table(table: str, path: str | os.PathLike | io.TextIOBase, *, label: str | None = None) -> pd.DataFrame:
+    """Read and validate one catalogue CSV (no cross-table checks).
+
+    Parameters
+    ----------
+    table : one of :data:`TABLES`
+    path : file path or open text stream
+    label : name used in error messages (defaults to the file name)
+    """
+    if table not in SCHEMAS:
+        raise UnknownIdError("catalogue table", table, SCHEMAS)
+    schema = SCHEMAS[table]
+    by_name = {c.name: c for c in schema}
+    if isinstance(path, (str, os.PathLike)):
+        file = label or Path(path).name
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise CatalogError(file, None, None, f"file not found: {path}") from None
+    else:
+        file = label or getattr(path, "name", f"<{table}.csv>")
+        text = path.read()
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    for name in header:
+        if name not in by_name:
+            stem_matches = [c.name for c in schema if c.numeric and name.rsplit("_", 1)[0] == c.name[: -len(_unit_of(c.name) or "")]]
+            if stem_matches:
+                raise CatalogError(file, 1, name, f"unknown unit in column name: use {stem_matches[0]!r}")
+            raise CatalogError(file, 1, name,
+                               f"unknown column; {table}.csv columns are: {', '.join(by_name)}")
+    for col in schema:
+        if col.required and col.name not in header:
+            raise CatalogError(file, 1, col.name, "required column is missing")
+        if col.numeric and _unit_of(col.name) is None:  # guards the schema itself
+            raise CatalogError(file, 1, col.name, "numeric column without a unit suffix")
+    rows: list[dict[str, Any]] = []
+    seen: dict[str, int] = {}
+    for i, raw in enumerate(reader):
+        line = i + 2
+        if None in raw:  # more cells than header columns
+            raise CatalogError(file, line, None, f"{len(raw[None])} cell(s) more than the header has columns")
+        row = {c.name: _parse_cell(table, file, line, c, raw.get(c.name) or "") for c in schema}
+        _check_row(table, file, line, row)
+        if row["id"] in seen:
+            raise CatalogError(file, line, "id", f"duplicate id {row['id']!r} (first on line {seen[row['id']]})")
+        seen[row["id"]] = line
+        rows.append(row)
+    df = pd.DataFrame(rows, columns=[c.name for c in schema])
+    for c in schema:
+        if c.kind == "float":
+            df[c.name] = df[c.name].astype("float64")
+        elif c.kind == "int":
+            df[c.name] = df[c.name].astype("Int64")
+    df.attrs["table"] = table
+    return df
+
+
+@dataclass
+class Catalog:
+    """All catalogue tables, indexed by id. Build with :func:`load_catalog`."""
+
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> pd.DataFrame:
+        tables = self.__dict__.get("tables", {})
+        if name in tables:
+            return tables[name]
+        raise AttributeError(name)
+
+    def ids(self, table: str) -> list[str]:
+        return list(self.tables[table]["id"])
+
+    def get(self, table: str, id_: str, *, path: str = "") -> dict[str, Any]:
+        """One row as a dict (NaN/NA become None). Unknown ids raise with the closest ids."""
+        df = self.tables[table]
+        hit = df.index[df["id"] == id_]
+        if len(hit) == 0:
+            raise UnknownIdError(_SINGULAR[table], id_, df["id"], path)
+        return _row_dict(df.loc[hit[0]])
+
+    def accelerator(self, id_: str, *, path: str = "") -> dict[str, Any]:
+        return self.get("accelerators", id_, path=path)
+
+    def server(self, id_: str, *, path: str = "") -> dict[str, Any]:
+        return self.get("servers", id_, path=path)
+
+    def records(self, table: str) -> list[dict[str, Any]]:
+        """Rows as JSON-ready dicts: numbers as numbers, missing values as None."""
+        return [_row_dict(r) for _, r in self.tables[table].iterrows()]
+
+
+_SINGULAR = {"accelerators": "accelerator", "servers": "server", "cpus": "CPU", "nics": "NIC",
+             "switches": "switch", "storage": "storage option"}
+
+
+def _row_dict(row: pd.Series) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
+            out[k] = None
+        elif hasattr(v, "item"):  # numpy scalar
+            out[k] = v.item()
+        else:
+            out[k] = v
+    return out
+
+
+def _check_refs(tables: Mapping[str, pd.DataFrame], files: Mapping[str, str]) -> None:
+    for table, schema in SCHEMAS.items():
+        if table not in tables:
+            continue
+        df = tables[table]
+        for col in schema:
+            if col.kind != "ref" or col.ref not in tables:
+                continue
+            valid = set(tables[col.ref]["id"])
+            for i, value in enumerate(df[col.name]):
+                if value is not None and not (isinstance(value, float) and math.isnan(value)) and value not in valid:
+                    err = UnknownIdError(_SINGULAR[col.ref], value, valid)
+                    raise CatalogError(files[table], _line_of(df, i), col.name,
+                                       f"refers to {err.message.removeprefix('unknown ')}")
+
+
+def _line_of(df: pd.DataFrame, i: int) -> int | None:
+    lines = df.attrs.get("lines")
+    return int(lines[i]) if lines is not None else i + 2
+
+
+def load_catalog(extra: Iterable[str | os.PathLike] = (), *, data_dir: str | os.PathLike | None = None,
+                 override: bool = False) -> Catalog:
+    """Load the shipped catalogue plus user CSV files, validated.
+
+    Parameters
+    ----------
+    extra : paths of user CSVs. The table is taken from the file name
+        (``my_accelerators.csv`` -> ``accelerators``; the name must end with a table name).
+    data_dir : folder with the shipped tables (default :data:`DATA_DIR`).
+    override : let a user row replace a shipped row with the same id (default: refuse).
+    """
+    extra = tuple(str(p) for p in extra)
+    return _load_catalog(extra, str(data_dir or DATA_DIR), override)
+
+
+@lru_cache(maxsize=8)
+def _load_catalog(extra: tuple[str, ...], data_dir: str, override: bool) -> Catalog:
+    tables: dict[str, pd.DataFrame] = {}
+    files: dict[str, str] = {}
+    for table in TABLES:
+        path = Path(data_dir) / f"{table}.csv"
+        df = read_table(table, path)
+        df.attrs["lines"] = list(range(2, len(df) + 2))
+        tables[table], files[table] = df, path.name
+    for p in extra:
+        stem = Path(p).stem.lower()
+        table = next((t for t in TABLES if stem == t or stem.endswith(("_" + t, "-" + t))), None)
+        if table is None:
+            raise CatalogError(Path(p).name, None, None,
+                               f"cannot tell which table this is: the file name must end with one of {', '.join(TABLES)}")
+        tables[table], files[table] = merge_tables(tables[table], read_table(table, p), Path(p).name,
+                                                   override=override), f"{files[table]} + {Path(p).name}"
+    _check_refs(tables, files)
+    return Catalog(tables)
+
+
+def merge_tables(base: pd.DataFrame, user: pd.DataFrame, user_file: str, *, override: bool = False) -> pd.DataFrame:
+    """Append user rows to a shipped table; a clashing id is refused unless ``override``."""
+    clash = sorted(set(base["id"]) & set(user["id"]))
+    if clash and not override:
+        line = int(user.index[user["id"] == clash[0]][0]) + 2
+        raise CatalogError(user_file, line, "id",
+                           f"duplicate id {clash[0]!r}: already in the shipped catalogue (rename it, or pass override)")
+    base_lines = base.attrs.get("lines", list(range(2, len(base) + 2)))
+    keep = ~base["id"].isin(clash)
+    merged = pd.concat([base[keep], user], ignore_index=True)
+    merged.attrs.update(base.attrs)
+    merged.attrs["lines"] = [ln for ln, k in zip(base_lines, keep) if k] + list(range(2, len(user) + 2))
+    return merged
+
+
+def catalog_from_bytes(table: str, content: bytes, name: str, base: Catalog | None = None,
+                       override: bool = False) -> Catalog:
+    """Merge an uploaded CSV (bytes, as the app receives it) into a copy of ``base``."""
+    base = base or load_catalog()
+    user = read_table(table, io.StringIO(content.decode("utf-8-sig")), label=name)
+    tables = dict(base.tables)
+    tables[table] = merge_tables(tables[table], user, name, override=override)
+    _check_refs(tables, {t: f"{t}.csv" if t != table else f"{table}.csv + {name}" for t in tables})
+    return Catalog(tables)

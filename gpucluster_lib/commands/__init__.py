@@ -1,0 +1,21 @@
+"""CLI subcommands, one module each (found by :func:`gpucluster_lib.cli.build_parser`).
+
+A module defines ``NAME``, ``HELP``, optional ``ORDER`` (listing order) and
+``DESCRIPTION``, ``add_arguments(parser)`` and ``run(args) -> int``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from ..scenario import Scenario, load_scenario
+
+
+def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
+    """The common arguments of scenario-driven commands: SCENARIO.yaml and --json."""
+    parser.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see data/scenarios/)")
+    parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def read_scenario(args: argparse.Namespace) -> Scenario:
+    return load_scenario(args.scenario)

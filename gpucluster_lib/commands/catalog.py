@@ -1,0 +1,31 @@
+"""``gpucluster catalog TABLE``: print a catalogue table."""
+
+from __future__ import annotations
+
+import argparse
+
+from ..catalog import TABLES, load_catalog
+
+NAME = "catalog"
+ORDER = 10
+HELP = "print a catalogue table (accelerators, servers, cpus, nics, switches, storage)"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("table", choices=TABLES)
+    p.add_argument("--json", action="store_true", help="a JSON list of objects, one per row, all columns")
+    p.add_argument("--extra", action="append", default=[], metavar="CSV",
+                   help="merge a user CSV with the same schema (repeatable)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import print_json
+
+    cat = load_catalog(args.extra)
+    if args.json:
+        print_json(cat.records(args.table))
+    else:
+        df = cat.tables[args.table]
+        cols = [c for c in df.columns if c not in ("source", "notes", "price_source", "source_date", "price_date")]
+        print(df[cols].to_string(index=False))
+    return 0

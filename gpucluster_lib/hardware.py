@@ -1,0 +1,91 @@
+"""Resolve a scenario's ``hardware`` section against the catalogue.
+
+Every calculation that needs "which accelerator, how many per node, how many nodes"
+goes through :func:`resolve_hardware`, so the rules live in one place:
+
+* ``hardware.server`` names a complete system (its GPU and count come with it) or a
+  chassis (then ``hardware.accelerator`` and ``gpus_per_node`` fill it);
+* ``hardware.accelerator`` alone means a generic node of ``gpus_per_node`` (default 8);
+* the size is ``nodes``, or ``gpus`` (which must be a multiple of ``gpus_per_node``); 1 node by default.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .catalog import Catalog, load_catalog
+from .errors import ScenarioError
+from .scenario import Scenario
+
+DEFAULT_GPUS_PER_NODE = 8
+DEFAULT_ACCELERATOR = "h100-sxm5-80gb"
+
+
+@dataclass(frozen=True)
+class ClusterHardware:
+    """The resolved compute hardware of a scenario (catalogue rows as dicts)."""
+
+    accelerator: dict[str, Any]
+    server: dict[str, Any] | None
+    gpus_per_node: int
+    nodes: int
+
+    @property
+    def gpus(self) -> int:
+        return self.gpus_per_node * self.nodes
+
+    @property
+    def accelerator_id(self) -> str:
+        return self.accelerator["id"]
+
+    @property
+    def server_id(self) -> str | None:
+        return self.server["id"] if self.server else None
+
+
+def catalog_for(scenario: Scenario) -> Catalog:
+    """The catalogue plus the scenario's own CSV files (paths relative to the scenario file)."""
+    if not scenario.catalog:
+        return load_catalog()
+    base = scenario.base_dir
+    paths = [str((base / p) if base and not str(p).startswith("/") else p) for p in scenario.catalog]
+    return load_catalog(paths)
+
+
+def resolve_hardware(scenario: Scenario, catalog: Catalog | None = None) -> ClusterHardware:
+    cat = catalog or catalog_for(scenario)
+    hw = scenario.hardware
+    server = cat.server(hw.server, path="hardware.server") if hw.server else None
+    if hw.accelerator:
+        acc = cat.accelerator(hw.accelerator, path="hardware.accelerator")
+        if server and server["kind"] != "chassis" and server["gpu_id"] and server["gpu_id"] != acc["id"]:
+            raise ScenarioError("hardware.accelerator",
+                                f"server {server['id']!r} comes with {server['gpu_id']!r}, not {acc['id']!r}; "
+                                "drop hardware.accelerator or pick a chassis (kind 'chassis') to fill")
+    elif server and server["gpu_id"]:
+        acc = cat.accelerator(server["gpu_id"])
+    elif server:
+        raise ScenarioError("hardware.accelerator",
+                            f"{server['id']!r} is an empty chassis: name the accelerator to put in it")
+    else:
+        acc = cat.accelerator(DEFAULT_ACCELERATOR)
+    if hw.gpus_per_node is not None:
+        gpn = hw.gpus_per_node
+        if server and server["kind"] != "chassis" and server["gpu_count"] and gpn != server["gpu_count"]:
+            raise ScenarioError("hardware.gpus_per_node",
+                                f"server {server['id']!r} has {server['gpu_count']} GPUs, not {gpn}")
+    elif server and server["gpu_count"]:
+        gpn = int(server["gpu_count"])
+    else:
+        gpn = DEFAULT_GPUS_PER_NODE
+    if hw.nodes is not None:
+        nodes = hw.nodes
+    elif hw.gpus is not None:
+        if hw.gpus % gpn:
+            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs is not a multiple of {gpn} GPUs per node; "
+                                f"use {hw.gpus - hw.gpus % gpn or gpn} or {hw.gpus + gpn - hw.gpus % gpn}")
+        nodes = hw.gpus // gpn
+    else:
+        nodes = 1
+    return ClusterHardware(accelerator=acc, server=server, gpus_per_node=gpn, nodes=nodes)

@@ -1,0 +1,489 @@
+"""The scenario: one declarative description of a cluster design.
+
+A scenario groups, by meaning, everything a calculation needs:
+
+``model``        the workload (a preset name or a full architecture)
+``hardware``     accelerator, server or parts, node count
+``network``      fabric topology, switch, NICs
+``parallelism``  how training is split (TP/PP/DP/CP/EP, ZeRO, recompute) or ``auto``
+``training``     token budget, precision, deadline
+``inference``    serving precision, traffic and latency targets
+``facility``     rack limits, cooling, PUE, energy price, grid carbon intensity
+``costs``        prices (overrides of the catalogue estimates), years
+``reliability``  failure rates, checkpointing
+
+Every section is optional where a default exists. Loading is strict: unknown
+keys, wrong types and out-of-range values raise :class:`ScenarioError` with the
+key path (``hardware.nodes: must be a positive integer, got -4``); unknown
+catalogue ids raise :class:`UnknownIdError` with the closest ids.
+
+Each section is a frozen dataclass; constraints live in the field metadata
+(``ge``/``gt``/``le``/``choices``), and one generic builder enforces them, so a
+new field is one line.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import re
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Union, get_args, get_origin
+
+import yaml
+
+from .errors import ScenarioError
+
+# --------------------------------------------------------------------------- helpers
+
+
+def f(default: Any = None, *, doc: str = "", unit: str = "", **rules: Any) -> Any:
+    """A dataclass field with validation rules (``ge``, ``gt``, ``le``, ``lt``) and a doc."""
+    if isinstance(default, (list, dict)):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"doc": doc, "unit": unit, **rules})
+    return field(default=default, metadata={"doc": doc, "unit": unit, **rules})
+
+
+def sub(cls: type) -> Any:
+    """A nested section field that defaults to the section's defaults."""
+    return field(default_factory=cls, metadata={"doc": cls.__doc__ or ""})
+
+
+# --------------------------------------------------------------------------- sections
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """The workload: a preset name (``data/models.yaml``) and/or architecture fields.
+
+    Fields given next to a preset override the preset's values.
+    """
+
+    preset: str | None = f(None, doc="preset id from data/models.yaml, e.g. 'gpt3-175b'")
+    kind: Literal["transformer", "cnn", "vit"] | None = f(None, doc="workload family")
+    layers: int | None = f(None, gt=0)
+    hidden_size: int | None = f(None, gt=0)
+    attention_heads: int | None = f(None, gt=0)
+    kv_heads: int | None = f(None, gt=0, doc="equal to attention_heads for MHA, 1 for MQA")
+    head_dim: int | None = f(None, gt=0, doc="defaults to hidden_size / attention_heads")
+    ffn_hidden_size: int | None = f(None, gt=0)
+    ffn_type: Literal["gelu", "swiglu", "relu2"] | None = f(None)
+    vocab_size: int | None = f(None, gt=0)
+    seq_length: int | None = f(None, gt=0, unit="tokens")
+    tied_embeddings: bool | None = f(None)
+    position_embedding: Literal["learned", "rope", "alibi", "none"] | None = f(None)
+    bias: bool | None = f(None, doc="linear layers carry biases (GPT-2/3 style)")
+    norm: Literal["layernorm", "rmsnorm"] | None = f(None)
+    num_experts: int | None = f(None, ge=1, doc="routed experts per MoE layer (1 = dense)")
+    experts_per_token: int | None = f(None, ge=1, doc="top-k")
+    expert_ffn_hidden_size: int | None = f(None, gt=0)
+    shared_experts: int | None = f(None, ge=0)
+    moe_layer_interval: int | None = f(None, ge=1, doc="every k-th layer is MoE")
+    dense_layers: int | None = f(None, ge=0, doc="leading dense layers before the MoE layers")
+
+
+@dataclass(frozen=True)
+class CountSpec:
+    id: str = f("", doc="catalogue id")
+    count: int = f(1, ge=0)
+
+
+@dataclass(frozen=True)
+class PsuSpec:
+    count: int = f(2, gt=0)
+    rating_w: float = f(2000.0, gt=0, unit="W")
+    redundancy: str = f("1+1", doc="N+M: N supplies carry the load, M are spares, e.g. '3+1'")
+
+
+@dataclass(frozen=True)
+class PartsSpec:
+    """A node built from parts (used when ``hardware.server`` is not a complete system)."""
+
+    chassis: str | None = f(None, doc="servers.csv id of kind 'chassis'")
+    cpus: CountSpec | None = f(None)
+    memory_gb: float | None = f(None, gt=0, unit="GB")
+    nics: CountSpec | None = f(None)
+    mgmt_nics: CountSpec | None = f(None)
+    drives: list[CountSpec] = f([])
+    psus: PsuSpec | None = f(None)
+
+
+@dataclass(frozen=True)
+class HardwareSpec:
+    accelerator: str | None = f(None, doc="accelerators.csv id")
+    server: str | None = f(None, doc="servers.csv id")
+    gpus_per_node: int | None = f(None, gt=0)
+    nodes: int | None = f(None, gt=0)
+    gpus: int | None = f(None, gt=0, doc="total accelerators; alternative to nodes")
+    parts: PartsSpec | None = f(None)
+    head_nodes: int = f(1, ge=0, doc="management / scheduler nodes (2 for HA)")
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    topology: Literal["fat-tree", "leaf-spine", "rail-optimized", "ring", "tree", "single-switch"] = f("fat-tree")
+    switch: str | None = f(None, doc="switches.csv id of the compute fabric")
+    nic: str | None = f(None, doc="nics.csv id of the compute NICs")
+    nics_per_node: int | None = f(None, gt=0)
+    oversubscription: float = f(1.0, ge=1.0, doc="downlink:uplink bandwidth ratio at the leaves (1 = non-blocking)")
+    tiers: int | None = f(None, ge=1, le=3)
+    inter_node_gbps_per_gpu: float | None = f(None, gt=0, unit="Gb/s",
+                                              doc="override of the fabric bandwidth per GPU")
+    scalable_unit_nodes: int | None = f(None, gt=0, doc="nodes per scalable unit (rail-optimised)")
+    mgmt_switch: str | None = f(None, doc="switches.csv id of the management network")
+    storage_network: bool = f(True)
+
+
+@dataclass(frozen=True)
+class ParallelismSpec:
+    """Training parallel plan. ``auto: true`` searches the fields left empty."""
+
+    auto: bool = f(False)
+    tensor: int | None = f(None, gt=0)
+    pipeline: int | None = f(None, gt=0)
+    data: int | None = f(None, gt=0)
+    context: int | None = f(None, gt=0)
+    expert: int | None = f(None, gt=0)
+    virtual_stages: int | None = f(None, gt=0, doc="interleaved 1F1B model chunks per GPU")
+    micro_batch_size: int | None = f(None, gt=0, unit="sequences")
+    global_batch_size: int | None = f(None, gt=0, unit="sequences")
+    recompute: Literal["none", "selective", "full"] | None = f(None)
+    sequence_parallel: bool | None = f(None)
+    zero_stage: int | None = f(None, ge=0, le=3)
+    distributed_optimizer: bool | None = f(None)
+    allow_tp_across_nodes: bool = f(False)
+    dp_overlap: float | None = f(None, ge=0, le=1, doc="fraction of DP communication hidden behind compute")
+
+
+@dataclass(frozen=True)
+class TrainingSpec:
+    tokens: float | None = f(None, gt=0, unit="tokens")
+    precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = f("bf16")
+    deadline_days: float | None = f(None, gt=0, unit="days")
+    epochs: float | None = f(None, gt=0, doc="for CNN/ViT workloads")
+    dataset_images: float | None = f(None, gt=0, doc="images per epoch (CNN/ViT)")
+    gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] = f("bf16")
+    tensor_parallel: int | None = f(None, gt=0)
+    input_tokens: int = f(1024, gt=0, unit="tokens")
+    output_tokens: int = f(256, gt=0, unit="tokens")
+    requests_per_s: float | None = f(None, gt=0, unit="1/s")
+    tokens_per_s: float | None = f(None, gt=0, unit="tokens/s")
+    ttft_slo_s: float = f(2.0, gt=0, unit="s")
+    tpot_slo_s: float = f(0.2, gt=0, unit="s")
+    batch_size: int | None = f(None, gt=0)
+    images_per_s: float | None = f(None, gt=0)
+    video_streams: int | None = f(None, gt=0)
+    video_fps: float | None = f(None, gt=0)
+
+
+@dataclass(frozen=True)
+class FacilitySpec:
+    rack_units: int = f(42, ge=1, le=60, unit="U")
+    rack_power_limit_kw: float = f(40.0, gt=0, unit="kW")
+    rack_weight_limit_kg: float = f(1360.0, gt=0, unit="kg")
+    cooling: Literal["air", "rear_door", "liquid"] = f("air")
+    pue: float = f(1.3, ge=1.0, le=4.0)
+    energy_price_per_kwh: float = f(0.10, ge=0, unit="currency/kWh")
+    delta_t_c: float = f(11.1, gt=0, le=40, unit="K")
+    power_redundancy: Literal["N", "N+1", "2N"] = f("N+1")
+    grid_kg_co2e_per_kwh: float | None = f(None, ge=0, unit="kg CO2e/kWh")
+    grid_region: str | None = f(None, doc="preset grid intensity region")
+    growth_headroom: float = f(0.2, ge=0, le=5, doc="fraction of extra capacity to plan for")
+
+
+@dataclass(frozen=True)
+class CostsSpec:
+    years: int = f(4, gt=0, le=20)
+    currency: str = f("USD")
+    accelerator_price: float | None = f(None, ge=0, doc="override, per accelerator")
+    server_price: float | None = f(None, ge=0, doc="override, per node")
+    maintenance_fraction: float = f(0.08, ge=0, le=1, doc="of CapEx per year")
+    colocation_per_kw_month: float | None = f(None, ge=0)
+    facility_per_kw: float | None = f(None, ge=0, doc="build cost per kW of IT")
+    rent_per_gpu_hour: float | None = f(None, ge=0)
+    prices: dict[str, float] = f({}, doc="catalogue id -> price override")
+
+
+@dataclass(frozen=True)
+class ReliabilitySpec:
+    gpu_failures_per_1000_gpu_days: float | None = f(None, ge=0)
+    component_rates: dict[str, float] = f({}, doc="component -> failures per 1000 GPU-days")
+    checkpoint_write_gbps: float | None = f(None, gt=0, unit="GB/s")
+    restart_minutes: float | None = f(None, ge=0, unit="min")
+    spare_nodes: int | None = f(None, ge=0)
+    redundant_head_node: bool = f(True)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str = f("untitled")
+    description: str = f("")
+    catalog: list[str] = f([], doc="extra catalogue CSV paths, relative to the scenario file")
+    model: ModelSpec = sub(ModelSpec)
+    hardware: HardwareSpec = sub(HardwareSpec)
+    network: NetworkSpec = sub(NetworkSpec)
+    parallelism: ParallelismSpec = sub(ParallelismSpec)
+    training: TrainingSpec = sub(TrainingSpec)
+    inference: InferenceSpec = sub(InferenceSpec)
+    facility: FacilitySpec = sub(FacilitySpec)
+    costs: CostsSpec = sub(CostsSpec)
+    reliability: ReliabilitySpec = sub(ReliabilitySpec)
+    #: folder of the YAML file (to resolve relative paths); not a user key.
+    base_dir: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
+
+    # -- conveniences ------------------------------------------------------
+    def replace(self, **changes: Any) -> Scenario:
+        """A copy with top-level sections or ``section__field`` values replaced and re-validated."""
+        data = to_dict(self)
+        for key, value in changes.items():
+            if "__" in key:
+                section, name = key.split("__", 1)
+                data.setdefault(section, {})[name] = value
+            else:
+                data[key] = to_dict(value) if dataclasses.is_dataclass(value) else value
+        return from_dict(data, base_dir=self.base_dir)
+
+# --------------------------------------------------------------------------- building
+
+
+_TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str: "a string"}
+
+
+def _describe(tp: Any) -> str:
+    if tp in _TYPE_WORDS:
+        return _TYPE_WORDS[tp]
+    if get_origin(tp) is Literal:
+        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+    if dataclasses.is_dataclass(tp):
+        return "a mapping"
+    if get_origin(tp) in (list, typing.List):  # noqa: UP006
+        return "a list"
+    if get_origin(tp) in (dict, typing.Dict):  # noqa: UP006
+        return "a mapping"
+    return str(tp)
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
+            dict: "a mapping", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
+
+
+def _coerce(tp: Any, value: Any, path: str) -> Any:
+    origin = get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        if value is None:
+            return None
+        errors = []
+        for a in args:
+            try:
+                return _coerce(a, value, path)
+            except ScenarioError as e:
+                errors.append(e)
+        raise errors[0]
+    if origin is Literal:
+        choices = get_args(tp)
+        if value not in choices:
+            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+            hint = f" (did you mean {close[0]!r}?)" if close else ""
+            raise ScenarioError(path, f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}{hint}")
+        return value
+    if dataclasses.is_dataclass(tp):
+        return _build(tp, value, path)
+    if origin is list:
+        (item,) = get_args(tp)
+        if not isinstance(value, list):
+            raise ScenarioError(path, f"must be a list, got {_type_name(value)}")
+        return [_coerce(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if origin is dict:
+        kt, vt = get_args(tp)
+        if not isinstance(value, dict):
+            raise ScenarioError(path, f"must be a mapping, got {_type_name(value)}")
+        return {_coerce(kt, k, f"{path}.{k}"): _coerce(vt, v, f"{path}.{k}") for k, v in value.items()}
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise ScenarioError(path, f"must be true or false, got {value!r}")
+        return value
+    if tp is int:
+        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
+            raise ScenarioError(path, f"must be an integer, got {value!r}")
+        return int(value)
+    if tp is float:
+        if isinstance(value, str):
+            try:  # YAML 1.1 reads "1e12" as a string
+                value = float(value)
+            except ValueError:
+                raise ScenarioError(path, f"must be a number, got {value!r}") from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ScenarioError(path, f"must be a number, got {value!r}")
+        value = float(value)
+        if value != value or value in (float("inf"), float("-inf")):
+            raise ScenarioError(path, f"must be a finite number, got {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                return str(value)
+            raise ScenarioError(path, f"must be a string, got {_type_name(value)}")
+        return value
+    return value
+
+
+def _check_rules(fld: dataclasses.Field, value: Any, path: str) -> None:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    md = fld.metadata
+    unit = f" {md['unit']}" if md.get("unit") else ""
+    if "gt" in md and not value > md["gt"]:
+        if md["gt"] == 0:
+            what = "a positive integer" if isinstance(value, int) else "a positive number"
+            raise ScenarioError(path, f"must be {what}, got {value!r}")
+        raise ScenarioError(path, f"must be greater than {md['gt']}{unit}, got {value!r}")
+    if "ge" in md and not value >= md["ge"]:
+        raise ScenarioError(path, f"must be at least {md['ge']}{unit}, got {value!r}")
+    if "le" in md and not value <= md["le"]:
+        raise ScenarioError(path, f"must be at most {md['le']}{unit}, got {value!r}")
+    if "lt" in md and not value < md["lt"]:
+        raise ScenarioError(path, f"must be less than {md['lt']}{unit}, got {value!r}")
+
+
+@typing.no_type_check
+def _build(cls: type, data: Any, path: str) -> Any:
+    if data is None:
+        data = {}
+    if cls is ParallelismSpec and data == "auto":
+        data = {"auto": True}
+    if cls is ModelSpec and isinstance(data, str):
+        data = {"preset": data}
+    if cls is CountSpec and isinstance(data, str):
+        data = {"id": data}
+    if not isinstance(data, dict):
+        raise ScenarioError(path or "scenario", f"must be a mapping of keys to values, got {_type_name(data)}")
+    hints = typing.get_type_hints(cls)
+    fields = {fl.name: fl for fl in dataclasses.fields(cls) if not fl.metadata.get("internal")}
+    for key in data:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(fields)}"
+            raise ScenarioError(f"{path}.{key}" if path else str(key), f"unknown key{hint}")
+    kwargs = {}
+    for name, fl in fields.items():
+        if name in data:
+            sub_path = f"{path}.{name}" if path else name
+            value = _coerce(hints[name], data[name], sub_path)
+            _check_rules(fl, value, sub_path)
+            kwargs[name] = value
+    return cls(**kwargs)
+
+
+def from_dict(data: dict[str, Any] | None, *, base_dir: str | Path | None = None) -> Scenario:
+    """Build a validated :class:`Scenario` from plain data (as read from YAML)."""
+    scenario = _build(Scenario, data or {}, "")
+    _cross_checks(scenario)
+    if base_dir is not None:
+        scenario = dataclasses.replace(scenario, base_dir=Path(base_dir))
+    return scenario
+
+
+def _cross_checks(s: Scenario) -> None:
+    """Rules between fields that no single field can state."""
+    parts = s.hardware.parts
+    if parts is not None and parts.psus is not None:
+        n, m = parse_redundancy(parts.psus.redundancy, "hardware.parts.psus.redundancy")
+        if n < 1:
+            raise ScenarioError("hardware.parts.psus.redundancy",
+                                f"'{s.hardware.parts.psus.redundancy}' leaves no usable supply: N must be at least 1")
+        if n + m != s.hardware.parts.psus.count:
+            raise ScenarioError("hardware.parts.psus.redundancy",
+                                f"'{s.hardware.parts.psus.redundancy}' does not add up to psus.count "
+                                f"{s.hardware.parts.psus.count}")
+    hw = s.hardware
+    if hw.nodes is not None and hw.gpus is not None and hw.gpus_per_node is not None:
+        if hw.nodes * hw.gpus_per_node != hw.gpus:
+            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs do not equal nodes x gpus_per_node = "
+                                f"{hw.nodes} x {hw.gpus_per_node}; give only two of the three")
+    inf = s.inference
+    if inf.requests_per_s is not None and inf.tokens_per_s is not None:
+        raise ScenarioError("inference.tokens_per_s", "give requests_per_s or tokens_per_s, not both")
+
+
+def parse_redundancy(text: str, path: str = "redundancy") -> tuple[int, int]:
+    """Parse an ``N+M`` redundancy scheme ('3+1', '1+1'; 2N with two supplies is '1+1')."""
+    m = re.fullmatch(r"\s*(\d+)\s*\+\s*(\d+)\s*", str(text))
+    if not m:
+        raise ScenarioError(path, f"must be written N+M (e.g. '3+1' or '1+1'), got {text!r}")
+    return int(m[1]), int(m[2])
+
+
+def load_scenario(path: str | Path) -> Scenario:
+    """Read a scenario YAML file. Errors name the file and the key path."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ScenarioError("", f"scenario file not found: {path}") from None
+    return loads(text, base_dir=p.parent, source=p.name)
+
+
+def loads(text: str, *, base_dir: str | Path | None = None, source: str = "<scenario>") -> Scenario:
+    """Build a scenario from YAML text (as uploaded in the app)."""
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise ScenarioError("", f"{source}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+    if data is not None and not isinstance(data, dict):
+        raise ScenarioError("", f"{source}: the top level must be a mapping (name:, model:, hardware:, ...)")
+    return from_dict(data, base_dir=base_dir)
+
+
+def to_dict(obj: Any, *, drop_none: bool = True) -> Any:
+    """Plain data for YAML/JSON. ``None`` fields and empty sections are dropped."""
+    if dataclasses.is_dataclass(obj):
+        out = {}
+        for fl in dataclasses.fields(obj):
+            if fl.metadata.get("internal"):
+                continue
+            v = to_dict(getattr(obj, fl.name), drop_none=drop_none)
+            if drop_none and (v is None or v == {} or v == []):
+                continue
+            out[fl.name] = v
+        return out
+    if isinstance(obj, list):
+        return [to_dict(v, drop_none=drop_none) for v in obj]
+    if isinstance(obj, dict):
+        return {k: to_dict(v, drop_none=drop_none) for k, v in obj.items()}
+    return obj
+
+
+def dumps(scenario: Scenario) -> str:
+    """The scenario as YAML (what the app's download gives)."""
+    return yaml.safe_dump(to_dict(scenario), sort_keys=False, allow_unicode=True)
+
+
+def field_docs(cls: type = Scenario, prefix: str = "") -> list[tuple[str, str, str]]:
+    """(key path, type, doc) for every scenario key: the reference table in docs/scenario.md."""
+    rows = []
+    hints = typing.get_type_hints(cls)
+    for fl in dataclasses.fields(cls):
+        if fl.metadata.get("internal"):
+            continue
+        path = f"{prefix}{fl.name}"
+        tp = hints[fl.name]
+        inner = [a for a in get_args(tp) if dataclasses.is_dataclass(a)] or ([tp] if dataclasses.is_dataclass(tp) else [])
+        if inner:
+            rows.extend(field_docs(inner[0], path + "."))
+        else:
+            doc = fl.metadata.get("doc", "")
+            unit = fl.metadata.get("unit", "")
+            rows.append((path, _describe(tp).replace("typing.", ""), (f"[{unit}] " if unit else "") + doc))
+    return rows
