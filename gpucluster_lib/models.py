@@ -29,11 +29,11 @@ from typing import Any, Literal
 
 import yaml
 
-from . import catalog
 from .errors import ScenarioError, UnknownIdError
 from .scenario import ModelSpec
 
-MODELS_FILE = "models.yaml"
+#: Presets ship with the code (``data/models.yaml``); GPUCLUSTER_DATA only redirects the CSV catalogue.
+MODELS_PATH = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
 
 FfnType = Literal["gelu", "swiglu", "relu2"]
 
@@ -166,9 +166,9 @@ _REQUIRED = ("layers", "hidden_size", "attention_heads", "ffn_hidden_size", "voc
 
 
 @lru_cache(maxsize=4)
-def load_presets(data_dir: str | None = None) -> dict[str, dict[str, Any]]:
+def load_presets(path: str | None = None) -> dict[str, dict[str, Any]]:
     """The presets in ``data/models.yaml`` as plain dicts keyed by id."""
-    path = Path(data_dir or catalog.DATA_DIR) / MODELS_FILE
+    path = Path(path or MODELS_PATH)
     with path.open(encoding="utf-8") as fh:
         data = yaml.safe_load(fh) or {}
     for key, entry in data.items():
