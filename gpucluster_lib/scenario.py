@@ -135,6 +135,19 @@ class NetworkSpec:
     scalable_unit_nodes: int | None = f(None, gt=0, doc="nodes per scalable unit (rail-optimised)")
     mgmt_switch: str | None = f(None, doc="switches.csv id of the management network")
     storage_network: bool = f(True)
+    # -- topology module (issue 5) ------------------------------------------------------
+    fabric_manager_ports: int = f(0, ge=0, doc="compute-fabric ports of a fabric manager (UFM) appliance; "
+                                  "NVIDIA's DGX H100 SuperPOD gives it one node slot (4 ports)")
+    nodes_per_rack: int | None = f(None, gt=0, doc="compute nodes per rack (default: from rack power and U)")
+    racks_per_row: int = f(10, gt=0, doc="racks in one row (sets the cable length classes)")
+    mgmt_ports_per_node: int | None = f(None, ge=0, doc="management Ethernet ports per node (default: the "
+                                        "server's, else 2)")
+    mgmt_link_gbps: float = f(10.0, gt=0, unit="Gb/s", doc="speed of the management links (at least 10 GbE)")
+    storage_switch: str | None = f(None, doc="switches.csv id of the storage fabric (default: the compute switch)")
+    storage_ports_per_node: int | None = f(None, ge=0, doc="storage-fabric ports per node (default: the "
+                                           "server's storage NICs, else 1)")
+    storage_target_ports: int | None = f(None, ge=0, doc="storage-fabric ports of the file system "
+                                         "(NFS/Lustre servers); default a quarter of the node ports")
 
 
 @dataclass(frozen=True)
