@@ -146,6 +146,8 @@ class NetworkSpec:
     storage_switch: str | None = f(None, doc="switches.csv id of the storage fabric (default: the compute switch)")
     storage_ports_per_node: int | None = f(None, ge=0, doc="storage-fabric ports per node (default: the "
                                            "server's storage NICs, else 1)")
+    storage_oversubscription: float = f(3.0, ge=1.0, doc="leaf oversubscription of the storage network; "
+                                        "3:1 as in Juniper's validated AI front-end fabric design")
     storage_target_ports: int | None = f(None, ge=0, doc="storage-fabric ports of the file system "
                                          "(NFS/Lustre servers); default a quarter of the node ports")
 

@@ -666,6 +666,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                                         "network.tiers"))
         if tiers == 1:
             switches = {"leaf": 1, "spine": 0, "core": 0}
+            links = {"node_leaf": endpoints, "leaf_spine": 0, "spine_core": 0}
             add_switches("compute", "switch", switch, 1, radix, endpoints)
             add_links("compute", "node-switch", endpoints, link_gbps,
                       "in-rack" if racks == 1 else lay.inter_rack(n), switch_ends=1, node_twin_modules=node_modules(n))
@@ -734,7 +735,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
             switch or default_switch(cat, s_speed))
         s_link, s_b = _link(ssw, s_speed)
         s_radix = int(ssw["ports"]) * s_b
-        storage_cc = clos_counts(s_ep, s_radix, 1.0)
+        storage_cc = clos_counts(s_ep, s_radix, net.storage_oversubscription)
         if storage_cc.tiers == 1:
             add_switches("storage", "switch", ssw, 1, s_radix, s_ep)
             add_links("storage", "node-switch", s_ep, s_link, "in-rack" if racks == 1 else lay.inter_rack(n),
