@@ -356,3 +356,23 @@ def test_cli_json_contract(capsys, tmp_path):
     assert cli.main(["topology", str(path), "--nodes", "0"]) == 2
     assert "--nodes: must be a positive integer" in capsys.readouterr().err
     assert math.isfinite(out["network_power_w"])
+
+
+# --------------------------------------------------------------------------- drawing
+
+
+def test_drawing_aggregates_large_fabrics():
+    from gpucluster_lib.charts.topology import graph_frames, growth_chart, topology_chart
+
+    small_nodes, small_edges = graph_frames(design_topology(scen(nodes=16)))
+    assert (small_nodes.role == "compute").sum() == 16  # every node drawn
+    assert (small_nodes.role == "leaf").sum() == 8 and (small_nodes.role == "spine").sum() == 4
+    big_nodes, _ = graph_frames(design_topology(scen(nodes=1024)))
+    assert "SU 3: 32 nodes" in set(big_nodes.label)  # 32 SUs drawn as 32 groups
+    assert len(big_nodes) < 100
+    exp_nodes, _ = graph_frames(design_topology(scen(nodes=1024)), expand="SU 3")
+    assert "node0065" in set(exp_nodes.label) and "SU 3: 32 nodes" not in set(exp_nodes.label)
+    spec = topology_chart(design_topology(scen(nodes=16))).to_dict()
+    assert len(spec["layer"]) >= 3
+    g = growth_chart(growth_table(scen(), node_counts=[16, 64]))
+    assert "hconcat" in g.to_dict()

@@ -1,0 +1,100 @@
+"""Charts for the network topology: the layered drawing and the growth chart."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import altair as alt
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..topology import TopologyDesign
+
+ROLE_COLOURS = {
+    "compute": "#4c78a8", "leaf": "#f58518", "spine": "#54a24b", "core": "#e45756",
+    "head": "#b279a2", "management": "#9d755d", "storage": "#72b7b2", "file system": "#bab0ac",
+}
+TIER_NAMES = {0: "compute nodes", 1: "leaf", 2: "spine", 3: "core"}
+
+
+def graph_frames(d: TopologyDesign, *, expand: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(nodes, edges) DataFrames of :func:`gpucluster_lib.topology_graph.build_graph`."""
+    from ..topology_graph import build_graph
+
+    g = build_graph(d, expand=expand)
+    nodes = pd.DataFrame([{"key": k, **a} for k, a in g.nodes(data=True)])
+    edges = pd.DataFrame([{"x": g.nodes[a]["x"], "y": g.nodes[a]["y"], "x2": g.nodes[b]["x"], "y2": g.nodes[b]["y"],
+                           "links": e["links"], "network": e["network"],
+                           "between": f"{g.nodes[a]['label']} - {g.nodes[b]['label']}"}
+                          for a, b, e in g.edges(data=True)],
+                         columns=["x", "y", "x2", "y2", "links", "network", "between"])
+    return nodes, edges
+
+
+def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int = 860, height: int = 420) -> alt.LayerChart:
+    """The fabric drawn in layers (compute, leaf, spine, core), colour by role, tooltips.
+
+    Large fabrics are aggregated ("SU 3: 32 nodes"); ``expand`` draws one unit device by device.
+    """
+    nodes, edges = graph_frames(d, expand=expand)
+    nodes = nodes.copy()
+    nodes["free"] = nodes["count"] * nodes["ports"] - nodes["ports_used"]
+    nodes.loc[nodes["ports"] == 0, "free"] = None
+    many = len(nodes) > 60
+    x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.02, 1.3]))
+    y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-0.5, 3.5]))
+    lines = alt.Chart(edges).mark_rule(opacity=0.35, color="#8c8c8c").encode(
+        x=x, y=y, x2="x2:Q", y2="y2:Q",
+        strokeWidth=alt.StrokeWidth("links:Q", scale=alt.Scale(type="sqrt", range=[0.5, 4]), legend=None),
+        tooltip=[alt.Tooltip("between:N", title="between"), alt.Tooltip("links:Q", title="links")],
+    )
+    points = alt.Chart(nodes).mark_point(filled=True, shape="square", opacity=0.95).encode(
+        x=x, y=y,
+        size=alt.Size("count:Q", scale=alt.Scale(type="sqrt", range=[60, 600]), legend=None),
+        color=alt.Color("role:N", title="role", scale=alt.Scale(domain=list(ROLE_COLOURS),
+                                                                range=list(ROLE_COLOURS.values()))),
+        tooltip=[alt.Tooltip("label:N", title="name"), alt.Tooltip("role:N"), alt.Tooltip("count:Q", title="devices"),
+                 alt.Tooltip("ports:Q", title="ports each"), alt.Tooltip("ports_used:Q", title="ports used"),
+                 alt.Tooltip("free:Q", title="ports free"), alt.Tooltip("info:N", title="note")],
+    )
+    # a crowded row gets short, slanted labels (the tooltip keeps the full name)
+    per_row = nodes.groupby("y")["key"].transform("count")
+    side = nodes["x"] > 1.0
+    nodes["short"] = nodes["label"].where(side | (per_row <= 12), nodes["info"].where((nodes["role"] == "compute") & (nodes["count"] > 1), ""))
+    nodes.loc[(nodes["role"] == "compute") & (nodes["count"] == 1), "short"] = nodes["label"]
+    crowded = nodes[~side & (per_row > 12)]
+    roomy = nodes[side | (per_row <= 12)]
+    if many:
+        roomy = roomy[(roomy["count"] > 1) | (roomy["role"] != "compute") | (roomy["x"] > 1.0)]
+    labels = alt.Chart(roomy).mark_text(dy=-12, fontSize=10).encode(x=x, y=y, text="short:N")
+    slanted = alt.Chart(crowded).mark_text(dy=14, angle=300, align="right", fontSize=8).encode(
+        x=x, y=y, text="short:N")
+    labels = labels + slanted
+    tiers = pd.DataFrame({"y": list(TIER_NAMES), "name": list(TIER_NAMES.values())})
+    tier_labels = alt.Chart(tiers).mark_text(align="left", x=2, fontSize=10, color="#666", dy=14).encode(
+        y=y, text="name:N")
+    title = (f"{d.kind}, {d.tiers} tier{'s' if d.tiers != 1 else ''}: {d.nodes} nodes, "
+             f"{sum(d.switches.values()) if d.kind != 'ring' else 0} compute switches"
+             + (f" (expanded: {expand})" if expand else ""))
+    return (lines + points + labels + tier_labels).properties(width=width, height=height, title=title)
+
+
+def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:
+    """Switch count and bisection bandwidth against node count (``topology.growth_table`` output)."""
+    data = table.copy()
+    long = data.melt(id_vars=["nodes"], value_vars=["leaf", "spine", "core"], var_name="tier", value_name="count")
+    sw = alt.Chart(long).mark_area(opacity=0.8).encode(
+        x=alt.X("nodes:Q", title="nodes", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("count:Q", title="compute switches", stack="zero"),
+        color=alt.Color("tier:N", scale=alt.Scale(domain=["leaf", "spine", "core"],
+                                                  range=[ROLE_COLOURS["leaf"], ROLE_COLOURS["spine"],
+                                                         ROLE_COLOURS["core"]])),
+        tooltip=["nodes:Q", "tier:N", "count:Q"],
+    ).properties(width=380, height=220, title="Switches vs nodes")
+    bis = alt.Chart(data).mark_line(point=True).encode(
+        x=alt.X("nodes:Q", title="nodes", scale=alt.Scale(type="log", base=2)),
+        y=alt.Y("bisection_tbps:Q", title="bisection [Tb/s]", scale=alt.Scale(type="log")),
+        tooltip=["nodes:Q", "tiers:Q", alt.Tooltip("bisection_tbps:Q", format=",.1f"),
+                 alt.Tooltip("per_gpu_allreduce_gbps:Q", title="per-GPU all-reduce [Gb/s]")],
+    ).properties(width=380, height=220, title="Bisection bandwidth vs nodes")
+    return alt.hconcat(sw, bis)
