@@ -1,0 +1,151 @@
+"""Network panel: topology, switch, NIC, oversubscription and nodes; drawing, counts, cables, growth."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+import pandas as pd
+
+from ..charts.topology import growth_chart, topology_chart
+from ..topology import KINDS, design_topology, growth_table
+from ..topology_cablelist import cable_summary
+from .common import AppState, chart_widget, guarded, html_table, message_area, section, show_findings, table_widget
+
+TITLE = "Network"
+ORDER = 40
+
+#: Largest node count for which the panel shows the first rows of the full cable list.
+CABLE_PREVIEW_MAX_NODES = 256
+GROWTH_NODES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
+
+
+class TopologyPanel:
+    """Widgets and callbacks tying the scenario's ``network`` section to :mod:`gpucluster_lib.topology`."""
+
+    def __init__(self, state: AppState):
+        self.state = state
+        self.msg = message_area()
+        self.findings = widgets.HTML()
+        wide = {"description_width": "120px"}
+        cat = state.catalog
+        switches = [r["id"] for r in cat.records("switches")]
+        nics = [r["id"] for r in cat.records("nics")]
+        self.topology = widgets.Dropdown(options=list(KINDS), description="Topology", style=wide)
+        self.switch = widgets.Dropdown(options=["(default)"] + switches, description="Switch", style=wide)
+        self.nic = widgets.Dropdown(options=["(server's)"] + nics, description="NIC", style=wide)
+        self.oversub = widgets.Dropdown(options=[("1:1 non-blocking", 1.0), ("1.5:1", 1.5), ("2:1", 2.0),
+                                                 ("3:1", 3.0), ("4:1", 4.0)], description="Oversubscription",
+                                        style=wide)
+        self.nodes = widgets.BoundedIntText(value=1, min=1, max=65536, description="Nodes", style=wide)
+        self.expand = widgets.Dropdown(options=["(none)"], description="Expand group", style=wide)
+        self.summary = widgets.HTML()
+        self.chart = chart_widget(topology_chart(design_topology(state.scenario, state.catalog)))
+        self.counts = table_widget()
+        self.cables = table_widget()
+        self.growth = chart_widget(growth_chart(growth_table(state.scenario, state.catalog, [1, 2])))
+        self.refresh = guarded(self.msg)(self._refresh)
+        self.load = guarded(self.msg)(self._load)
+        for w in (self.topology, self.switch, self.nic, self.oversub):
+            w.observe(self._changed, names="value")
+        # the growth chart does not depend on the node count: skip it when only that changes
+        self.nodes.observe(lambda _ch: None if self._loading else self.refresh(growth=False), names="value")
+        self.expand.observe(lambda _ch: self.refresh(growth=False), names="value")
+        state.observe(lambda _ch: self.load(), names="scenario")
+        self._loading = False
+        self.load()
+
+    # -- scenario <-> widgets -------------------------------------------------------
+    def _load(self) -> None:
+        s = self.state.scenario
+        self._loading = True
+        try:
+            self.topology.value = s.network.topology
+            self.switch.value = s.network.switch if s.network.switch in self.switch.options else "(default)"
+            self.nic.value = s.network.nic if s.network.nic in self.nic.options else "(server's)"
+            opts = [v for _, v in self.oversub.options]
+            if s.network.oversubscription not in opts:
+                self.oversub.options = list(self.oversub.options) + [(f"{s.network.oversubscription:g}:1",
+                                                                      s.network.oversubscription)]
+            self.oversub.value = s.network.oversubscription
+            self.nodes.value = s.hardware.nodes or 1
+        finally:
+            self._loading = False
+        self._refresh()
+
+    def _changed(self, _change: dict) -> None:
+        if not self._loading:
+            self.refresh()
+
+    def _scenario(self):
+        return self.state.scenario.replace(
+            network__topology=self.topology.value,
+            network__switch=None if self.switch.value == "(default)" else self.switch.value,
+            network__nic=None if self.nic.value == "(server's)" else self.nic.value,
+            network__oversubscription=float(self.oversub.value),
+            hardware__nodes=int(self.nodes.value), hardware__gpus=None)
+
+    # -- compute and show ------------------------------------------------------------
+    def _refresh(self, growth: bool = True) -> None:
+        scenario = self._scenario()
+        d = design_topology(scenario, self.state.catalog)
+        self.msg.value = ""
+        show_findings(self.findings, d.findings, empty="The design holds the cluster.")
+        from ..topology_graph import _units  # the aggregated groups offered for expanding
+        from ..topology_clos import ClosCounts
+
+        groups = ["(none)"]
+        if isinstance(d.counts, ClosCounts) and d.counts.tiers > 1 and d.nodes > 32:
+            groups += [u.name for u in _units(d, d.counts)]
+        if list(self.expand.options) != groups:
+            self.expand.options = groups
+        expand = None if self.expand.value == "(none)" else self.expand.value
+        self.chart.chart = topology_chart(d, expand=expand)
+        self.summary.value = _summary_html(d)
+        self.counts.value = html_table(d.counts_table())
+        cab = cable_summary(d)
+        text = html_table(cab)
+        if d.nodes <= CABLE_PREVIEW_MAX_NODES:
+            text += "<p><b>First cables</b> (all of them: <code>gpucluster topology SCENARIO --cables out.csv</code>)</p>"
+            text += html_table(d.cable_list().head(40))
+        self.cables.value = text
+        if growth:
+            self.growth.chart = growth_chart(growth_table(scenario, self.state.catalog, GROWTH_NODES))
+
+    def widget(self) -> widgets.Widget:
+        controls = widgets.VBox([self.topology, self.switch, self.nic, self.oversub, self.nodes, self.expand])
+        return widgets.VBox([
+            self.msg,
+            widgets.HBox([controls, self.summary]),
+            self.findings,
+            section("Drawing", self.chart),
+            section("Counts", self.counts),
+            section("Cables", self.cables),
+            section("Growth", self.growth),
+        ])
+
+
+def _summary_html(d) -> str:
+    rows = [
+        ("fabric", f"{d.kind}, {d.tiers} tier(s), {d.endpoints:,} endpoints at {d.link_gbps:g} Gb/s"),
+        ("switches", f"leaf {d.switches['leaf']}, spine {d.switches['spine']}, core {d.switches['core']}"),
+        ("links", ", ".join(f"{k.replace('_', '-')} {v:,}" for k, v in d.links.items())),
+        ("max endpoints", f"{d.max_endpoints:,}" if d.max_endpoints else "–"),
+        ("bisection", f"{d.bisection_bandwidth_gbps / 1000:,.1f} Tb/s"),
+        ("per-GPU all-reduce", f"{d.per_gpu_allreduce_gbps:,.1f} Gb/s (injection {d.injection_gbps_per_gpu:g})"),
+        ("hops", f"{d.switch_hops} switches, {d.diameter_links} links"),
+        ("all networks", f"{d.network_power_w / 1000:,.1f} kW, {d.network_rack_units} U"),
+        ("cables / transceivers", f"{sum(sum(v.values()) for v in d.cables.values()):,} / "
+                                  f"{sum(d.transceivers.values()):,}"),
+    ]
+    body = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{html.escape(k)}</th>"
+                   f"<td class='gc-topology-{html.escape(k.split()[0])}'>{html.escape(v)}</td></tr>" for k, v in rows)
+    return f"<table class='gc-topology-summary'>{body}</table>"
+
+
+def build(state: AppState) -> widgets.Widget:
+    """The Network tab."""
+    return TopologyPanel(state).widget()
+
+
+__all__ = ["build", "TITLE", "ORDER", "TopologyPanel", "pd"]
