@@ -36,10 +36,10 @@ def main() -> None:
     print(f"{'nodes':>6} {'design':>8} {'graph':>8} {'compute':>8} {'altair':>8} {'cables':>8}  [ms, median of 5]")
     for n in (16, 128, 1024, 4096):
         d = design_topology(s, cat, nodes=n)
-        t_design = timed(lambda: design_topology(s, cat, nodes=n))
-        t_graph = timed(lambda: graph_frames(d))
-        t_chart = timed(lambda: topology_chart(d).to_dict(), repeat=3)
-        t_cables = timed(lambda: d.cable_list(), repeat=3)
+        t_design = timed(lambda n=n: design_topology(s, cat, nodes=n))
+        t_graph = timed(lambda d=d: graph_frames(d))
+        t_chart = timed(lambda d=d: topology_chart(d).to_dict(), repeat=3)
+        t_cables = timed(lambda d=d: d.cable_list(), repeat=3)
         print(f"{n:>6} {t_design:8.1f} {t_graph:8.1f} {t_design + t_graph:8.1f} {t_chart:8.1f} {t_cables:8.1f}")
     print(f"growth table (13 node counts): {timed(lambda: growth_table(s, cat), repeat=3):.1f} ms")
 

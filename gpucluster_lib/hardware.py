@@ -109,9 +109,9 @@ def fabric_gbps_per_gpu(scenario: Scenario, hw: ClusterHardware, catalog: Catalo
     if net.inter_node_gbps_per_gpu is not None:
         return net.inter_node_gbps_per_gpu
     if net.switch or net.topology == "ring":  # issue 5: the designed fabric (oversubscription, rail alignment)
-        from .topology import design_topology
+        from .topology import per_gpu_allreduce_gbps
 
-        return design_topology(scenario, catalog, nodes=hw.nodes).per_gpu_allreduce_gbps
+        return per_gpu_allreduce_gbps(scenario, catalog, hw.nodes)
     nic_id = net.nic or (hw.server or {}).get("compute_nic_id")
     count = net.nics_per_node or (hw.server or {}).get("compute_nic_count") or (hw.gpus_per_node if nic_id else 0)
     if not nic_id or not count:

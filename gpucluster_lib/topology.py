@@ -814,6 +814,27 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         nodes_per_leaf=nodes_per_leaf)
 
 
+_BW_CACHE: dict[tuple, tuple[Catalog, float]] = {}
+_BW_CACHE_MAX = 512
+
+
+def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int) -> float:
+    """``design_topology(...).per_gpu_allreduce_gbps`` [Gb/s], cached for the training engine's searches.
+
+    The key is every input the bandwidth depends on: the network section, the hardware section,
+    the facility section (rack layout), the catalogue object and the node count.
+    """
+    key = (scenario.network, repr(scenario.hardware), scenario.facility, id(catalog), nodes)
+    hit = _BW_CACHE.get(key)
+    if hit is not None and hit[0] is catalog:
+        return hit[1]
+    value = design_topology(scenario, catalog, nodes=nodes).per_gpu_allreduce_gbps
+    if len(_BW_CACHE) >= _BW_CACHE_MAX:
+        _BW_CACHE.clear()
+    _BW_CACHE[key] = (catalog, value)
+    return value
+
+
 def _over_capacity(endpoints: int, limit: int, what: str, radix: int) -> Finding:
     return Finding("topology-over-capacity", "error",
                    f"{endpoints:,} endpoints exceed the {limit:,} that {what} of {radix}-port switches can hold "

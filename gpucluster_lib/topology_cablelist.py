@@ -101,7 +101,7 @@ def cable_list(d: TopologyDesign) -> pd.DataFrame:
             rows.append(("compute", "node-switch", dev, port, "switch01", i + 1, cab, lc, sp))
     elif isinstance(c, ClosCounts):
         cab, lc, sp = meta("node-leaf")
-        for (dev, port), (leaf, lport) in zip(_endpoints(d), _leaf_of(d, c)):
+        for (dev, port), (leaf, lport) in zip(_endpoints(d), _leaf_of(d, c), strict=True):
             rows.append(("compute", "node-leaf", dev, port, leaf, lport, cab, lc, sp))
         cab, lc, sp = meta("leaf-spine")
         leaves = _leaf_names(d, c)

@@ -243,6 +243,6 @@ def _layout(g: nx.Graph) -> None:
         for i, k in enumerate(keys):
             g.nodes[k]["x"] = (i + 0.5) / len(keys)
             g.nodes[k]["y"] = tier
-    for k, a in g.nodes(data=True):
+    for _key, a in g.nodes(data=True):
         if a["role"] in side:
             a["x"], a["y"] = 1.12, a["tier"]

@@ -322,8 +322,8 @@ def test_cable_list_uses_every_switch_port_once():
     df = d.cable_list()
     comp = df[df.network == "compute"]
     assert len(comp) == 2048  # 1024 node-leaf + 1024 leaf-spine
-    ends = list(zip(comp.b_end, comp.b_port)) + list(zip(comp[comp.tier != "node-leaf"].a_end,
-                                                          comp[comp.tier != "node-leaf"].a_port))
+    ends = list(zip(comp.b_end, comp.b_port, strict=True)) + list(zip(comp[comp.tier != "node-leaf"].a_end,
+                                                          comp[comp.tier != "node-leaf"].a_port, strict=True))
     assert len(ends) == len(set(ends))
     assert comp.b_port.max() <= 64
     first = comp.iloc[0]
@@ -376,3 +376,69 @@ def test_drawing_aggregates_large_fabrics():
     assert len(spec["layer"]) >= 3
     g = growth_chart(growth_table(scen(), node_counts=[16, 64]))
     assert "hconcat" in g.to_dict()
+
+
+def _good_cabling() -> dict:
+    return {"length_classes": [{"id": c, "max_m": 1, "typical_m": 1, "source": "x"} for c in
+                               ("in-rack", "in-row", "hall")],
+            "transceivers": [{"id": "t1", "name": "t", "links": 2, "speed_gbps": 400, "reach_m": 50, "power_w": 15,
+                              "source": "x"}],
+            "media": [{"speed_gbps": 400, "length_class": c, "cable": "DAC", "source": "x"} for c in
+                      ("in-rack", "in-row", "hall")],
+            "layout": {"rack_width_m": 0.6, "row_pitch_m": 4.2, "slack_m": 5, "source": "x"}}
+
+
+@pytest.mark.parametrize("mutate,match", [
+    (lambda d: d["length_classes"].pop(2), "length class 'hall' is missing"),
+    (lambda d: d["transceivers"][0].update(links=3), "links per module must be 1, 2, 4 or 8"),
+    (lambda d: d["transceivers"][0].update(price_usd_estimate=-5), "expected a price >= 0"),
+    (lambda d: d["transceivers"][0].update(power_w="15 W"), "expected a number >= 0"),
+    (lambda d: d["transceivers"][0].pop("source"), "required value is missing"),
+    (lambda d: d["media"][0].update(length_class="far"), "unknown length class"),
+    (lambda d: d["media"].pop(1), "no medium for length class 'in-row'"),
+    (lambda d: d["layout"].pop("row_pitch_m"), "row_pitch_m"),
+])
+def test_cabling_validation_branches(mutate, match):
+    parse_cabling(_good_cabling())
+    data = _good_cabling()
+    mutate(data)
+    with pytest.raises(CatalogError, match=match):
+        parse_cabling(data)
+
+
+def test_cabling_top_level_and_missing_file(tmp_path):
+    with pytest.raises(CatalogError, match="top level must be a mapping"):
+        parse_cabling(["not", "a", "mapping"])
+    with pytest.raises(CatalogError, match="not found"):
+        load_cabling(str(tmp_path / "missing.yaml"))
+
+
+def test_length_classes_from_layout():
+    cab = load_cabling()
+    # 600 mm racks, 4.2 m row pitch, 5 m slack: one row of 8 racks -> 2.4 + 0 + 5 = 7.4 m (multimode)
+    assert cab.span_m(8, 10) == pytest.approx(7.4)
+    assert cab.length_class_for(7.4) == "in-row"
+    # 256 racks in 26 rows of 10: 3 + 12.5 x 4.2 + 5 = 60.5 m > 50 m multimode reach -> single mode
+    assert cab.span_m(256, 10) == pytest.approx(60.5)
+    assert cab.length_class_for(60.5) == "hall"
+
+
+def test_bandwidth_cache_follows_the_scenario():
+    from gpucluster_lib.topology import per_gpu_allreduce_gbps
+
+    cat = load_catalog()
+    s = scen(nodes=128, scalable_unit_nodes=32)
+    assert per_gpu_allreduce_gbps(s, cat, 128) == 400
+    s2 = s.replace(network__oversubscription=2.0)
+    assert per_gpu_allreduce_gbps(s2, cat, 128) == pytest.approx(264.6, abs=0.1)  # not the cached 400
+
+
+def test_cli_drawing_export(tmp_path, capsys):
+    path = tmp_path / "s.yaml"
+    path.write_text("hardware: {server: dgx-h100, nodes: 16}\nnetwork: {topology: rail-optimized, switch: qm9700}\n")
+    svg = tmp_path / "d.svg"
+    assert cli.main(["topology", str(path), "--drawing", str(svg)]) == 0
+    assert svg.read_text().lstrip().startswith("<svg")
+    assert "16 nodes" in capsys.readouterr().out
+    assert cli.main(["topology", str(path), "--drawing", str(tmp_path / "d.pdfx")]) == 2
+    assert "--drawing: must end in .svg, .png or .html" in capsys.readouterr().err

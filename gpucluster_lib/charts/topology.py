@@ -31,24 +31,46 @@ def graph_frames(d: TopologyDesign, *, expand: str | None = None) -> tuple[pd.Da
     return nodes, edges
 
 
+def _records(df: pd.DataFrame) -> list[dict]:
+    """JSON-safe records (NaN -> None)."""
+    return [{k: (None if isinstance(v, float) and v != v else v) for k, v in row.items()}
+            for row in df.to_dict(orient="records")]
+
+
 def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int = 860, height: int = 420) -> alt.LayerChart:
     """The fabric drawn in layers (compute, leaf, spine, core), colour by role, tooltips.
 
     Large fabrics are aggregated ("SU 3: 32 nodes"); ``expand`` draws one unit device by device.
+    The data sit once in top-level named datasets (``nodes``, ``edges``, ``tiers``), which keeps
+    altair's serialisation fast (layers would otherwise deep-copy inline data).
     """
     nodes, edges = graph_frames(d, expand=expand)
     nodes = nodes.copy()
-    nodes["free"] = nodes["count"] * nodes["ports"] - nodes["ports_used"]
-    nodes.loc[nodes["ports"] == 0, "free"] = None
-    many = len(nodes) > 60
+    nodes["free"] = (nodes["count"] * nodes["ports"] - nodes["ports_used"]).astype(float)
+    nodes.loc[nodes["ports"] == 0, "free"] = float("nan")
+    # a crowded row gets short, slanted labels (the tooltip keeps the full name)
+    per_row = nodes.groupby("y")["key"].transform("count")
+    side = nodes["x"] > 1.0
+    compute = nodes["role"] == "compute"
+    nodes["short"] = nodes["label"]
+    nodes.loc[~side & (per_row > 12) & compute & (nodes["count"] > 1), "short"] = nodes["info"]
+    nodes.loc[~side & (per_row > 12) & ~compute, "short"] = ""
+    nodes["labelmode"] = "roomy"
+    nodes.loc[~side & (per_row > 12), "labelmode"] = "crowded"
+    if len(nodes) > 60:
+        nodes.loc[compute & (nodes["count"] == 1) & ~side & (per_row <= 12), "labelmode"] = "none"
+    nodes = nodes[["key", "label", "short", "labelmode", "role", "count", "ports", "ports_used", "free", "info",
+                   "x", "y"]]
+    tiers = pd.DataFrame({"y": list(TIER_NAMES), "name": list(TIER_NAMES.values())})
     x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.02, 1.3]))
     y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-0.5, 3.5]))
-    lines = alt.Chart(edges).mark_rule(opacity=0.35, color="#8c8c8c").encode(
+    lines = alt.Chart(alt.Data(name="edges")).mark_rule(opacity=0.35, color="#8c8c8c").encode(
         x=x, y=y, x2="x2:Q", y2="y2:Q",
         strokeWidth=alt.StrokeWidth("links:Q", scale=alt.Scale(type="sqrt", range=[0.5, 4]), legend=None),
         tooltip=[alt.Tooltip("between:N", title="between"), alt.Tooltip("links:Q", title="links")],
     )
-    points = alt.Chart(nodes).mark_point(filled=True, shape="square", opacity=0.95).encode(
+    node_data = alt.Data(name="nodes")
+    points = alt.Chart(node_data).mark_point(filled=True, shape="square", opacity=0.95).encode(
         x=x, y=y,
         size=alt.Size("count:Q", scale=alt.Scale(type="sqrt", range=[60, 600]), legend=None),
         color=alt.Color("role:N", title="role", scale=alt.Scale(domain=list(ROLE_COLOURS),
@@ -57,26 +79,18 @@ def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int =
                  alt.Tooltip("ports:Q", title="ports each"), alt.Tooltip("ports_used:Q", title="ports used"),
                  alt.Tooltip("free:Q", title="ports free"), alt.Tooltip("info:N", title="note")],
     )
-    # a crowded row gets short, slanted labels (the tooltip keeps the full name)
-    per_row = nodes.groupby("y")["key"].transform("count")
-    side = nodes["x"] > 1.0
-    nodes["short"] = nodes["label"].where(side | (per_row <= 12), nodes["info"].where((nodes["role"] == "compute") & (nodes["count"] > 1), ""))
-    nodes.loc[(nodes["role"] == "compute") & (nodes["count"] == 1), "short"] = nodes["label"]
-    crowded = nodes[~side & (per_row > 12)]
-    roomy = nodes[side | (per_row <= 12)]
-    if many:
-        roomy = roomy[(roomy["count"] > 1) | (roomy["role"] != "compute") | (roomy["x"] > 1.0)]
-    labels = alt.Chart(roomy).mark_text(dy=-12, fontSize=10).encode(x=x, y=y, text="short:N")
-    slanted = alt.Chart(crowded).mark_text(dy=14, angle=300, align="right", fontSize=8).encode(
-        x=x, y=y, text="short:N")
-    labels = labels + slanted
-    tiers = pd.DataFrame({"y": list(TIER_NAMES), "name": list(TIER_NAMES.values())})
-    tier_labels = alt.Chart(tiers).mark_text(align="left", x=2, fontSize=10, color="#666", dy=14).encode(
-        y=y, text="name:N")
+    labels = alt.Chart(node_data).mark_text(dy=-12, fontSize=10).encode(x=x, y=y, text="short:N").transform_filter(
+        "datum.labelmode == 'roomy'")
+    slanted = alt.Chart(node_data).mark_text(dy=14, angle=300, align="right", fontSize=8).encode(
+        x=x, y=y, text="short:N").transform_filter("datum.labelmode == 'crowded'")
+    tier_labels = alt.Chart(alt.Data(name="tiers")).mark_text(align="left", x=2, fontSize=10, color="#666",
+                                                               dy=-22).encode(y=y, text="name:N")
     title = (f"{d.kind}, {d.tiers} tier{'s' if d.tiers != 1 else ''}: {d.nodes} nodes, "
              f"{sum(d.switches.values()) if d.kind != 'ring' else 0} compute switches"
              + (f" (expanded: {expand})" if expand else ""))
-    return (lines + points + labels + tier_labels).properties(width=width, height=height, title=title)
+    return alt.LayerChart(layer=[lines, points, labels, slanted, tier_labels],
+                          datasets={"nodes": _records(nodes), "edges": _records(edges), "tiers": _records(tiers)},
+                          width=width, height=height, title=title)
 
 
 def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:

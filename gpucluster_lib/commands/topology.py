@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
           f"{d.endpoints} endpoints at {d.link_gbps:g} Gb/s on {d.switch_id}")
     print(f"  switches: leaf {d.switches.get('leaf', 0)}, spine {d.switches.get('spine', 0)}, "
           f"core {d.switches.get('core', 0)} (max endpoints {d.max_endpoints})")
-    print(f"  links: " + ", ".join(f"{k} {v}" for k, v in d.links.items()))
+    print("  links: " + ", ".join(f"{k} {v}" for k, v in d.links.items()))
     print(f"  bisection {d.bisection_bandwidth_gbps / 1000:,.1f} Tb/s, per-GPU all-reduce "
           f"{d.per_gpu_allreduce_gbps:g} Gb/s, oversubscription {d.oversubscription:g}:1")
     print(f"  all networks: {d.network_power_w / 1000:,.1f} kW, {d.network_rack_units} U")

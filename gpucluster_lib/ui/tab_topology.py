@@ -10,7 +10,16 @@ import pandas as pd
 from ..charts.topology import growth_chart, topology_chart
 from ..topology import KINDS, design_topology, growth_table
 from ..topology_cablelist import cable_summary
-from .common import AppState, chart_widget, guarded, html_table, message_area, section, show_findings, table_widget
+from .common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    message_area,
+    section,
+    show_findings,
+    table_widget,
+)
 
 TITLE = "Network"
 ORDER = 40
@@ -91,8 +100,8 @@ class TopologyPanel:
         d = design_topology(scenario, self.state.catalog)
         self.msg.value = ""
         show_findings(self.findings, d.findings, empty="The design holds the cluster.")
-        from ..topology_graph import _units  # the aggregated groups offered for expanding
         from ..topology_clos import ClosCounts
+        from ..topology_graph import _units  # the aggregated groups offered for expanding
 
         groups = ["(none)"]
         if isinstance(d.counts, ClosCounts) and d.counts.tiers > 1 and d.nodes > 32:
