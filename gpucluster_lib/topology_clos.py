@@ -17,8 +17,9 @@ Design rules (stated once, used everywhere)
 1. A leaf splits its ports into ``down`` and ``up = ceil(down / r)`` with ``down + up <= k``,
    maximising ``down`` (``leaf_port_split``); non-blocking gives k/2 + k/2.
 2. Leaves are provisioned whole: every leaf cables all its ``up`` ports, also when its
-   downlinks are not all used (NVIDIA DGX H100 SuperPOD RA, Table 4: 1 SU of 31 nodes + UFM
-   still has 8 x 32 = 256 leaf-spine cables).
+   downlinks are not all used (NVIDIA DGX H100 SuperPOD RA, "Network Fabrics": "the fabric
+   should be designed to support the full SU, including leaf switches and leaf-spine cables";
+   Table 4: 1 SU of 31 nodes + UFM still has 8 x 32 = 256 leaf-spine cables).
 3. Every leaf connects the same number of links ``p`` to every spine it reaches (balanced
    Clos, so that up/down routing spreads evenly): the spine count is the smallest divisor S of
    ``up`` with ``leaves x up / S <= k`` (this reproduces NVIDIA's 16 spines for 3 SUs, where

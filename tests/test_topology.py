@@ -105,6 +105,7 @@ def test_dgx_h100_superpod_table4(nodes, leaf, spine, node_cables, leaf_spine):
 
 
 @pytest.mark.parametrize("nodes,leaf,spine,core,cables", [
+    # docs.nvidia.com/dgx-superpod/reference-architecture-scalable-infrastructure-b200 (SU table)
     (64, 16, 8, 0, 512),        # NVIDIA DGX B200 SuperPOD RA, 2 SUs
     (128, 32, 16, 0, 1024),     # 4 SUs
     (256, 64, 32, 0, 2048),     # 8 SUs: the largest two-tier (k^2/2 = 2048 GPUs)
@@ -118,6 +119,22 @@ def test_dgx_b200_superpod_table(nodes, leaf, spine, core, cables):
     assert d.links["node_leaf"] == cables and d.links["leaf_spine"] == cables
     assert d.links["spine_core"] == (cables if core else 0)
     assert d.tiers == (3 if core else 2)
+
+
+@pytest.mark.parametrize("nodes,leaf,spine,cables", [
+    (64, 16, 8, 512),     # NVIDIA DGX B300 SuperPOD (NDR) RA Table 3: 1 SU of 64 nodes
+    (128, 32, 16, 1024),  # 2 SUs
+    (256, 64, 32, 2048),  # 4 SUs
+])
+def test_sixty_four_node_units_need_two_leaves_per_rail(nodes, leaf, spine, cables):
+    # 64 nodes per SU on 64-port leaves with 32 down: 2 leaves per rail, 16 per SU (hw_reference 5.3)
+    d = design_topology(scen(server="dgx-b200", nodes=nodes, scalable_unit_nodes=64))
+    assert d.switches == {"leaf": leaf, "spine": spine, "core": 0}
+    assert d.links["node_leaf"] == cables and d.links["leaf_spine"] == cables
+    assert d.leaves_per_su == 16
+    df = d.cable_list()
+    row = df[(df.a_end == "node0033") & (df.a_port == 1)].iloc[0]
+    assert (row.b_end, row.b_port) == ("leaf-su01-r1-2", 1)  # node 33 of the SU: second leaf of rail 1, port 1
 
 
 def test_128_and_1024_dgx_h100_counts():
