@@ -42,6 +42,19 @@ def main() -> None:
         t_cables = timed(lambda d=d: d.cable_list(), repeat=3)
         print(f"{n:>6} {t_design:8.1f} {t_graph:8.1f} {t_design + t_graph:8.1f} {t_chart:8.1f} {t_cables:8.1f}")
     print(f"growth table (13 node counts): {timed(lambda: growth_table(s, cat), repeat=3):.1f} ms")
+    try:  # the whole widget callback, JupyterChart serialisation included (needs the UI package)
+        from gpucluster_lib.ui import tab_topology
+        from gpucluster_lib.ui.common import AppState
+    except ImportError as e:
+        print(f"Network tab not timed ({e})")
+        return
+    panel = tab_topology.TopologyPanel(AppState.from_scenario(s, cat))
+    for n in (16, 128, 1024, 4096):
+        def change(n=n):
+            panel.nodes.value = 1
+            panel.nodes.value = n
+        print(f"Network tab, node count -> {n:>5}: {timed(change, repeat=3) / 2:.0f} ms per change")
+
 
 
 if __name__ == "__main__":

@@ -391,6 +391,14 @@ def test_drawing_aggregates_large_fabrics():
     assert "node0065" in set(exp_nodes.label) and "SU 3: 32 nodes" not in set(exp_nodes.label)
     spec = topology_chart(design_topology(scen(nodes=16))).to_dict()
     assert len(spec["layer"]) >= 3
+    from gpucluster_lib.charts.topology import PrebuiltChart, topology_spec
+
+    for n in (16, 1024):  # the widget's fast path gives the same Vega-Lite spec as altair
+        d = design_topology(scen(nodes=n))
+        assert topology_spec(d) == topology_chart(d).to_dict()
+        assert PrebuiltChart(topology_spec(d)).to_dict() == topology_chart(d).to_dict()
+    small, big = (PrebuiltChart(topology_spec(design_topology(scen(nodes=n)))) for n in (16, 1024))
+    assert small != big and small == PrebuiltChart(topology_spec(design_topology(scen(nodes=16))))
     g = growth_chart(growth_table(scen(), node_counts=[16, 64]))
     assert "hconcat" in g.to_dict()
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 import altair as alt
@@ -37,13 +39,7 @@ def _records(df: pd.DataFrame) -> list[dict]:
             for row in df.to_dict(orient="records")]
 
 
-def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int = 860, height: int = 420) -> alt.LayerChart:
-    """The fabric drawn in layers (compute, leaf, spine, core), colour by role, tooltips.
-
-    Large fabrics are aggregated ("SU 3: 32 nodes"); ``expand`` draws one unit device by device.
-    The data sit once in top-level named datasets (``nodes``, ``edges``, ``tiers``), which keeps
-    altair's serialisation fast (layers would otherwise deep-copy inline data).
-    """
+def _drawing_frames(d: TopologyDesign, expand: str | None) -> dict[str, pd.DataFrame]:
     nodes, edges = graph_frames(d, expand=expand)
     nodes = nodes.copy()
     nodes["free"] = (nodes["count"] * nodes["ports"] - nodes["ports_used"]).astype(float)
@@ -62,6 +58,16 @@ def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int =
     nodes = nodes[["key", "label", "short", "labelmode", "role", "count", "ports", "ports_used", "free", "info",
                    "x", "y"]]
     tiers = pd.DataFrame({"y": list(TIER_NAMES), "name": list(TIER_NAMES.values())})
+    return {"nodes": nodes, "edges": edges, "tiers": tiers}
+
+
+def _drawing_title(d: TopologyDesign, expand: str | None) -> str:
+    return (f"{d.kind}, {d.tiers} tier{'s' if d.tiers != 1 else ''}: {d.nodes} nodes, "
+            f"{sum(d.switches.values()) if d.kind != 'ring' else 0} compute switches"
+            + (f" (expanded: {expand})" if expand else ""))
+
+
+def _drawing_layers(datasets: dict, title: str, width: int, height: int) -> alt.LayerChart:
     x = alt.X("x:Q", axis=None, scale=alt.Scale(domain=[-0.02, 1.3]))
     y = alt.Y("y:Q", axis=None, scale=alt.Scale(domain=[-0.5, 3.5]))
     lines = alt.Chart(alt.Data(name="edges")).mark_rule(opacity=0.35, color="#8c8c8c").encode(
@@ -85,12 +91,58 @@ def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int =
         x=x, y=y, text="short:N").transform_filter("datum.labelmode == 'crowded'")
     tier_labels = alt.Chart(alt.Data(name="tiers")).mark_text(align="left", x=2, fontSize=10, color="#666",
                                                                dy=-22).encode(y=y, text="name:N")
-    title = (f"{d.kind}, {d.tiers} tier{'s' if d.tiers != 1 else ''}: {d.nodes} nodes, "
-             f"{sum(d.switches.values()) if d.kind != 'ring' else 0} compute switches"
-             + (f" (expanded: {expand})" if expand else ""))
-    return alt.LayerChart(layer=[lines, points, labels, slanted, tier_labels],
-                          datasets={"nodes": _records(nodes), "edges": _records(edges), "tiers": _records(tiers)},
+    return alt.LayerChart(layer=[lines, points, labels, slanted, tier_labels], datasets=datasets,
                           width=width, height=height, title=title)
+
+
+def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int = 860, height: int = 420) -> alt.LayerChart:
+    """The fabric drawn in layers (compute, leaf, spine, core), colour by role, tooltips.
+
+    Large fabrics are aggregated ("SU 3: 32 nodes"); ``expand`` draws one unit device by device.
+    The data sit once in top-level named datasets (``nodes``, ``edges``, ``tiers``).
+    """
+    frames = _drawing_frames(d, expand)
+    return _drawing_layers({k: _records(v) for k, v in frames.items()}, _drawing_title(d, expand), width, height)
+
+
+@lru_cache(maxsize=4)
+def _template(width: int, height: int) -> str:
+    """The drawing's Vega-Lite spec without data, validated once by altair (JSON text)."""
+    return json.dumps(_drawing_layers({"nodes": [], "edges": [], "tiers": []}, "", width, height).to_dict())
+
+
+class PrebuiltChart(alt.LayerChart):
+    """A layer chart whose ``to_dict()`` returns a spec built beforehand (see :func:`topology_spec`).
+
+    ``JupyterChart.chart = PrebuiltChart(spec)`` goes through altair's normal update path
+    (spec, params and selections sent together) without re-validating the data.
+    """
+
+    def __init__(self, spec: dict):
+        super().__init__(layer=[])
+        self.__dict__["_prebuilt"] = spec
+
+    def to_dict(self, *args, **kwargs) -> dict:  # noqa: ARG002 - same signature as altair's
+        return json.loads(json.dumps(self.__dict__["_prebuilt"]))
+
+    def __eq__(self, other: object) -> bool:
+        # traitlets skips an assignment equal to the old value; altair's __eq__ compares only the
+        # (empty) constructor arguments, so compare the specs
+        return isinstance(other, PrebuiltChart) and other.__dict__["_prebuilt"] == self.__dict__["_prebuilt"]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def topology_spec(d: TopologyDesign, *, expand: str | None = None, width: int = 860, height: int = 420) -> dict:
+    """``topology_chart(...).to_dict()`` without altair's per-call cost (for widget updates).
+
+    The spec is a validated template with the datasets and the title filled in; a widget sets
+    it with ``jupyter_chart.spec = topology_spec(d)``.
+    """
+    spec = json.loads(_template(width, height))
+    spec["datasets"] = {k: _records(v) for k, v in _drawing_frames(d, expand).items()}
+    spec["title"] = _drawing_title(d, expand)
+    return spec
 
 
 def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:

@@ -7,7 +7,7 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from ..charts.topology import growth_chart, topology_chart
+from ..charts.topology import PrebuiltChart, growth_chart, topology_chart, topology_spec
 from ..topology import KINDS, design_topology, growth_table
 from ..topology_cablelist import cable_summary
 from .common import (
@@ -109,7 +109,8 @@ class TopologyPanel:
         if list(self.expand.options) != groups:
             self.expand.options = groups
         expand = None if self.expand.value == "(none)" else self.expand.value
-        self.chart.chart = topology_chart(d, expand=expand)
+        # a validated template filled with this design's data: no altair validation per change
+        self.chart.chart = PrebuiltChart(topology_spec(d, expand=expand))
         self.summary.value = _summary_html(d)
         self.counts.value = html_table(d.counts_table())
         cab = cable_summary(d)

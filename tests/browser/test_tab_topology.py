@@ -32,6 +32,7 @@ def test_network_tab_16_and_1024_nodes(app_page, artifacts):
     _set_nodes(page, 16)
     expect(page.locator(".gc-topology-switches")).to_contain_text("leaf 8, spine 4", timeout=30_000)
     expect(page.locator("svg.marks, canvas.marks").first).to_be_visible(timeout=30_000)
+    expect(page.locator("text=rail-optimized, 2 tiers: 16 nodes").first).to_be_visible(timeout=30_000)  # drawing title
     page.screenshot(path=str(artifacts / "topology_16_nodes.png"), full_page=True)
     drawing = page.locator("svg.marks, canvas.marks").first
     drawing.scroll_into_view_if_needed()
