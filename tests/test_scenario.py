@@ -143,3 +143,12 @@ def test_cli_scenario_error_exits_2_with_message(tmp_path):
     assert out.returncode == 2
     assert "hardware.nodes: must be a positive integer, got -4" in out.stderr
     assert "Traceback" not in out.stderr
+
+
+def test_scenario_reference_doc_is_up_to_date(root):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("make_docs", root / "scripts" / "make_docs.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert (root / "docs" / "scenario.md").read_text() == mod.render(), "run: python scripts/make_docs.py"
