@@ -262,9 +262,10 @@ def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: d
     CPUs: the chassis' socket count (2 without a chassis) of an EPYC 7742 (PCIe 4 GPUs) or
     EPYC 9654 (PCIe 5). Memory: the recommended floor (64 GB, 2x GPU memory) rounded up to
     a power of two. Compute NICs: ``network.nic`` x ``network.nics_per_node``, else one
-    ConnectX-6 HDR (PCIe 4) / ConnectX-7 NDR (PCIe 5) per GPU. Management: the chassis'
+    ConnectX-6 HDR (PCIe 4) / ConnectX-7 NDR (PCIe 5) per GPU on a baseboard chassis, one
+    per free x16 slot in a PCIe chassis, none in a workstation. Management: the chassis'
     ports, else 2 (BMC + 1 GbE). Drives: 2 M.2 boot + 4 U.2 3.84 TB. Supplies: the
-    chassis', else 4x 3000 W in 3+1.
+    chassis' (a single supply is '1+0'), else 4x 3000 W in 3+1.
     """
     gen5 = (acc.get("pcie_gen") or 4) >= 5
     sockets = int((chassis or {}).get("cpu_count") or 2)
@@ -277,10 +278,22 @@ def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: d
     drives = [CountSpec(DEFAULT_BOOT_DRIVE, 2), CountSpec(DEFAULT_DATA_DRIVE, 4)]
     drives = [d for d in drives if _present(cat, "storage", d.id)]
     ch = chassis or {}
-    psus = (int(ch["psu_count"]), float(ch["psu_rating_w"]), str(ch["psu_redundancy"])) if ch.get("psu_count") and \
-        ch.get("psu_rating_w") and ch.get("psu_redundancy") else (4, 3000.0, "3+1")
+    if ch.get("psu_count") and ch.get("psu_rating_w"):
+        psus = (int(ch["psu_count"]), float(ch["psu_rating_w"]),
+                str(ch.get("psu_redundancy") or f"{int(ch['psu_count'])}+0"))
+    else:
+        psus = (4, 3000.0, "3+1")
+    if net.nics_per_node:
+        nic_count = net.nics_per_node
+    elif ch.get("kind") == "workstation":
+        nic_count = 0 if not net.nic else 1
+    elif ch.get("gpu_baseboard") == "pcie" and ch.get("pcie_x16_slots") is not None:
+        free = int(ch["pcie_x16_slots"]) - (gpus if acc["form_factor"] == "PCIe" else 0)
+        nic_count = max(1, min(gpus, free))
+    else:
+        nic_count = gpus
     return {"cpu": CountSpec(cpu_id, sockets), "memory_gb": memory,
-            "nics": CountSpec(nic_id, net.nics_per_node or gpus) if _present(cat, "nics", nic_id) else None,
+            "nics": CountSpec(nic_id, nic_count) if nic_count and _present(cat, "nics", nic_id) else None,
             "mgmt_ports": int(ch.get("mgmt_ports_count") or 2), "drives": drives, "psus": psus}
 
 
