@@ -33,18 +33,27 @@ def median_ms(fn: Callable[[], object], repeat: int = REPEAT) -> float:
     return statistics.median(times)
 
 
+def bench_scenario(name: str) -> None:
+    s = load_scenario(ROOT / "data" / "scenarios" / f"{name}.yaml")
+    cat = catalog_for(s)
+    b = budget(s, cat)
+    counts = default_node_counts(b.nodes)
+
+    def specs() -> object:
+        return (charts.rack_elevation_spec(b), charts.power_breakdown_spec(b),
+                charts.growth_spec(growth_table(b, counts, s, cat), b.nodes))
+
+    print(f"{name}:")
+    print(f"  build_node            {median_ms(lambda: build_node(s, cat)):7.2f} ms")
+    print(f"  budget                {median_ms(lambda: budget(s, cat)):7.2f} ms")
+    print(f"  growth_table ({len(counts)} pts) {median_ms(lambda: growth_table(b, counts, s, cat)):7.2f} ms")
+    print(f"  3 chart specs         {median_ms(specs):7.2f} ms")
+    print(f"  scenario.replace      {median_ms(lambda: s.replace(hardware__nodes=b.nodes + 1)):7.2f} ms")
+
+
 def main() -> None:
     for name in ("reference-8x-a100", "gpt3-175b-1024-a100", "llama3-70b-512-h100"):
-        s = load_scenario(ROOT / "data" / "scenarios" / f"{name}.yaml")
-        cat = catalog_for(s)
-        b = budget(s, cat)
-        counts = default_node_counts(b.nodes)
-        print(f"{name}:")
-        print(f"  build_node            {median_ms(lambda: build_node(s, cat)):7.2f} ms")
-        print(f"  budget                {median_ms(lambda: budget(s, cat)):7.2f} ms")
-        print(f"  growth_table ({len(counts)} pts) {median_ms(lambda: growth_table(b, counts, s, cat)):7.2f} ms")
-        print(f"  3 chart specs         {median_ms(lambda: (charts.rack_elevation_spec(b), charts.power_breakdown_spec(b), charts.growth_spec(growth_table(b, counts, s, cat), b.nodes))):7.2f} ms")
-        print(f"  scenario.replace      {median_ms(lambda: s.replace(hardware__nodes=b.nodes + 1)):7.2f} ms")
+        bench_scenario(name)
 
     try:
         from gpucluster_lib.ui import tab_power

@@ -30,7 +30,7 @@ def totals_frame(b: Budget) -> pd.DataFrame:
         ("Racks (compute + network/storage)", f"{b.racks} ({b.compute_racks} + {b.infra_racks})", ""),
         ("Rows / floor area", f"{b.rows} / {b.floor_area_m2:,.1f}", "m²"),
         ("IT power (peak / typical)", f"{b.it_power_kw:,.1f} / {b.it_typical_kw:,.1f}", "kW"),
-        ("Facility power (PUE {:g})".format(b.pue), f"{b.facility_power_kw:,.1f}", "kW"),
+        (f"Facility power (PUE {b.pue:g})", f"{b.facility_power_kw:,.1f}", "kW"),
         ("Heat load", f"{b.heat_load_kw:,.1f} kW = {b.heat_load_btu_per_h:,.0f}", "BTU/h"),
         ("Cooling", f"{b.cooling_tons:,.1f}", "tons"),
         (f"Airflow at ΔT {b.delta_t_c:g} K", f"{b.airflow_cfm:,.0f}", "CFM"),
