@@ -55,6 +55,8 @@ DEFAULT_CHASSIS = {"sxm": "generic-4u-hgx-8gpu", "oam": "generic-4u-hgx-8gpu", "
                    "pcie": "generic-4u-8gpu-pcie"}
 #: GPU counts an SXM/OAM baseboard comes in (HGX 4-GPU and 8-GPU boards; OCP UBB 8 OAM).
 BASEBOARD_GPU_COUNTS = (4, 8)
+#: Supply rating used when a node's supplies are sized automatically [W] (DGX H100/B200: 3.3 kW).
+AUTO_PSU_RATING_W = 3300.0
 #: PCIe lanes per NVMe drive (U.2/M.2 NVMe are x4).
 NVME_LANES = 4
 
@@ -255,6 +257,32 @@ def _nic(cat: Catalog, id_: str, count: int, role: str, path: str) -> Nic:
                lanes=int(row["pcie_lanes"]), protocol=str(row["protocol"]), power_w=nic_power_w(row))
 
 
+def default_chassis(acc: dict[str, Any], gpus: int, cat: Catalog) -> dict[str, Any]:
+    """The frame of a node built from parts without a chassis.
+
+    PCIe cards: the catalogue's generic 2U 4-GPU or 4U 8-GPU PCIe chassis. SXM GPUs up to
+    500 W (A100 class): the generic 4U HGX chassis. Otherwise (H100/B200-class SXM, OAM,
+    or a catalogue without those rows) a generic baseboard frame: 8U for GPUs up to 750 W
+    (DGX H100 and 8x MI300X platforms are 8U), 10U above (DGX B200), 4U for 4 GPUs; supplies sized to the
+    estimate (:data:`AUTO_PSU_RATING_W`, N+1), weight estimated.
+    """
+    ff = acc["form_factor"]
+    key = None
+    if ff == "PCIe":
+        key = "pcie_small" if gpus <= 4 else "pcie"
+    elif ff == "SXM" and float(acc["tdp_w"]) <= 500:
+        key = "sxm"
+    if key and _present(cat, "servers", DEFAULT_CHASSIS[key]):
+        return cat.server(DEFAULT_CHASSIS[key])
+    tdp = float(acc["tdp_w"])
+    ru = 4 if gpus <= 4 else (8 if tdp <= 750 else 10)
+    base = {"SXM": "sxm", "OAM": "oam", "PCIe": "pcie"}.get(ff, "none")
+    return {"id": f"generic-{ru}u-{base}-{gpus}gpu", "name": "generic frame", "kind": "chassis",
+            "gpu_baseboard": base, "cpu_count": 2, "rack_units": ru, "cooling": "air", "mgmt_ports_count": 2,
+            "pcie_x16_slots": None, "pcie_x8_slots": None, "max_gpu_slot_width_slots": None, "max_power_w": None,
+            "psu_count": None, "psu_rating_w": None, "psu_redundancy": None, "weight_kg": None, "airflow_cfm": None}
+
+
 def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: dict[str, Any] | None,
                   cat: Catalog) -> dict[str, Any]:
     """What a parts-built node gets for the parts the scenario leaves out.
@@ -265,7 +293,7 @@ def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: d
     ConnectX-6 HDR (PCIe 4) / ConnectX-7 NDR (PCIe 5) per GPU on a baseboard chassis, one
     per free x16 slot in a PCIe chassis, none in a workstation. Management: the chassis'
     ports, else 2 (BMC + 1 GbE). Drives: 2 M.2 boot + 4 U.2 3.84 TB. Supplies: the
-    chassis' (a single supply is '1+0'), else 4x 3000 W in 3+1.
+    chassis' (a single supply is '1+0'), else sized to the estimated peak in N+1.
     """
     gen5 = (acc.get("pcie_gen") or 4) >= 5
     sockets = int((chassis or {}).get("cpu_count") or 2)
@@ -282,7 +310,7 @@ def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: d
         psus = (int(ch["psu_count"]), float(ch["psu_rating_w"]),
                 str(ch.get("psu_redundancy") or f"{int(ch['psu_count'])}+0"))
     else:
-        psus = (4, 3000.0, "3+1")
+        psus = (0, AUTO_PSU_RATING_W, "auto")  # sized to the estimated peak in build_node
     if net.nics_per_node:
         nic_count = net.nics_per_node
     elif ch.get("kind") == "workstation":
@@ -330,11 +358,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None) -> NodeDesign
     open_workstation = server is not None and server["kind"] == "workstation" and not server.get("gpu_count")
     frame = server if complete or open_workstation else chassis
     if frame is None and not complete:
-        key = acc["form_factor"].lower()
-        if key == "pcie":
-            key = "pcie_small" if gpus <= 4 else "pcie"
-        if key in DEFAULT_CHASSIS and _present(cat, "servers", DEFAULT_CHASSIS[key]):
-            chassis = frame = cat.server(DEFAULT_CHASSIS[key])
+        chassis = frame = default_chassis(acc, gpus, cat)
     defaults = default_parts(scenario, acc, gpus, frame, cat)
     findings: list[Finding] = []
 
@@ -430,6 +454,12 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None) -> NodeDesign
 
     # ---- supplies
     psu_count, psu_rating, psu_red = psus
+    if psu_red == "auto":
+        n_work = max(1, math.ceil(peak / ((1 - margin) * psu_rating)))
+        psu_count, psu_red = n_work + 1, f"{n_work}+1"
+        findings.append(Finding("psu_capacity", "info",
+                                f"no supplies given: sized as {psu_red} x {psu_rating:,.0f} W for the estimated "
+                                f"peak {peak:,.0f} W", fix="set hardware.parts.psus", field="hardware.parts.psus"))
     usable = None
     if psu_count and psu_rating and psu_red:
         path = "hardware.parts.psus" if parts is not None and parts.psus is not None else "servers.csv psu_redundancy"

@@ -253,3 +253,15 @@ def test_rail_optimized_wants_port_per_gpu(cat):
 def test_chassis_must_be_a_chassis(cat):
     with pytest.raises(ScenarioError, match=r"hardware\.parts\.chassis: 'dgx-h100' is a complete system"):
         node(cat, {"accelerator": "h100-sxm5-80gb", "parts": {"chassis": "dgx-h100"}})
+
+
+def test_no_chassis_for_large_sxm_gets_sized_frame_and_supplies(cat):
+    n = node(cat, {"accelerator": "b200-sxm-180gb", "gpus_per_node": 8})
+    # B200 at 1,000 W (NVIDIA HGX page): a 10U frame as the DGX B200 (User Guide), supplies
+    # sized N+1 at 3.3 kW for the estimate: N = ceil(peak / (0.8 x 3300))
+    import math
+    assert n.rack_units == 10
+    assert n.psu_redundancy == f"{math.ceil(n.peak_power_w / (0.8 * 3300))}+1"
+    assert not codes(n, "error")
+    n = node(cat, {"accelerator": "mi300x", "gpus_per_node": 8})  # OAM: no SXM chassis forced on it
+    assert "form_factor" not in codes(n, "error") and n.rack_units == 8

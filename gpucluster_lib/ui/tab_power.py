@@ -240,7 +240,8 @@ class PowerPanel:
         n = self.budget.node
         self._syncing = True
         try:
-            self.chassis.value = n.chassis_id or ""
+            ids = [v for _, v in self.chassis.options]
+            self.chassis.value = n.chassis_id if n.chassis_id in ids else ""
             self.accelerator.value = n.accelerator_id
             self.gpus.value = n.gpus_per_node
             if n.cpu_id:
