@@ -109,6 +109,7 @@ class PartsSpec:
     mgmt_nics: CountSpec | None = f(None)
     drives: list[CountSpec] = f([])
     psus: PsuSpec | None = f(None)
+    psu_margin: float = f(0.2, ge=0, lt=1, doc="share of the N supplies' capacity kept free at peak draw (0.2: load to at most 80%)")
 
 
 @dataclass(frozen=True)
@@ -197,6 +198,13 @@ class FacilitySpec:
     grid_kg_co2e_per_kwh: float | None = f(None, ge=0, unit="kg CO2e/kWh")
     grid_region: str | None = f(None, doc="preset grid intensity region")
     growth_headroom: float = f(0.2, ge=0, le=5, doc="fraction of extra capacity to plan for")
+    rack_cooling_limit_kw: float | None = f(None, gt=0, unit="kW",
+                                            doc="heat a rack's cooling removes; default by cooling type (air 30, "
+                                                "rear_door 50, liquid 120)")
+    reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
+    racks_per_row: int = f(10, gt=0, le=60)
+    storage_power_kw: float | None = f(None, ge=0, unit="kW",
+                                       doc="IT power of shared storage; default one 2.5 kW 2U appliance per 20 nodes")
 
 
 @dataclass(frozen=True)
