@@ -449,6 +449,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     prices = _Prices(scenario, cat)
     d = prices.defaults
 
+    intensity, grid_src = carbon.grid_intensity(scenario)  # validate facility.grid_* before the heavy work
     rel = reliability.assess(scenario, cat)
     for k, v in rel.fallbacks.items():
         fallbacks[f"reliability.{k}"] = v
@@ -547,7 +548,6 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     per_m_tokens = annual / HOURS_PER_YEAR / (tps * 3600) * 1e6 if tps else None
 
     # ---- carbon
-    intensity, grid_src = carbon.grid_intensity(scenario)
     mwh_year = carbon.energy_mwh_per_year(it_kw, pue, costs.load_fraction)
     co2_year = carbon.co2e_tonnes(mwh_year, intensity)
     run_mwh = carbon.facility_energy_mwh(it_kw, pue, days * HOURS_PER_DAY, costs.load_fraction) if days else None

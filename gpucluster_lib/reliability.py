@@ -47,7 +47,15 @@ import yaml
 from .errors import ScenarioError, UnknownIdError
 from .findings import Finding, sort_findings
 from .scenario import Scenario, parse_redundancy
-from .units import GB, HOURS_PER_DAY, HOURS_PER_YEAR, SECONDS_PER_DAY, SECONDS_PER_HOUR, SECONDS_PER_MINUTE, TERA
+from .units import (
+    GB,
+    HOURS_PER_DAY,
+    HOURS_PER_YEAR,
+    SECONDS_PER_DAY,
+    SECONDS_PER_HOUR,
+    SECONDS_PER_MINUTE,
+    TERA,
+)
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "data"
 FAILURE_RATES_PATH = DATA_DIR / "failure_rates.yaml"
@@ -517,7 +525,7 @@ def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbac
         from . import training  # issue 3
 
         est = training.estimate(scenario, catalog)
-        return getattr(est, "training_days")
+        return est.training_days
     except (ImportError, AttributeError):
         pass
     if scenario.training.tokens is None:
