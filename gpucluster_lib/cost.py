@@ -404,7 +404,8 @@ def _tokens_served(scenario: Scenario, cat: Any, fallbacks: dict[str, str]) -> f
     try:
         from . import inference  # issue 6
 
-        est = inference.estimate(scenario, cat)
+        fn = getattr(inference, "serve", None) or inference.estimate
+        est = fn(scenario, cat)
         tps = getattr(est, "tokens_per_s", None) or getattr(est, "output_tokens_per_s", None)
         if tps:
             return float(tps)
@@ -420,7 +421,7 @@ def _tokens_served(scenario: Scenario, cat: Any, fallbacks: dict[str, str]) -> f
 
 
 def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | None = None, budget: Any = None,
-           topology: Any = None) -> CostResult:
+           topology: Any = None, reliability_result: Any = None) -> CostResult:
     """CapEx, OpEx, TCO, per-GPU-hour and per-run cost and carbon of the scenario.
 
     Parameters
@@ -436,6 +437,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     topology : object, optional
         A topology design (``switches``, ``cables``); default from the topology module
         (issue 5) or a fat-tree fallback.
+    reliability_result : ReliabilityResult, optional
+        An already computed :func:`gpucluster_lib.reliability.assess` of the same scenario
+        (saves recomputing it in widgets).
     """
     from . import carbon, reliability
     from .hardware import catalog_for, resolve_hardware
@@ -450,7 +454,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     d = prices.defaults
 
     intensity, grid_src = carbon.grid_intensity(scenario)  # validate facility.grid_* before the heavy work
-    rel = reliability.assess(scenario, cat)
+    rel = reliability_result if reliability_result is not None else reliability.assess(scenario, cat)
     for k, v in rel.fallbacks.items():
         fallbacks[f"reliability.{k}"] = v
     spares = rel.spare_nodes
@@ -579,3 +583,17 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         co2e_tonnes_per_year=co2_year, training_run_energy_mwh=run_mwh, training_run_co2e_tonnes=run_co2,
         price_sources=dict(sorted(prices.sources.items())), fallbacks=fallbacks, findings=sort_findings(findings),
     )
+
+
+def grid_presets() -> dict[str, float]:
+    """Grid intensity presets {region: kg CO2e per kWh} (``data/grid_intensity.yaml``)."""
+    from .carbon import load_grid_presets
+
+    return {k: float(v["kg_co2e_per_kwh"]) for k, v in load_grid_presets()["regions"].items()}
+
+
+def report_charts(result: CostResult) -> list[Any]:
+    """Charts for the batch report (:mod:`gpucluster_lib.report` hook)."""
+    from .charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+
+    return [cost_waterfall(result), tco_over_years(result), build_vs_rent(result), carbon_chart(result, grid_presets())]

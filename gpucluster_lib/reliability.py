@@ -743,3 +743,31 @@ def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int
                      "ideal": r.training_days_ideal, "expected": r.training_days_expected,
                      "p10": r.training_days_p10, "p50": r.training_days_p50, "p90": r.training_days_p90})
     return rows
+
+
+def goodput_curve(result: ReliabilityResult, points: int = 61) -> list[dict[str, float]]:
+    """Goodput against checkpoint interval around the optimum (0.1x to 10x, log-spaced).
+
+    Rows: ``interval_min`` [min], ``goodput`` [fraction], ``optimal`` (the chosen interval's row).
+    Same model as :func:`assess` (Daly eq. 13, planned interruptions included).
+    """
+    if points < 2:
+        raise ValueError(f"points must be at least 2, got {points!r}")
+    tau0 = result.checkpoint_interval_s
+    mtbi_s = result.mtbi_hours * SECONDS_PER_HOUR
+    taus = np.unique(np.append(tau0 * np.logspace(-1, 1, points), tau0))
+    planned = result.planned_interruptions_per_day / SECONDS_PER_DAY * (result.restart_s + result.checkpoint_write_s)
+    if math.isinf(mtbi_s):
+        g = taus / (taus + result.checkpoint_write_s)
+    else:
+        g = goodput_array(taus, result.checkpoint_write_s, result.restart_s, mtbi_s)
+    g = g / (1.0 + planned)
+    return [{"interval_min": float(t) / SECONDS_PER_MINUTE, "goodput": float(v), "optimal": bool(t == tau0)}
+            for t, v in zip(taus, g, strict=True)]
+
+
+def report_charts(result: ReliabilityResult) -> list[Any]:
+    """Charts for the batch report (:mod:`gpucluster_lib.report` hook)."""
+    from .charts.reliability import component_chart, interval_goodput_chart
+
+    return [interval_goodput_chart(goodput_curve(result)), component_chart(result)]
