@@ -128,3 +128,14 @@ def test_panel_shows_error_not_traceback(results):
     panel = tab.ReliabilityPanel(state)
     state.scenario = state.scenario.replace(facility__grid_region="atlantis")  # e.g. a loaded file with a typo
     assert "facility.grid_region: unknown grid region &#x27;atlantis&#x27;" in panel.msg.value
+
+
+def test_panel_charts_have_independent_colours(results):
+    pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_reliability as tab
+
+    _, r, c = results
+    spec = tab.cost_chart(c).to_dict()
+    assert spec["resolve"]["scale"]["color"] == "independent"  # else the TCO/rent lines get no colour
+    assert len(spec["vconcat"]) == 4
+    assert tab.reliability_chart(r, []).to_dict()["resolve"]["scale"]["color"] == "independent"

@@ -70,12 +70,13 @@ def compute(scenario: Any, catalog: Any) -> tuple[rel_mod.ReliabilityResult, cos
 
 def reliability_chart(r: rel_mod.ReliabilityResult, rows: list[dict]) -> alt.VConcatChart:
     top = days_band_chart(rows, r.gpus) if rows else interval_goodput_chart(rel_mod.goodput_curve(r))
-    return alt.vconcat(top, interval_goodput_chart(rel_mod.goodput_curve(r)), component_chart(r))
+    return alt.vconcat(top, interval_goodput_chart(rel_mod.goodput_curve(r)),
+                       component_chart(r)).resolve_scale(color="independent")
 
 
 def cost_chart(c: cost_mod.CostResult) -> alt.VConcatChart:
     return alt.vconcat(cost_waterfall(c), tco_over_years(c), build_vs_rent(c),
-                       carbon_chart(c, cost_mod.grid_presets()))
+                       carbon_chart(c, cost_mod.grid_presets())).resolve_scale(color="independent")
 
 
 class ReliabilityPanel:
@@ -105,6 +106,8 @@ class ReliabilityPanel:
         self.grid = widgets.Dropdown(options=regions, value=fs.grid_region or "(scenario value)", description="Grid")
         self.rel_chart = chart_widget(alt.Chart().mark_point())
         self.cost_chart = chart_widget(alt.Chart().mark_point())
+        for jc in (self.rel_chart, self.cost_chart):  # svg: text in the DOM (testable), crisp lines
+            jc.embed_options = {**(jc.embed_options or {}), "renderer": "svg"}
 
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self._apply)
@@ -116,6 +119,9 @@ class ReliabilityPanel:
             w.observe(lambda _ch: self.apply(), names="value")
         state.observe(lambda _ch: self._from_state(), names="scenario")
 
+        for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
+                  self.model, self.grid):
+            w.style.description_width = "120px"
         controls = widgets.HBox([
             widgets.VBox([self.preset, self.restart, self.write, self.spares]),
             widgets.VBox([self.price, self.years, self.rent, self.model, self.grid]),
