@@ -724,24 +724,52 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     )
 
 
-def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int] | None = None) -> list[dict[str, Any]]:
-    """Days-to-train band against cluster size (same scenario, ``hardware.nodes`` varied).
+def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int] | None = None, *,
+                  base: ReliabilityResult | None = None, samples: int = 5000) -> list[dict[str, Any]]:
+    """Days-to-train band against cluster size (the scenario with ``hardware.nodes`` varied).
 
-    Ideal days scale as 1 / nodes from the scenario's own estimate (perfect scaling, stated);
-    failures grow with the GPU count. Rows: nodes, gpus, mtbi_hours, goodput, ideal, p10, p50, p90.
+    Failure-free days scale as 1 / nodes from the scenario's own estimate (perfect scaling,
+    stated); the interruption and node-repair rates grow with the GPU count; the checkpoint
+    (same model, same storage) keeps its write time, and the interval is re-optimised (Daly)
+    at each size. Rows: nodes, gpus, mtbi_hours, goodput, spare_nodes, ideal, expected, p10,
+    p50, p90 [days]. ``base``: an :func:`assess` result of the same scenario (reused).
     """
-    base = assess(scenario, catalog)
+    base = base if base is not None else assess(scenario, catalog)
     if base.training_days_ideal is None:
         return []
-    nodes0 = base.nodes
-    counts = node_counts or sorted({max(1, round(nodes0 * k)) for k in (0.25, 0.5, 1, 2, 4, 8)})
+    rel = scenario.reliability
+    fail_lo_hi = _range(rel.failure_rate_range, "reliability.failure_rate_range")
+    eff_lo_hi = _range(rel.efficiency_range, "reliability.efficiency_range")
+    gpn = base.gpus // base.nodes
+    counts = node_counts or sorted({max(1, round(base.nodes * k)) for k in (0.25, 0.5, 1, 2, 4, 8)})
+    delta, restart = base.checkpoint_write_s, base.restart_s
     rows = []
     for n in counts:
-        s = scenario.replace(hardware__nodes=n, hardware__gpus=None, reliability__storage_units=base.storage_units)
-        r = assess(s, catalog, training_days_ideal=base.training_days_ideal * nodes0 / n)
-        rows.append({"nodes": n, "gpus": r.gpus, "mtbi_hours": r.mtbi_hours, "goodput": r.goodput,
-                     "ideal": r.training_days_ideal, "expected": r.training_days_expected,
-                     "p10": r.training_days_p10, "p50": r.training_days_p50, "p90": r.training_days_p90})
+        if not (isinstance(n, int) and n > 0):
+            raise ValueError(f"node counts must be positive integers, got {n!r}")
+        scale = n * gpn / base.gpus
+        per_day = base.interruptions_per_day * scale
+        mtbi_s = mtbi_hours(per_day) * SECONDS_PER_HOUR
+        if math.isinf(mtbi_s):
+            tau = rel.checkpoint_interval_s or 24 * SECONDS_PER_HOUR
+        else:
+            tau = rel.checkpoint_interval_s or daly_interval_s(delta, mtbi_s)
+        planned = base.planned_interruptions_per_day * scale / SECONDS_PER_DAY * (restart + delta)
+        g = goodput(tau, delta, restart, mtbi_s) / (1.0 + planned)
+        repairs = base.node_repairs_per_day * scale
+        spares = rel.spare_nodes if rel.spare_nodes is not None else spares_needed(
+            repairs, base.repair_hours, rel.spare_confidence)
+        full = poisson_cdf(spares, repairs / HOURS_PER_DAY * base.repair_hours)
+        ideal = base.training_days_ideal * base.nodes / n
+        if math.isinf(mtbi_s):
+            band = {"p10": ideal / g / full, "p50": ideal / g / full, "p90": ideal / g / full}
+        else:
+            band = days_to_train_band(ideal, tau, delta, restart, mtbi_s, failure_range=fail_lo_hi,
+                                      efficiency_range=eff_lo_hi, availability_factor=full,
+                                      planned_loss_fraction=planned, samples=samples)
+        rows.append({"nodes": n, "gpus": n * gpn, "mtbi_hours": mtbi_s / SECONDS_PER_HOUR, "goodput": g,
+                     "spare_nodes": spares, "ideal": ideal, "expected": ideal / g / full,
+                     "p10": band["p10"], "p50": band["p50"], "p90": band["p90"]})
     return rows
 
 

@@ -104,7 +104,7 @@ estimate, stated) and the P10/P50/P90 band. The mean time between interruptions 
 the GPU count doubles.
 """),
     code("""
-pd.DataFrame(reliability.scaling_table(state.scenario, state.catalog)).round(2)
+pd.DataFrame(reliability.scaling_table(state.scenario, state.catalog, base=rel)).round(2)
 """),
     md("""
 ## Check: Llama 3's published interruption rate

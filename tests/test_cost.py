@@ -154,7 +154,7 @@ def test_gpt3_defaults_mark_fallbacks(fallbacks):
     r = cost.assess(load_scenario(GPT3))
     assert r.it_power_kw == pytest.approx(r.nodes_bought * 6.5)  # DGX A100 6.5 kW x nodes incl. spares
     assert set(r.fallbacks) >= {"it_power_kw", "capex.network", "reliability.training_days_ideal"}
-    assert r.price_sources["server"].startswith("cost_defaults")
+    assert r.price_sources["server"].startswith(("catalogue servers.csv dgx-a100-640gb", "cost_defaults"))
     assert r.capex["total"] == pytest.approx(sum(v for k, v in r.capex.items() if k != "total"))
     assert r.opex_per_year["total"] == pytest.approx(sum(v for k, v in r.opex_per_year.items() if k != "total"))
 
@@ -240,3 +240,20 @@ def test_cli_text_and_bad_input(capsys, fallbacks, tmp_path):
     bad.write_text("facility: {grid_region: mars}\nhardware: {server: dgx-a100-640gb, nodes: 2}\n")
     assert main(["cost", str(bad), "--json"]) == 2
     assert "facility.grid_region" in capsys.readouterr().err
+
+
+def test_price_lookup_order():
+    cat_row = {"price_usd_estimate": None}
+    fake_cat = types.SimpleNamespace(get=lambda table, id_: dict(cat_row))
+    s = loads("costs: {prices: {x1: 5.0}}\n")
+    p = cost._Prices(s, fake_cat)
+    group = {"x2": {"value": 7.0, "source": "somewhere", "date": "2024"}}
+    assert p.item("a", "servers", "x1", group) == 5.0          # costs.prices wins
+    assert p.item("b", "servers", "x2", group, 9.0, "costs.server_price") == 9.0  # explicit override first
+    assert p.item("c", "servers", "x2", group) == 7.0          # catalogue has no price -> cost_defaults
+    assert p.sources["c"] == "cost_defaults: somewhere (2024)"
+    cat_row["price_usd_estimate"] = 3.0
+    assert p.item("d", "servers", "x2", group) == 3.0          # catalogue before cost_defaults
+    assert p.item("e", "servers", "x3", None) == 3.0
+    fake_cat.get = lambda table, id_: (_ for _ in ()).throw(KeyError(id_))
+    assert p.item("f", "servers", "x9", group) is None          # unknown everywhere

@@ -368,3 +368,14 @@ def test_cli_text_and_bad_file(capsys, no_training, tmp_path):
     bad.write_text("reliability: {component_rates: {gpux: 1}}\nhardware: {nodes: 2}\n")
     assert main(["reliability", str(bad), "--json"]) == 2
     assert "reliability.component_rates.gpux" in capsys.readouterr().err
+
+
+def test_scaling_table_row_matches_assess_at_scenario_size(no_training):
+    s = load_scenario(GPT3)
+    r = rel.assess(s)
+    (row,) = rel.scaling_table(s, node_counts=[128], base=r)
+    assert row["goodput"] == pytest.approx(r.goodput)                      # same model at the same size
+    assert row["expected"] == pytest.approx(r.training_days_expected)
+    assert row["spare_nodes"] == r.spare_nodes
+    with pytest.raises(ValueError, match="node counts must be positive integers"):
+        rel.scaling_table(s, node_counts=[0], base=r)

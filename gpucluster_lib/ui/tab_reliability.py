@@ -64,7 +64,7 @@ def compute(scenario: Any, catalog: Any) -> tuple[rel_mod.ReliabilityResult, cos
     """The panel's computation, without widgets (also what the benchmark times)."""
     r = rel_mod.assess(scenario, catalog)
     c = cost_mod.assess(scenario, catalog, reliability_result=r)
-    rows = rel_mod.scaling_table(scenario, catalog) if r.training_days_ideal is not None else []
+    rows = rel_mod.scaling_table(scenario, catalog, base=r) if r.training_days_ideal is not None else []
     return r, c, rows
 
 
@@ -172,7 +172,7 @@ class ReliabilityPanel:
         key = (s.reliability, s.hardware, s.model, s.training, s.network, id(self.state.catalog))
         if key != self._rel_key:
             r = rel_mod.assess(s, self.state.catalog)
-            rows = rel_mod.scaling_table(s, self.state.catalog) if r.training_days_ideal is not None else []
+            rows = rel_mod.scaling_table(s, self.state.catalog, base=r) if r.training_days_ideal is not None else []
             self.rel_chart.chart = reliability_chart(r, rows)
             self._rel, self._rel_key = r, key
         r = self._rel
