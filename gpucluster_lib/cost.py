@@ -312,7 +312,7 @@ def _budget(scenario: Scenario, cat: Any, hw: Any, nodes: int, fallbacks: dict[s
 
         b = facility.budget(scenario, cat, nodes=nodes)
         return float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
-    except (ImportError, AttributeError):
+    except (ImportError, AttributeError):  # module (or the agreed function) not there yet
         pass
     server = hw.server or {}
     if server.get("max_power_w"):

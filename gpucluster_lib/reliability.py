@@ -532,9 +532,13 @@ def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbac
         return None
     col = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "tf32": "tf32_tflops",
            "fp32": "fp32_tflops"}[scenario.training.precision]
-    peak = hw.accelerator.get(col) or hw.accelerator.get("bf16_tflops")
-    if not peak or (isinstance(peak, float) and math.isnan(peak)):
-        raise ScenarioError("training.precision", f"{hw.accelerator_id} has no {col} figure in the catalogue")
+    peak = hw.accelerator.get(col)
+    if not peak and col != "bf16_tflops" and hw.accelerator.get("bf16_tflops"):
+        col, peak = "bf16_tflops", hw.accelerator["bf16_tflops"]  # e.g. fp8 on an A100: no fp8 tensor cores
+    if not peak:
+        raise ScenarioError("training.precision",
+                            f"{hw.accelerator_id} has no {col} figure in the catalogue; pick a precision it "
+                            "supports or give the failure-free days")
     mfu = scenario.training.gemm_efficiency or FALLBACK_MFU
     days = ideal_training_days_6nd(arch.active_params(), scenario.training.tokens, hw.gpus, float(peak), mfu)
     note = f"6 x active params x tokens / (GPUs x peak {col} x {mfu:g}) (training engine, issue 3, not available)"

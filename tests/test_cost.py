@@ -257,3 +257,14 @@ def test_price_lookup_order():
     assert p.item("e", "servers", "x3", None) == 3.0
     fake_cat.get = lambda table, id_: (_ for _ in ()).throw(KeyError(id_))
     assert p.item("f", "servers", "x9", group) is None          # unknown everywhere
+
+
+def test_more_bad_input_branches(tmp_path):
+    with pytest.raises(ValueError, match="days must be a non-negative"):
+        cost.gpu_hours(8, -1)
+    with pytest.raises(ValueError, match="load_fraction must be a non-negative"):
+        carbon.facility_energy_mwh(100, 1.2, 10, -0.5)
+    bad = tmp_path / "grid.yaml"
+    bad.write_text("default: x\nregions:\n  x: {kg_co2e_per_kwh: 0.3, source: ''}\n")
+    with pytest.raises(ScenarioError, match="grid_intensity.yaml:x: every region needs a source"):
+        carbon.load_grid_presets(str(bad))

@@ -379,3 +379,49 @@ def test_scaling_table_row_matches_assess_at_scenario_size(no_training):
     assert row["spare_nodes"] == r.spare_nodes
     with pytest.raises(ValueError, match="node counts must be positive integers"):
         rel.scaling_table(s, node_counts=[0], base=r)
+
+
+def test_more_bad_input_branches():
+    with pytest.raises(ValueError, match="kept must be a positive"):
+        rel.storage_units_for_checkpoint(1e12, 60, 65, 368.6, kept=0)
+    with pytest.raises(ValueError, match="mean must be a non-negative"):
+        rel.poisson_cdf(2, -1)
+    with pytest.raises(ValueError, match="copies must be a positive"):
+        rel.redundant_availability(0.9, 0)
+    with pytest.raises(UnknownIdError, match="unknown failure preset 'llama5'"):
+        rel.preset_rates("llama5")
+
+
+def test_precision_without_peak(no_training):
+    # T4 has no BF16 tensor-core figure in the catalogue (Turing: FP16/INT8 only)
+    s = loads("hardware: {accelerator: t4, nodes: 1}\nmodel: llama2-7b\ntraining: {tokens: 1.0e+9, precision: bf16}\n")
+    with pytest.raises(ScenarioError, match="training.precision: t4 has no bf16_tflops figure"):
+        rel.assess(s)
+
+
+def test_fp8_on_a100_falls_back_to_bf16_peak(no_training):
+    s = load_scenario(GPT3).replace(training__precision="fp8")  # A100: no FP8 tensor cores (A100 datasheet)
+    r = rel.assess(s)
+    assert r.training_days_ideal == pytest.approx(rel.assess(load_scenario(GPT3)).training_days_ideal)
+    assert "bf16_tflops" in r.fallbacks["training_days_ideal"]
+
+
+def test_storage_without_write_bandwidth(no_training):
+    import types as _t
+    row = {"write_gb_per_s": 0.0, "capacity_tb": 100.0}
+    fake = _t.SimpleNamespace(get=lambda table, id_, path="": dict(row))
+    s = load_scenario(GPT3).replace(reliability__storage_system="slow-nas")
+    with pytest.raises(ScenarioError, match="reliability.storage_system: slow-nas has no write bandwidth"):
+        rel._storage(s, fake, 1e12, {}, [])
+
+
+def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training):
+    import types as _t
+
+    def get(table, id_, path=""):
+        raise UnknownIdError("storage option", id_, ["other"], path)
+
+    fb: dict[str, str] = {}
+    sid, units, write = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [])
+    assert (sid, units, write) == ("ddn-ai400x2", 1, 65.0)  # datasheet figures of the default appliance
+    assert "storage" in fb
