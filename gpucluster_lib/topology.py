@@ -127,8 +127,10 @@ class TopologyDesign:
     breakout: int
     switches: dict[str, int]
     links: dict[str, int]
-    cables: dict[str, dict[str, int]]
-    transceivers: dict[str, int]
+    cables: dict[str, int]  # compute fabric: "<cable type>:<length class>" -> cables
+    transceivers: dict[str, int]  # compute fabric: transceiver id -> modules (both ends)
+    cables_all: dict[str, int]  # all networks (compute, management, storage)
+    transceivers_all: dict[str, int]
     max_endpoints: int | None
     max_endpoints_by_tiers: dict[str, int]
     bisection_bandwidth_gbps: float
@@ -248,10 +250,12 @@ class TopologyDesign:
             "breakout": self.breakout,
             "switches": dict(self.switches),
             "links": dict(self.links),
-            "cables": {k: dict(v) for k, v in self.cables.items()},
-            "cables_total": sum(sum(v.values()) for v in self.cables.values()),
+            "cables": dict(self.cables),
+            "cables_total": sum(self.cables.values()),
             "transceivers": dict(self.transceivers),
             "transceivers_total": sum(self.transceivers.values()),
+            "cables_all_networks": dict(self.cables_all),
+            "transceivers_all_networks": dict(self.transceivers_all),
             "max_endpoints": self.max_endpoints,
             "max_endpoints_by_tiers": dict(self.max_endpoints_by_tiers),
             "bisection_bandwidth_gbps": self.bisection_bandwidth_gbps,
@@ -302,6 +306,28 @@ def default_switch(catalog: Catalog, speed_gbps: float, protocol: str = "VPI") -
         rows = [r for r in catalog.records("switches") if r["ports"] >= 16]
     rows.sort(key=lambda r: (r["port_speed_gbps"], -r["ports"], r["protocol"] != "InfiniBand", r["id"]))
     return rows[0]
+
+
+def side_switch(catalog: Catalog, speed_gbps: float, protocol: str, ports_needed: int,
+                fallback: dict | None = None) -> dict:
+    """The switch of a side network (management, storage) when the scenario names none.
+
+    Among the catalogue switches of a compatible protocol whose ports run at >= ``speed_gbps``:
+    the lowest-power one that holds all ``ports_needed`` links alone (after breakouts); when
+    none does, ``fallback`` (the compute switch, for storage) or the one with most logical ports.
+    """
+    rows = [r for r in catalog.records("switches") if _protocol_ok(protocol, r["protocol"])
+            and r["port_speed_gbps"] >= speed_gbps]
+    if not rows:
+        return fallback or default_switch(catalog, speed_gbps, protocol)
+    radix = {r["id"]: int(r["ports"]) * _link(r, speed_gbps)[1] for r in rows}
+    fits = [r for r in rows if radix[r["id"]] >= ports_needed]
+    if fits:
+        return min(fits, key=lambda r: (_switch_power_w(r), r["rack_units"], r["id"]))
+    if fallback is not None and _protocol_ok(protocol, fallback["protocol"]) and \
+            fallback["port_speed_gbps"] >= speed_gbps:
+        return fallback
+    return max(rows, key=lambda r: (radix[r["id"]], -_switch_power_w(r), r["id"]))
 
 
 def _link(switch: dict, nic_speed: float) -> tuple[float, int]:
@@ -722,7 +748,11 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     # -- storage network ---------------------------------------------------------
     storage_cc = None
     storage_switches = 0
-    if net.storage_network and n > 0:
+    if net.storage_network and n == 1:
+        findings.append(Finding("topology-storage-single-node", "info",
+                                "one node: no separate storage fabric; its file system is local or reached "
+                                "over the management network", "", "network.storage_network"))
+    if net.storage_network and n > 1:
         spn = net.storage_ports_per_node if net.storage_ports_per_node is not None else (
             server.get("storage_nic_count") or 1)
         snic_id = server.get("storage_nic_id")
@@ -731,8 +761,9 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         targets = net.storage_target_ports if net.storage_target_ports is not None else math.ceil(
             clients * STORAGE_TARGET_PORTS_PER_CLIENT_PORT)
         s_ep = clients + targets + scenario.hardware.head_nodes
+        s_protocol = cat.get("nics", snic_id)["protocol"] if snic_id else nic_protocol
         ssw = cat.get("switches", net.storage_switch, path="network.storage_switch") if net.storage_switch else (
-            switch or default_switch(cat, s_speed))
+            side_switch(cat, s_speed, s_protocol, s_ep, fallback=switch))
         s_link, s_b = _link(ssw, s_speed)
         s_radix = int(ssw["ports"]) * s_b
         storage_cc = clos_counts(s_ep, s_radix, net.storage_oversubscription)
@@ -756,7 +787,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     mpn = net.mgmt_ports_per_node if net.mgmt_ports_per_node is not None else (server.get("mgmt_ports_count") or 2)
     m_ep = n * mpn + 2 * scenario.hardware.head_nodes + compute_switches + storage_switches + (1 if fm else 0)
     msw = cat.get("switches", net.mgmt_switch, path="network.mgmt_switch") if net.mgmt_switch else (
-        default_switch(cat, net.mgmt_link_gbps, "Ethernet"))
+        side_switch(cat, net.mgmt_link_gbps, "Ethernet", m_ep))
     m_link, m_b = _link(msw, net.mgmt_link_gbps)
     if msw["port_speed_gbps"] < net.mgmt_link_gbps:
         findings.append(Finding("topology-mgmt-slow", "warning",
@@ -785,14 +816,19 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                                 "set network.mgmt_ports_per_node: 2", "network.mgmt_ports_per_node"))
 
     # -- totals --------------------------------------------------------------------
-    cables: dict[str, dict[str, int]] = {}
-    transceivers: dict[str, int] = {}
-    for g in link_groups:
-        cables.setdefault(g.cable, {})
-        cables[g.cable][g.length_class] = cables[g.cable].get(g.length_class, 0) + g.cables
-        for tid, k in ((g.switch_end, g.switch_end_modules), (g.node_end, g.node_end_modules)):
-            if tid and k:
-                transceivers[tid] = transceivers.get(tid, 0) + k
+    def tally(groups: list[LinkGroup]) -> tuple[dict[str, int], dict[str, int]]:
+        cab_n: dict[str, int] = {}
+        tx_n: dict[str, int] = {}
+        for g in groups:
+            key = f"{g.cable}:{g.length_class}"
+            cab_n[key] = cab_n.get(key, 0) + g.cables
+            for tid, k in ((g.switch_end, g.switch_end_modules), (g.node_end, g.node_end_modules)):
+                if tid and k:
+                    tx_n[tid] = tx_n.get(tid, 0) + k
+        return dict(sorted(cab_n.items())), dict(sorted(tx_n.items()))
+
+    cables, transceivers = tally([g for g in link_groups if g.network == "compute"])
+    cables_all, transceivers_all = tally(link_groups)
     power = sum(g.power_w for g in switch_groups) + sum(g.switch_side_power_w for g in link_groups)
     ru = sum(g.rack_units for g in switch_groups)
     compute_groups = [g for g in switch_groups if g.network == "compute"]
@@ -801,8 +837,8 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     return TopologyDesign(
         kind=kind, tiers=tiers, nodes=n, gpus_per_node=gpn, ports_per_node=ports_per_node, endpoints=endpoints,
         link_gbps=link_gbps, switch_id=switch["id"] if switch else None, nic_id=nic_id, radix=radix,
-        breakout=breakout, switches=switches, links=links, cables={k: dict(sorted(v.items())) for k, v in sorted(cables.items())},
-        transceivers=dict(sorted(transceivers.items())), max_endpoints=max_ep, max_endpoints_by_tiers=by_tiers,
+        breakout=breakout, switches=switches, links=links, cables=cables, transceivers=transceivers,
+        cables_all=cables_all, transceivers_all=transceivers_all, max_endpoints=max_ep, max_endpoints_by_tiers=by_tiers,
         bisection_bandwidth_gbps=round(bisection, 3), oversubscription=round(over_tier.get("leaf", 1.0), 3),
         oversubscription_by_tier=over_tier, network_power_w=round(power, 1), network_rack_units=ru,
         per_gpu_allreduce_gbps=round(per_gpu, 3), injection_gbps_per_gpu=round(injection, 3), switch_hops=hops,

@@ -467,3 +467,18 @@ def test_cli_drawing_export(tmp_path, capsys):
     assert "16 nodes" in capsys.readouterr().out
     assert cli.main(["topology", str(path), "--drawing", str(tmp_path / "d.pdfx")]) == 2
     assert "--drawing: must end in .svg, .png or .html" in capsys.readouterr().err
+
+
+def test_contract_counts_are_compute_fabric_and_flat():
+    d = design_topology(scen(nodes=128))
+    # compute fabric of 128 DGX H100, one row of racks: 2048 multimode fibres (node-leaf + leaf-spine)
+    assert d.cables == {"fibre-mmf:in-row": 2048}
+    assert d.transceivers == {"mma4z00-ns": 1536, "mma4z00-ns-flt": 512}  # see test_transceivers_and_power
+    assert sum(d.cables_all.values()) > sum(d.cables.values())  # management and storage come on top
+    assert sum(d.cables.values()) == sum(g.cables for g in d.link_groups if g.network == "compute")
+
+
+def test_cost_module_reads_the_design():
+    cost = pytest.importorskip("gpucluster_lib.cost")
+    r = cost.assess(scen(nodes=128).replace(model={"preset": "llama3-70b"}))
+    assert r.capex["network"] > 0

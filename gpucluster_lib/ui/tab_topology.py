@@ -145,8 +145,9 @@ def _summary_html(d) -> str:
         ("per-GPU all-reduce", f"{d.per_gpu_allreduce_gbps:,.1f} Gb/s (injection {d.injection_gbps_per_gpu:g})"),
         ("hops", f"{d.switch_hops} switches, {d.diameter_links} links"),
         ("all networks", f"{d.network_power_w / 1000:,.1f} kW, {d.network_rack_units} U"),
-        ("cables / transceivers", f"{sum(sum(v.values()) for v in d.cables.values()):,} / "
-                                  f"{sum(d.transceivers.values()):,}"),
+        ("cables / transceivers", f"compute {sum(d.cables.values()):,} / {sum(d.transceivers.values()):,}; "
+                                  f"all networks {sum(d.cables_all.values()):,} / "
+                                  f"{sum(d.transceivers_all.values()):,}"),
     ]
     body = "".join(f"<tr><th style='text-align:left;padding-right:12px'>{html.escape(k)}</th>"
                    f"<td class='gc-topology-{html.escape(k.split()[0])}'>{html.escape(v)}</td></tr>" for k, v in rows)
