@@ -54,6 +54,12 @@ def main() -> None:
             panel.nodes.value = 1
             panel.nodes.value = n
         print(f"Network tab, node count -> {n:>5}: {timed(change, repeat=3) / 2:.0f} ms per change")
+    panel.nodes.value = 1024
+
+    def flip():
+        panel.oversub.value = 2.0
+        panel.oversub.value = 1.0
+    print(f"Network tab, oversubscription change at 1024 nodes (growth chart too): {timed(flip, repeat=3) / 2:.0f} ms")
 
 
 

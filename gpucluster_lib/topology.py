@@ -442,7 +442,8 @@ def effective_port_gbps(link_gbps: float, oversubscription: float, outside_fract
 # --------------------------------------------------------------------------- design
 
 
-def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None) -> TopologyDesign:
+def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
+                    side_networks: bool = True) -> TopologyDesign:
     """Design the scenario's networks and count everything.
 
     Parameters
@@ -450,6 +451,8 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     scenario : the scenario (``network``, ``hardware``, ``facility`` sections)
     catalog : the catalogue (default: the scenario's)
     nodes : override of ``hardware.nodes`` [count] (for growth charts)
+    side_networks : also design the management and storage networks (False: compute fabric
+        only, for growth charts and bandwidth look-ups)
 
     Returns
     -------
@@ -748,11 +751,11 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     # -- storage network ---------------------------------------------------------
     storage_cc = None
     storage_switches = 0
-    if net.storage_network and n == 1:
+    if net.storage_network and n == 1 and side_networks:
         findings.append(Finding("topology-storage-single-node", "info",
                                 "one node: no separate storage fabric; its file system is local or reached "
                                 "over the management network", "", "network.storage_network"))
-    if net.storage_network and n > 1:
+    if net.storage_network and n > 1 and side_networks:
         spn = net.storage_ports_per_node if net.storage_ports_per_node is not None else (
             server.get("storage_nic_count") or 1)
         snic_id = server.get("storage_nic_id")
@@ -784,36 +787,38 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         storage_switches = storage_cc.switches if storage_cc.tiers > 1 else 1
 
     # -- management network -------------------------------------------------------
-    mpn = net.mgmt_ports_per_node if net.mgmt_ports_per_node is not None else (server.get("mgmt_ports_count") or 2)
-    m_ep = n * mpn + 2 * scenario.hardware.head_nodes + compute_switches + storage_switches + (1 if fm else 0)
-    msw = cat.get("switches", net.mgmt_switch, path="network.mgmt_switch") if net.mgmt_switch else (
-        side_switch(cat, net.mgmt_link_gbps, "Ethernet", m_ep))
-    m_link, m_b = _link(msw, net.mgmt_link_gbps)
-    if msw["port_speed_gbps"] < net.mgmt_link_gbps:
-        findings.append(Finding("topology-mgmt-slow", "warning",
-                                f"management switch {msw['id']} ports run at {msw['port_speed_gbps']:g} Gb/s, "
-                                f"below the {net.mgmt_link_gbps:g} Gb/s asked", "pick a 10 GbE (or faster) switch",
-                                "network.mgmt_switch"))
-    m_radix = int(msw["ports"]) * m_b
-    mgmt_cc = clos_counts(m_ep, m_radix, MGMT_OVERSUBSCRIPTION)
-    if mgmt_cc.tiers == 1:
-        add_switches("management", "switch", msw, 1, m_radix, m_ep)
-        add_links("management", "node-switch", m_ep, m_link, "in-rack" if racks == 1 else lay.inter_rack(n),
-                  switch_ends=1)
-    else:
-        add_switches("management", "leaf", msw, mgmt_cc.leaves, m_radix,
-                     mgmt_cc.node_leaf_links + mgmt_cc.leaf_spine_links)
-        add_switches("management", "spine", msw, mgmt_cc.spines, m_radix,
-                     mgmt_cc.leaf_spine_links + mgmt_cc.spine_core_links)
-        add_switches("management", "core", msw, mgmt_cc.cores, m_radix, mgmt_cc.spine_core_links)
-        add_links("management", "node-leaf", m_ep, m_link,
-                  lay.access(max(1, mgmt_cc.down_per_leaf // max(1, mpn))), switch_ends=1)
-        add_links("management", "leaf-spine", mgmt_cc.leaf_spine_links, m_link, lay.inter_rack(n), switch_ends=2)
-        add_links("management", "spine-core", mgmt_cc.spine_core_links, m_link, lay.inter_rack(n), switch_ends=2)
-    if mpn < 2:
-        findings.append(Finding("topology-mgmt-ports", "warning",
-                                f"{mpn} management port per node: the BMC and the OS need one each",
-                                "set network.mgmt_ports_per_node: 2", "network.mgmt_ports_per_node"))
+    mgmt_cc = None
+    if side_networks:
+        mpn = net.mgmt_ports_per_node if net.mgmt_ports_per_node is not None else (server.get("mgmt_ports_count") or 2)
+        m_ep = n * mpn + 2 * scenario.hardware.head_nodes + compute_switches + storage_switches + (1 if fm else 0)
+        msw = cat.get("switches", net.mgmt_switch, path="network.mgmt_switch") if net.mgmt_switch else (
+            side_switch(cat, net.mgmt_link_gbps, "Ethernet", m_ep))
+        m_link, m_b = _link(msw, net.mgmt_link_gbps)
+        if msw["port_speed_gbps"] < net.mgmt_link_gbps:
+            findings.append(Finding("topology-mgmt-slow", "warning",
+                                    f"management switch {msw['id']} ports run at {msw['port_speed_gbps']:g} Gb/s, "
+                                    f"below the {net.mgmt_link_gbps:g} Gb/s asked", "pick a 10 GbE (or faster) switch",
+                                    "network.mgmt_switch"))
+        m_radix = int(msw["ports"]) * m_b
+        mgmt_cc = clos_counts(m_ep, m_radix, MGMT_OVERSUBSCRIPTION)
+        if mgmt_cc.tiers == 1:
+            add_switches("management", "switch", msw, 1, m_radix, m_ep)
+            add_links("management", "node-switch", m_ep, m_link, "in-rack" if racks == 1 else lay.inter_rack(n),
+                      switch_ends=1)
+        else:
+            add_switches("management", "leaf", msw, mgmt_cc.leaves, m_radix,
+                         mgmt_cc.node_leaf_links + mgmt_cc.leaf_spine_links)
+            add_switches("management", "spine", msw, mgmt_cc.spines, m_radix,
+                         mgmt_cc.leaf_spine_links + mgmt_cc.spine_core_links)
+            add_switches("management", "core", msw, mgmt_cc.cores, m_radix, mgmt_cc.spine_core_links)
+            add_links("management", "node-leaf", m_ep, m_link,
+                      lay.access(max(1, mgmt_cc.down_per_leaf // max(1, mpn))), switch_ends=1)
+            add_links("management", "leaf-spine", mgmt_cc.leaf_spine_links, m_link, lay.inter_rack(n), switch_ends=2)
+            add_links("management", "spine-core", mgmt_cc.spine_core_links, m_link, lay.inter_rack(n), switch_ends=2)
+        if mpn < 2:
+            findings.append(Finding("topology-mgmt-ports", "warning",
+                                    f"{mpn} management port per node: the BMC and the OS need one each",
+                                    "set network.mgmt_ports_per_node: 2", "network.mgmt_ports_per_node"))
 
     # -- totals --------------------------------------------------------------------
     def tally(groups: list[LinkGroup]) -> tuple[dict[str, int], dict[str, int]]:
@@ -864,7 +869,7 @@ def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int) -> 
     hit = _BW_CACHE.get(key)
     if hit is not None and hit[0] is catalog:
         return hit[1]
-    value = design_topology(scenario, catalog, nodes=nodes).per_gpu_allreduce_gbps
+    value = design_topology(scenario, catalog, nodes=nodes, side_networks=False).per_gpu_allreduce_gbps
     if len(_BW_CACHE) >= _BW_CACHE_MAX:
         _BW_CACHE.clear()
     _BW_CACHE[key] = (catalog, value)
@@ -889,7 +894,7 @@ def growth_table(scenario: Scenario, catalog: Catalog | None = None, node_counts
         node_counts = [2 ** i for i in range(0, 13)]
     rows = []
     for k in node_counts:
-        d = design_topology(scenario, cat, nodes=int(k))
+        d = design_topology(scenario, cat, nodes=int(k), side_networks=False)
         rows.append({"nodes": int(k), "tiers": d.tiers, "leaf": d.switches.get("leaf", 0),
                      "spine": d.switches.get("spine", 0), "core": d.switches.get("core", 0),
                      "switches": sum(d.switches.values()) if d.kind != "ring" else 0,

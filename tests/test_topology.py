@@ -399,8 +399,12 @@ def test_drawing_aggregates_large_fabrics():
         assert PrebuiltChart(topology_spec(d)).to_dict() == topology_chart(d).to_dict()
     small, big = (PrebuiltChart(topology_spec(design_topology(scen(nodes=n)))) for n in (16, 1024))
     assert small != big and small == PrebuiltChart(topology_spec(design_topology(scen(nodes=16))))
-    g = growth_chart(growth_table(scen(), node_counts=[16, 64]))
+    table = growth_table(scen(), node_counts=[16, 64])
+    g = growth_chart(table)
     assert "hconcat" in g.to_dict()
+    from gpucluster_lib.charts.topology import growth_spec
+
+    assert growth_spec(table) == g.to_dict()
 
 
 def _good_cabling() -> dict:

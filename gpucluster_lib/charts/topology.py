@@ -145,11 +145,11 @@ def topology_spec(d: TopologyDesign, *, expand: str | None = None, width: int = 
     return spec
 
 
-def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:
-    """Switch count and bisection bandwidth against node count (``topology.growth_table`` output)."""
-    data = table.copy()
-    long = data.melt(id_vars=["nodes"], value_vars=["leaf", "spine", "core"], var_name="tier", value_name="count")
-    sw = alt.Chart(long).mark_area(opacity=0.8).encode(
+GROWTH_COLUMNS = ["nodes", "tiers", "leaf", "spine", "core", "switches", "bisection_tbps", "per_gpu_allreduce_gbps"]
+
+
+def _growth_layers(datasets: dict) -> alt.HConcatChart:
+    sw = alt.Chart(alt.Data(name="switches")).mark_area(opacity=0.8).encode(
         x=alt.X("nodes:Q", title="nodes", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("count:Q", title="compute switches", stack="zero"),
         color=alt.Color("tier:N", scale=alt.Scale(domain=["leaf", "spine", "core"],
@@ -157,10 +157,33 @@ def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:
                                                          ROLE_COLOURS["core"]])),
         tooltip=["nodes:Q", "tier:N", "count:Q"],
     ).properties(width=380, height=220, title="Switches vs nodes")
-    bis = alt.Chart(data).mark_line(point=True).encode(
+    bis = alt.Chart(alt.Data(name="growth")).mark_line(point=True).encode(
         x=alt.X("nodes:Q", title="nodes", scale=alt.Scale(type="log", base=2)),
         y=alt.Y("bisection_tbps:Q", title="bisection [Tb/s]", scale=alt.Scale(type="log")),
         tooltip=["nodes:Q", "tiers:Q", alt.Tooltip("bisection_tbps:Q", format=",.1f"),
                  alt.Tooltip("per_gpu_allreduce_gbps:Q", title="per-GPU all-reduce [Gb/s]")],
     ).properties(width=380, height=220, title="Bisection bandwidth vs nodes")
-    return alt.hconcat(sw, bis)
+    return alt.HConcatChart(hconcat=[sw, bis], datasets=datasets)
+
+
+def _growth_datasets(table: pd.DataFrame) -> dict:
+    data = table[GROWTH_COLUMNS].copy()
+    long = data.melt(id_vars=["nodes"], value_vars=["leaf", "spine", "core"], var_name="tier", value_name="count")
+    return {"switches": _records(long), "growth": _records(data)}
+
+
+def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:
+    """Switch count and bisection bandwidth against node count (``topology.growth_table`` output)."""
+    return _growth_layers(_growth_datasets(table))
+
+
+@lru_cache(maxsize=1)
+def _growth_template() -> str:
+    return json.dumps(_growth_layers({"switches": [], "growth": []}).to_dict())
+
+
+def growth_spec(table: pd.DataFrame) -> dict:
+    """``growth_chart(table).to_dict()`` from a validated template (for widget updates)."""
+    spec = json.loads(_growth_template())
+    spec["datasets"] = _growth_datasets(table)
+    return spec

@@ -7,7 +7,7 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from ..charts.topology import PrebuiltChart, growth_chart, topology_chart, topology_spec
+from ..charts.topology import PrebuiltChart, growth_chart, growth_spec, topology_chart, topology_spec
 from ..topology import KINDS, design_topology, growth_table
 from ..topology_cablelist import cable_summary
 from .common import (
@@ -120,7 +120,7 @@ class TopologyPanel:
             text += html_table(d.cable_list().head(40))
         self.cables.value = text
         if growth:
-            self.growth.chart = growth_chart(growth_table(scenario, self.state.catalog, GROWTH_NODES))
+            self.growth.chart = PrebuiltChart(growth_spec(growth_table(scenario, self.state.catalog, GROWTH_NODES)))
 
     def widget(self) -> widgets.Widget:
         controls = widgets.VBox([self.topology, self.switch, self.nic, self.oversub, self.nodes, self.expand])
