@@ -7,7 +7,13 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from ..charts.topology import PrebuiltChart, growth_chart, growth_spec, topology_chart, topology_spec
+from ..charts.topology import (
+    PrebuiltChart,
+    growth_chart,
+    growth_spec,
+    topology_chart,
+    topology_spec,
+)
 from ..topology import KINDS, design_topology, growth_table
 from ..topology_cablelist import cable_summary
 from .common import (

@@ -31,10 +31,10 @@ def test_network_tab_16_and_1024_nodes(app_page, artifacts):
     expect(summary).to_be_visible(timeout=90_000)
     _set_nodes(page, 16)
     expect(page.locator(".gc-topology-switches")).to_contain_text("leaf 8, spine 4", timeout=30_000)
-    expect(page.locator("svg.marks, canvas.marks").first).to_be_visible(timeout=30_000)
+    expect(page.locator("svg.marks >> visible=true").first).to_be_visible(timeout=30_000)
     expect(page.locator("text=rail-optimized, 2 tiers: 16 nodes").first).to_be_visible(timeout=30_000)  # drawing title
     page.screenshot(path=str(artifacts / "topology_16_nodes.png"), full_page=True)
-    drawing = page.locator("svg.marks, canvas.marks").first
+    drawing = page.locator("svg.marks >> visible=true").first
     drawing.scroll_into_view_if_needed()
     drawing.screenshot(path=str(artifacts / "topology_16_drawing.png"))
     _set_nodes(page, 1024)
@@ -42,6 +42,6 @@ def test_network_tab_16_and_1024_nodes(app_page, artifacts):
     expect(page.locator(".gc-topology-switches")).to_contain_text("leaf 256, spine 256, core 128", timeout=30_000)
     page.screenshot(path=str(artifacts / "topology_1024_nodes.png"), full_page=True)
     expect(page.locator("text=rail-optimized, 3 tiers: 1024 nodes").first).to_be_visible(timeout=30_000)
-    drawing = page.locator("svg.marks, canvas.marks").first
+    drawing = page.locator("svg.marks >> visible=true").first
     drawing.scroll_into_view_if_needed()
     drawing.screenshot(path=str(artifacts / "topology_1024_drawing.png"))
