@@ -83,6 +83,10 @@ class ModelSpec:
     shared_experts: int | None = f(None, ge=0)
     moe_layer_interval: int | None = f(None, ge=1, doc="every k-th layer is MoE")
     dense_layers: int | None = f(None, ge=0, doc="leading dense layers before the MoE layers")
+    q_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the query down-projection (0 = none)")
+    kv_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the compressed KV latent (0 = standard attention)")
+    qk_rope_head_dim: int | None = f(None, ge=0, doc="MLA: decoupled RoPE dimension per head")
+    v_head_dim: int | None = f(None, ge=0, doc="MLA: value head dimension (0 = head_dim)")
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,9 @@ class ParallelismSpec:
     distributed_optimizer: bool | None = f(None)
     allow_tp_across_nodes: bool = f(False)
     dp_overlap: float | None = f(None, ge=0, le=1, doc="fraction of DP communication hidden behind compute")
+    sharded_collectives: Literal["hierarchical", "flat"] | None = f(
+        None, doc="ZeRO/FSDP/DP collectives striped over all NICs of a node (hierarchical, NCCL rings "
+        "over rails) or limited to each GPU's own NIC (flat, e.g. DeepSpeed ZeRO-3 in Narayanan 2021)")
 
 
 @dataclass(frozen=True)
@@ -166,6 +173,8 @@ class TrainingSpec:
     epochs: float | None = f(None, gt=0, doc="for CNN/ViT workloads")
     dataset_images: float | None = f(None, gt=0, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
+    flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
+    efficiency: dict[str, float] = f({}, doc="overrides of data/efficiency.yaml parameters by name")
 
 
 @dataclass(frozen=True)
