@@ -53,6 +53,7 @@ class Efficiency:
     cuda_context_gib: float
     comm_buffers_gib: float
     fragmentation: float
+    gemm_half_dim: float
     validated: bool = True
 
     def replace(self, **changes: Any) -> Efficiency:
