@@ -61,7 +61,9 @@ import numpy as np
 
 from ..models import TransformerArch
 from ..units import GIB
+from .comm import ring_allgather_s, ring_allreduce_s
 from .efficiency import Efficiency
+from .memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
 
 #: Bytes per element of 16-bit activations, weights and gradients.
 BYTES_16 = 2
@@ -107,16 +109,8 @@ def _gemm_time(M, K, N, P, e, d0, B, em):
     return np.maximum(flops / (P * e * d / (d + d0)), byts / (B * em))
 
 
-def _ring_allreduce(size, n, bw, alpha):
-    """Ring all-reduce time [s] of ``size`` bytes over ``n`` ranks at bus bandwidth ``bw`` [6]."""
-    n = np.maximum(n, 1)
-    return np.where(n > 1, 2.0 * (n - 1) / n * size / bw + 2.0 * (n - 1) * alpha, 0.0)
-
-
-def _ring_gather(size, n, bw, alpha):
-    """Ring all-gather or reduce-scatter time [s] of a ``size``-byte result over ``n`` ranks [6]."""
-    n = np.maximum(n, 1)
-    return np.where(n > 1, (n - 1) / n * size / bw + (n - 1) * alpha, 0.0)
+_ring_allreduce = ring_allreduce_s
+_ring_gather = ring_allgather_s
 
 
 def stage_params(ctx: Context, tp, pp, ep):
@@ -299,33 +293,17 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     }
 
     # ---- memory (first stage) ---------------------------------------------------------
-    shard = n_dp
-    weights = p_first * BYTES_16 / np.where(zero == 3, shard, 1.0)
-    grads = p_first * BYTES_16 / np.where(zero >= 2, shard, 1.0)
-    opt = p_first * OPTIMIZER_BYTES_PER_PARAM / np.where(sharded_opt, shard, 1.0)
+    states = model_state_bytes(p_first, n_dp, zero, dopt)
+    weights, grads, opt = states["weights"], states["gradients"], states["optimizer_states"]
     layer_params = (p_first - a.vocab_size * h / tp) / np.maximum(L_s, 1.0)
     # ZeRO-3 keeps the gathered parameters of the current and the prefetched layer
     z3_buffers = np.where(zero == 3, 2.0 * layer_params * BYTES_16, 0.0)
-
-    # stored Q, K (4q + 4kv bytes... as 2-byte tensors: Q and K for Q K^T, V, the context) [3]
-    if a.is_mla:
-        q = heads * a.qk_head_dim
-        kv = heads * (a.qk_head_dim + a.value_head_dim) / 2.0
-    else:
-        q, kv = float(a.q_dim), float(a.kv_dim)
-    ffn_act = (6.0 if a.ffn_type == "swiglu" else 4.0) * (
-        dense_frac * f + moe_frac * (f_act if a.is_moe else f))
-    split = 4.0 * q + 4.0 * kv + ffn_act
-    repl = 10.0 * h
-    per_layer = M * (repl / np.where(sp, tp, 1.0) + split / tp)
-    scores = np.where(ctx.flash_attention | sel, 4.0 * mb * heads_loc * s_loc,  # fp32 log-sum-exp only
-                      5.0 * mb * heads_loc * s_loc * s)
-    per_layer = np.where(full, 2.0 * M * h / np.where(sp, tp, 1.0), per_layer + scores)
-    in_flight = np.minimum(pp, m) * np.where(vp > 1, 1.0 + (pp - 1.0) / (pp * vp), 1.0)
-    acts = per_layer * L_s * in_flight
-    # with full recomputation one layer's full activations are live during its backward
-    acts = acts + np.where(full, M * (repl / np.where(sp, tp, 1.0) + split / tp), 0.0)
-    # pp == 1: the output logits (fp32) live on the same GPU
+    f_mem = dense_frac * f + moe_frac * (f_act if a.is_moe else f)
+    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
+    acts = per_layer * L_s * in_flight_factor(pp, m, vp)
+    # with full recomputation one layer's activations are rebuilt and live during its backward
+    acts = acts + np.where(full, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem), 0.0)
+    # pp == 1: the fp32 output logits live on the same GPU
     acts = acts + np.where(pp == 1, 4.0 * M * V / tp, 0.0)
     model_state = weights + grads + opt + z3_buffers
     other = e.cuda_context_gib * GIB + e.comm_buffers_gib * GIB + e.fragmentation * (model_state + acts)
