@@ -14,8 +14,14 @@ fractions of peak from ``data/efficiency.yaml``), :mod:`.estimate` (scenario wir
 
 from .core import Context, evaluate
 from .efficiency import Efficiency, for_accelerator
-from .estimate import (SearchResult, TrainingEstimate, build_context, estimate, min_gpus_for_deadline,
-                       search_plans)
+from .estimate import (
+                       SearchResult,
+                       TrainingEstimate,
+                       build_context,
+                       estimate,
+                       min_gpus_for_deadline,
+                       search_plans,
+)
 from .plans import Plan, resolve_plan
 
 __all__ = ["Context", "Efficiency", "Plan", "SearchResult", "TrainingEstimate", "build_context", "estimate",

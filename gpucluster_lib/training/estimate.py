@@ -24,7 +24,7 @@ from ..models import TransformerArch, load_presets, resolve_transformer
 from ..scenario import ParallelismSpec, Scenario
 from ..units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
 from . import flops as fl
-from .core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, RC_CODES, Context, evaluate
+from .core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
 from .efficiency import Efficiency, for_accelerator
 from .plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
 

@@ -75,9 +75,9 @@ def activation_bytes_per_layer(arch: TransformerArch, micro_batch, seq_local, tp
     rc = np.asarray(recompute)
     repl_div = np.where(sequence_parallel, tp, 1.0)
     body = sb * (10.0 * h / repl_div + (4.0 * q + 4.0 * kv + ffn_coef * f) / tp)
-    no_scores = np.asarray(flash_attention, dtype=bool) | (rc == 1)
-    scores = np.where(no_scores, 4.0 * micro_batch * heads / tp * seq_local,
-                      5.0 * micro_batch * heads / tp * seq_local * arch.seq_length)
+    flash = np.asarray(flash_attention, dtype=bool)
+    scores = np.where(flash, 4.0 * micro_batch * heads / tp * seq_local,  # fp32 log-sum-exp per row
+                      np.where(rc == 1, 0.0, 5.0 * micro_batch * heads / tp * seq_local * arch.seq_length))
     return np.where(rc == 2, 2.0 * sb * h / repl_div, body + scores)
 
 
