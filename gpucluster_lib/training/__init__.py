@@ -20,9 +20,10 @@ from .estimate import (
                        build_context,
                        estimate,
                        min_gpus_for_deadline,
+                       scaling,
                        search_plans,
 )
 from .plans import Plan, resolve_plan
 
 __all__ = ["Context", "Efficiency", "Plan", "SearchResult", "TrainingEstimate", "build_context", "estimate",
-           "evaluate", "for_accelerator", "min_gpus_for_deadline", "resolve_plan", "search_plans"]
+           "evaluate", "for_accelerator", "min_gpus_for_deadline", "resolve_plan", "scaling", "search_plans"]

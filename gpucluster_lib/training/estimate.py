@@ -390,3 +390,31 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         out.append(Finding("training.no_token_budget", "info", "training.tokens is not set: no time to train",
                            field="training.tokens"))
     return out
+
+
+def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: list[int] | None = None) -> pd.DataFrame:
+    """Best plan, time to train and MFU at several cluster sizes (whole nodes) [days, fraction].
+
+    Each size is searched with the scenario's fixed ``parallelism`` fields (``data`` freed).
+    Default sizes: 1/4x to 4x the scenario's node count in powers of two.
+    """
+    cat = catalog or catalog_for(scenario)
+    hw = resolve_hardware(scenario, cat)
+    if node_counts is None:
+        node_counts = sorted({max(1, int(hw.nodes * f)) for f in (0.25, 0.5, 1, 2, 4)})
+    spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
+    rows = []
+    for nodes in node_counts:
+        g = nodes * hw.gpus_per_node
+        try:
+            res = search_plans(scenario, cat, gpus=g, spec=spec)
+        except ScenarioError:
+            continue
+        fit = res.table[res.table["fits"]]
+        if not len(fit):
+            continue
+        best = fit.iloc[0]
+        rows.append({"gpus": g, "nodes": nodes, "plan": plan_from_codes(best.to_dict()).label(),
+                     "tokens_per_s": float(best["tokens_per_s"]), "mfu": float(best["mfu"]),
+                     "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
+    return pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])
