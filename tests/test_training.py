@@ -20,7 +20,11 @@ from gpucluster_lib.scenario import from_dict, load_scenario
 from gpucluster_lib.training import estimate, min_gpus_for_deadline, search_plans
 from gpucluster_lib.training import flops as fl
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
-from gpucluster_lib.training.memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
+from gpucluster_lib.training.memory import (
+    activation_bytes_per_layer,
+    in_flight_factor,
+    model_state_bytes,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
@@ -71,15 +75,15 @@ def test_moe_active_parameters(preset, active, rel):
 
 
 def test_megatron_param_formula_by_hand():
-    # Narayanan 2021 Sec. 5.1: P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)); 1T: l=128, h=25600
-    l, h, V, s = 128, 25600, 51200, 2048
-    p = 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+    # Narayanan 2021 Sec. 5.1: P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 nl h)); 1T: nl=128, h=25600
+    nl, h, V, s = 128, 25600, 51200, 2048
+    p = 12 * nl * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * nl * h))
     # our count adds the final LayerNorm (2h) which the formula leaves out
     assert resolve_transformer("megatron-1t").total_params() == pytest.approx(p + 2 * h, rel=1e-9)
 
 
 def test_mla_kv_cache_is_the_latent():
-    # DeepSeek-V2 Sec. 2.1.2: cache (d_c + d_h^R) l elements per token = (512 + 64) x 61
+    # DeepSeek-V2 Sec. 2.1.2: cache (d_c + d_h^R) nl elements per token = (512 + 64) x 61
     assert resolve_transformer("deepseek-v3").kv_cache_bytes_per_token(2) == 61 * 576 * 2
 
 
@@ -88,23 +92,23 @@ def test_mla_kv_cache_is_the_latent():
 
 def test_hardware_flops_equal_narayanan_eq3_by_hand():
     a = resolve_transformer("gpt3-175b")
-    B, s, l, h, V = 1536, 2048, 96, 12288, 51200
-    eq3 = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))  # Narayanan 2021 Eq. 3
+    B, s, nl, h, V = 1536, 2048, 96, 12288, 51200
+    eq3 = 96 * B * s * nl * h**2 * (1 + s / (6 * h) + V / (16 * nl * h))  # Narayanan 2021 Eq. 3
     assert fl.hardware_flops_per_token(a, "full") * B * s == pytest.approx(eq3, rel=1e-9)
 
 
 def test_model_flops_equal_korthikanti_by_hand():
     a = resolve_transformer("megatron-1t")
-    B, s, l, h, V = 3072, 2048, 128, 25600, 51200
-    model = 72 * B * s * l * h**2 * (1 + s / (6 * h) + V / (12 * l * h))  # Korthikanti 2022 model FLOPs
+    B, s, nl, h, V = 3072, 2048, 128, 25600, 51200
+    model = 72 * B * s * nl * h**2 * (1 + s / (6 * h) + V / (12 * nl * h))  # Korthikanti 2022 model FLOPs
     assert fl.model_flops_per_token(a) * B * s == pytest.approx(model, rel=1e-9)
 
 
 def test_selective_recompute_adds_only_attention_scores():
     a = resolve_transformer("gpt3-175b")
-    s, l, h = 2048, 96, 12288
+    s, nl, h = 2048, 96, 12288
     # Korthikanti 2022 Sec. 5: selective recomputes Q K^T and A V forward, 4 s^2 h per layer per sequence
-    assert fl.recompute_flops_per_token(a, "selective") == pytest.approx(4 * s * h * l, rel=1e-12)
+    assert fl.recompute_flops_per_token(a, "selective") == pytest.approx(4 * s * h * nl, rel=1e-12)
 
 
 def test_paper_training_days_formula():

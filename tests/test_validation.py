@@ -47,8 +47,8 @@ def test_external_runs_guard(table):
 def test_published_conversions_by_hand():
     runs = validation.load_runs().set_index("run_id")
     # Narayanan 2021 Table 1, 1T row: Eq. 3 FLOPs / (163e12 x 3072 GPUs)
-    B, s, l, h, V = 3072, 2048, 128, 25600, 51200
-    f = 96 * B * s * l * h**2 * (1 + s / (6 * h) + V / (16 * l * h))
+    B, s, nl, h, V = 3072, 2048, 128, 25600, 51200
+    f = 96 * B * s * nl * h**2 * (1 + s / (6 * h) + V / (16 * nl * h))
     assert validation.published_step_time_s(runs.loc["megatron-10"].to_dict() | {"run_id": "megatron-10"}, 312) == \
         pytest.approx(f / (163e12 * 3072))
     # llm-foundry MPT-7B on 8 A100: 96 sequences x 2048 tokens / 37,130 tokens/s

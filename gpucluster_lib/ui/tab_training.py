@@ -10,7 +10,16 @@ from ..charts.training import memory_chart, scaling_chart, time_breakdown_chart,
 from ..models import load_presets, preset_ids
 from ..training import estimate, scaling, search_plans
 from ..units import GIB
-from .common import AppState, chart_widget, guarded, html_table, kv_html, message_area, section, show_findings
+from .common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    kv_html,
+    message_area,
+    section,
+    show_findings,
+)
 
 TITLE = "Training"
 ORDER = 30
