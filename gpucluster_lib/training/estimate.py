@@ -11,10 +11,12 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import yaml
 
 from ..catalog import Catalog
 from ..errors import ScenarioError, UnknownIdError
@@ -105,6 +107,14 @@ def _is_vision(scenario: Scenario) -> bool:
 
 
 def _vision_has(preset: str) -> bool:
+    path = Path(__file__).resolve().parent.parent.parent / "data" / "vision_models.yaml"
+    if path.exists():
+        try:
+            with path.open(encoding="utf-8") as fh:
+                if preset in (yaml.safe_load(fh) or {}):
+                    return True
+        except yaml.YAMLError:
+            pass
     try:
         from .. import vision  # type: ignore[attr-defined]
     except ImportError:

@@ -18,11 +18,14 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     expect(summary).to_be_visible(timeout=120_000)
     expect(summary).to_contain_text("MFU")
     before = summary.inner_text()
+    chart = page.locator(".vega-embed", has_text="Step time").first
+    expect(chart).to_be_visible()
+    chart_before = chart.inner_text()
     # selective recomputation: the plan label and the step time change
     page.locator(".widget-dropdown", has_text="Recompute").locator("select").select_option("selective")
     expect(summary).to_contain_text("selective")
     expect(summary).not_to_have_text(before)
-    expect(page.locator(".vega-embed", has_text="Step time").first).to_be_visible()
+    expect(chart).not_to_have_text(chart_before)  # the stacked bar follows the new step time
     expect(page.locator(".vega-embed", has_text="Memory per GPU").first).to_be_visible()
     page.screenshot(path=str(artifacts / "app-training.png"), full_page=True)
     # a tensor-parallel size that does not divide the heads: a message naming the field, no traceback
