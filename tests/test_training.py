@@ -386,3 +386,20 @@ def test_arrays_and_single_plan_agree():
     single = estimate(s.replace(parallelism={**plan_from_codes(row.to_dict()).to_dict()}))
     assert single.step_time_s == pytest.approx(float(row["step_time_s"]), rel=1e-12)
     assert np.isfinite(res.table["step_time_s"]).all()
+
+
+def test_nvlink_domain_from_the_catalogue():
+    from gpucluster_lib.catalog import load_catalog
+    from gpucluster_lib.training.estimate import nvlink_domain
+
+    cat = load_catalog()
+    assert nvlink_domain(cat.accelerator("gb200-gpu-186gb"), 4) == 72  # GB200 NVL72: 72-GPU NVLink domain
+    assert nvlink_domain(cat.accelerator("h100-nvl-94gb"), 8) == 2  # H100 NVL: NVLink bridge pairs
+    assert nvlink_domain(cat.accelerator("h100-sxm5-80gb"), 8) == 8  # HGX H100: NVSwitch across the 8 GPUs
+
+
+def test_tp_across_nodes_is_a_warning_not_an_error():
+    est = estimate(scen(parallelism={"tensor": 16, "pipeline": 4, "allow_tp_across_nodes": True}))
+    f = [x for x in est.findings if x.code == "training.tp_across_nodes"]
+    assert f and f[0].severity == "warning"
+    assert est.time_breakdown_s["tp_comm"] > estimate(scen(parallelism={"pipeline": 8})).time_breakdown_s["tp_comm"]

@@ -223,13 +223,14 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     n_tp_coll = 4.0 + np.where(full, 2.0, 0.0)
     t_tp = (1.0 - e.tp_overlap) * L_s * n_tp_coll * t_tp_coll
 
-    cp_in_node = tp * cp <= gpn
+    dom = float(ctx.nvlink_domain)
+    cp_in_node = tp * cp <= dom
     cp_bw = np.where(cp_in_node, nvl_bw, net_bw)
     kv_bytes = M * a.kv_heads * (a.qk_head_dim + a.value_head_dim) / tp * BYTES_16
     t_cp = np.where(cp > 1, (1.0 - e.cp_overlap) * L_s * 3.0 * (cp - 1) * (kv_bytes / cp_bw + e.alpha_network_s), 0.0)
 
     if a.is_moe:
-        ep_in_node = tp * cp * ep <= gpn
+        ep_in_node = tp * cp * ep <= dom
         ep_bw = np.where(ep_in_node, nvl_bw, net_bw)
         a2a = (ep - 1) / ep * M * a.experts_per_token * h * BYTES_16 / ep_bw
         n_a2a = 4.0 + np.where(full, 2.0, 0.0)
@@ -237,7 +238,7 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     else:
         t_ep = 0.0 * M
 
-    pp_cross = tp * cp * dp >= gpn
+    pp_cross = tp * cp * dp >= dom
     pp_bw = np.where(pp_cross, net_bw, nvl_bw)
     t_p2p = np.where(pp > 1, 2.0 * vp * (e.alpha_network_s + act_size / tp / pp_bw), 0.0)
 
@@ -253,7 +254,7 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     p_gpu = np.maximum(p_first, p_last)
     n_dp = dp * cp
     per_node = np.minimum(n_dp, np.maximum(1.0, np.floor(gpn / tp)))
-    in_node = tp * n_dp <= gpn
+    in_node = tp * n_dp <= dom
     hier_bw = np.minimum(nvl_bw, per_node * net_bw)
     dp_bw = np.where(in_node, nvl_bw, net_bw if ctx.flat_collectives else hier_bw)
     nodes_in_group = np.maximum(1.0, n_dp / per_node)

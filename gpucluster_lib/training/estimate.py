@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -149,6 +150,22 @@ def peak_tflops(acc: dict[str, Any], precision: str) -> float:
     return float(value)
 
 
+def nvlink_domain(acc: dict[str, Any], gpus_per_node: int) -> int:
+    """GPUs that share the scale-up (NVLink) fabric [GPUs].
+
+    The node by default; an ``N-GPU domain`` in the accelerator's ``scaleup_link`` (GB200
+    NVL72: 72) extends it across trays; an ``NVLink bridge (2 GPUs)`` limits it to the pair.
+    """
+    link = str(acc.get("scaleup_link") or "")
+    m = re.search(r"(\d+)-GPU domain", link)
+    if m:
+        return int(m[1])
+    m = re.search(r"bridge \((\d+)", link)
+    if m:
+        return min(int(m[1]), gpus_per_node)
+    return gpus_per_node
+
+
 def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
                   arch: TransformerArch | None = None) -> tuple[Context, ClusterHardware, Efficiency]:
     """Resolve model, hardware and efficiency of a scenario into a :class:`Context`."""
@@ -169,7 +186,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
     nic_bw = fabric_gbps_per_gpu(scenario, hw, cat) * GBPS_IN_BYTES_PER_S
     n = gpus if gpus is not None else hw.gpus
-    ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.gpus_per_node,
+    ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=nvlink_domain(acc, hw.gpus_per_node),
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
                   memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
                   flash_attention=tr.flash_attention,
