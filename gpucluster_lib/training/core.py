@@ -234,7 +234,7 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
         ep_bw = np.where(ep_in_node, nvl_bw, net_bw)
         a2a = (ep - 1) / ep * M * a.experts_per_token * h * BYTES_16 / ep_bw
         n_a2a = 4.0 + np.where(full, 2.0, 0.0)
-        t_ep = np.where(ep > 1, L_s * moe_frac * n_a2a * a2a, 0.0)
+        t_ep = np.where(ep > 1, (1.0 - e.ep_overlap) * L_s * moe_frac * n_a2a * a2a, 0.0)
     else:
         t_ep = 0.0 * M
 

@@ -48,6 +48,7 @@ class Efficiency:
     dp_overlap: float
     zero3_overlap: float
     cp_overlap: float
+    ep_overlap: float
     tp_overlap: float
     step_overhead: float
     cuda_context_gib: float
