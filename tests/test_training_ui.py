@@ -67,9 +67,8 @@ def test_top_plans_frame_and_validation_chart():
 
 def test_panel_updates_and_shows_errors():
     pytest.importorskip("gpucluster_lib.ui.common")  # the lead's UI framework
-    from gpucluster_lib.ui.common import AppState
-
     from gpucluster_lib.ui import tab_training
+    from gpucluster_lib.ui.common import AppState
 
     panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
     assert "TP8 PP8x2 DP16" in panel.summary.value
@@ -79,3 +78,16 @@ def test_panel_updates_and_shows_errors():
     panel.tp.value = 5
     assert "parallelism.tensor: 5 does not divide attention_heads 96" in panel.msg.value
     assert panel.state.scenario.parallelism.tensor == 8  # a bad value never reaches the scenario
+
+
+def test_panel_deadline_button():
+    pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_training
+    from gpucluster_lib.ui.common import AppState
+
+    panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
+    days = panel.est.training_days
+    panel.deadline.value = round(days / 2)
+    panel.deadline_btn.click()
+    assert "GPUs" in panel.deadline_out.value and panel.msg.value == ""
+    assert panel.state.scenario.training.deadline_days == round(days / 2)

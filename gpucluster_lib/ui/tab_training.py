@@ -8,7 +8,7 @@ import ipywidgets as widgets
 
 from ..charts.training import memory_chart, scaling_chart, time_breakdown_chart, top_plans_frame
 from ..models import load_presets, preset_ids
-from ..training import estimate, scaling, search_plans
+from ..training import estimate, min_gpus_for_deadline, scaling, search_plans
 from ..units import GIB
 from .common import (
     AppState,
@@ -60,6 +60,11 @@ class TrainingPanel:
         self.flash = widgets.Checkbox(description="Fused (flash) attention", indent=False)
         self.summary = widgets.HTML()
         self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
+        self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
+                                                 style=wide, tooltip="0 = none")
+        self.deadline_btn = widgets.Button(description="Smallest cluster", icon="search",
+                                           tooltip="fewest nodes of this accelerator whose best plan meets the deadline")
+        self.deadline_out = widgets.HTML()
         self.scale_btn = widgets.Button(description="Compute scaling", icon="line-chart",
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
@@ -78,10 +83,12 @@ class TrainingPanel:
                   self.flash, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
+        self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
         state.observe(lambda _ch: None if self._loading else self.load(), names="scenario")
 
         inputs = widgets.VBox([
-            self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.flash, self.auto,
+            self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
+            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.auto,
             widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
                           widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
         ])
@@ -117,6 +124,7 @@ class TrainingPanel:
             self.nodes.value = est.gpus // max(1, (s.hardware.gpus_per_node or 8))
             self.precision.value = s.training.precision if s.training.precision in PRECISIONS else "bf16"
             self.tokens_b.value = (s.training.tokens or 0) / 1e9
+            self.deadline.value = s.training.deadline_days or 0
             self.flash.value = s.training.flash_attention
             self.auto.value = bool(s.parallelism.auto)
             p = est.plan
@@ -196,6 +204,21 @@ class TrainingPanel:
                 self._search_key = key
             table = self._search_table
         self.plans.value = html_table(top_plans_frame(table, 10))
+
+    def _deadline(self, _btn=None) -> None:
+        days = float(self.deadline.value)
+        if days <= 0:
+            self.deadline_out.value = "<i>Enter a deadline in days first.</i>"
+            return
+        self.state.update(training__deadline_days=days)
+        r = min_gpus_for_deadline(self.state.scenario, days, self.state.catalog)
+        if r.get("gpus"):
+            self.deadline_out.value = (f"<b>{r['gpus']:,} GPUs</b> ({r['nodes']} nodes) train in "
+                                       f"{r['training_days']:.1f} days &le; {days:g}")
+        else:
+            best = r.get("best_gpus")
+            self.deadline_out.value = ("<b>Not met</b> up to 4,096 nodes" + (
+                f"; fastest found: {best:,} GPUs, {r['training_days']:.1f} days" if best else ""))
 
     def _scaling(self, _btn=None) -> None:
         df = scaling(self.state.scenario, self.state.catalog)
