@@ -182,6 +182,18 @@ class InferenceSpec:
     images_per_s: float | None = f(None, gt=0)
     video_streams: int | None = f(None, gt=0)
     video_fps: float | None = f(None, gt=0)
+    kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = f(
+        None, doc="KV cache storage; defaults to fp8 for fp8, int8 for int8, else bf16")
+    # serving efficiency overrides (defaults and sources: gpucluster_lib/inference/efficiency.py)
+    gemm_efficiency_16bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense BF16/FP16 peak")
+    gemm_efficiency_8bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense FP8/INT8 peak")
+    memory_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of HBM bandwidth")
+    decode_step_overhead_s: float | None = f(None, ge=0, unit="s", doc="fixed cost per decode iteration")
+    allreduce_latency_s: float | None = f(None, ge=0, unit="s", doc="fixed cost of one TP all-reduce")
+    link_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of NVLink bandwidth")
+    memory_utilization: float | None = f(None, gt=0, le=1, doc="fraction of HBM the engine may use")
+    runtime_overhead_gib: float | None = f(None, ge=0, unit="GiB", doc="CUDA context and buffers outside the pool")
+    vision_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of peak for CNN/ViT inference")
 
 
 @dataclass(frozen=True)

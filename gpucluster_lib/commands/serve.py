@@ -1,0 +1,37 @@
+"""``gpucluster serve SCENARIO.yaml``: size a serving fleet for the scenario's traffic and SLOs."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_scenario_arguments, read_scenario
+
+NAME = "serve"
+ORDER = 50
+HELP = "size an inference fleet (GPUs, nodes, racks, MW) for a traffic target and latency SLOs"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_scenario_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import print_json
+    from ..hardware import catalog_for
+    from ..vision import is_vision_model
+
+    scenario = read_scenario(args)
+    catalog = catalog_for(scenario)
+    if is_vision_model(scenario.model):
+        from ..vision import serve_vision
+
+        result = serve_vision(scenario, catalog)
+    else:
+        from ..inference import serve
+
+        result = serve(scenario, catalog)
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(result.summary() if hasattr(result, "summary") else result.to_dict())
+    return 0
