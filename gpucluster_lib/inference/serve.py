@@ -92,6 +92,25 @@ class ServingEstimate:
         out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
         return out
 
+    def summary(self) -> str:
+        """A few lines for the terminal."""
+        def fmt(v: Any, spec: str) -> str:
+            return "n/a" if v is None else format(v, spec)
+
+        lines = [
+            f"{self.model} on {self.accelerator}, {self.precision} (compute {self.compute_precision}), "
+            f"TP {self.tensor_parallel}, {self.input_tokens} in / {self.output_tokens} out tokens",
+            f"  weights {self.weights_bytes_per_gpu / GB:.1f} GB/GPU, KV {self.kv_cache_bytes_per_token:,.0f} B/token, "
+            f"max batch {self.max_batch}, chosen batch {self.batch}",
+            f"  TTFT {fmt(self.ttft_s, '.3f')} s (SLO {self.ttft_slo_s:g}), TPOT "
+            f"{fmt(self.tpot_s and self.tpot_s * 1e3, '.1f')} ms (SLO {self.tpot_slo_s * 1e3:g}), "
+            f"meets SLO: {self.meets_slo}",
+            f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {self.replicas} replicas = {self.gpus} GPUs, "
+            f"{self.nodes} nodes, {fmt(self.racks, 'd')} racks, {fmt(self.it_power_kw, ',.1f')} kW IT",
+        ]
+        lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
+        return "\n".join(lines)
+
     def sweep_frame(self):
         """The batch sweep as a pandas DataFrame (one row per batch size)."""
         import pandas as pd
