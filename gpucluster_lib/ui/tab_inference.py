@@ -52,6 +52,8 @@ class InferencePanel:
                                              description="TTFT SLO s")
         self.tpot = widgets.BoundedFloatText(value=inf.tpot_slo_s * 1000, min=1, max=100_000, step=10,
                                              description="TPOT SLO ms")
+        for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot):
+            w.style.description_width = "100px"
         self.summary = widgets.HTML()
         self.findings = widgets.HTML()
         self.sweep_table = table_widget()
