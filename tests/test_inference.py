@@ -241,3 +241,48 @@ def test_cli_serve_bad_key_exits_2(tmp_path, capsys):
     assert main(["serve", str(p), "--json"]) == 2
     err = capsys.readouterr().err
     assert "inference.precison" in err and "precision" in err and "Traceback" not in err
+
+
+def test_tp_not_dividing_attention_heads():
+    # custom GQA model: 24 query heads, 8 KV heads; TP 16 is a multiple of the KV heads but 24 % 16 != 0
+    s = from_dict({"model": {"layers": 4, "hidden_size": 3072, "attention_heads": 24, "kv_heads": 8,
+                             "ffn_hidden_size": 8192, "ffn_type": "swiglu", "vocab_size": 32000, "seq_length": 4096},
+                   "hardware": {"server": "dgx-h100", "nodes": 2},
+                   "inference": {"precision": "bf16", "tensor_parallel": 16, "requests_per_s": 1}})
+    found = codes(serve(s))
+    assert "24 attention heads" in found["inference.tp_attention_heads"].message
+    assert found["inference.tp_across_nodes"].severity == "warning"  # 16 > 8 GPUs per DGX H100
+
+
+def test_node_exceeding_rack_power():
+    s = load_scenario(LLAMA3_SCENARIO).replace(facility__rack_power_limit_kw=5.0)
+    f = codes(serve(s))["inference.node_exceeds_rack"]
+    assert "10.2 kW" in f.message and f.field == "facility.rack_power_limit_kw"
+
+
+def test_capex_rules_and_missing_price():
+    from types import SimpleNamespace
+
+    from gpucluster_lib.inference.fleet import capex_usd
+
+    sc = scenario(precision="bf16", requests_per_s=1)
+    acc = {"id": "x-gpu", "price_usd_estimate": float("nan")}
+    system = {"id": "x-sys", "kind": "system", "price_usd_estimate": 300_000.0}
+    chassis = {"id": "x-chassis", "kind": "chassis", "price_usd_estimate": 20_000.0}
+    found = []
+    # a complete system's price includes its GPUs: 3 nodes x 300k
+    assert capex_usd(sc, SimpleNamespace(server=system, accelerator=acc), nodes=3, gpus=24, findings=found) == 900_000
+    # a chassis plus GPUs priced by the scenario: 24 x 25k + 3 x 20k
+    sc_gpu = sc.replace(costs__accelerator_price=25_000.0)
+    assert capex_usd(sc_gpu, SimpleNamespace(server=chassis, accelerator=acc), nodes=3, gpus=24,
+                     findings=found) == 24 * 25_000 + 3 * 20_000
+    # nothing priced: None and an info finding naming the overrides
+    assert capex_usd(sc, SimpleNamespace(server=None, accelerator=acc), nodes=3, gpus=24, findings=found) is None
+    assert found[-1].code == "inference.no_price" and "costs.server_price" in found[-1].fix
+
+
+def test_no_target_sizes_the_scenario_cluster():
+    s = scenario(precision="fp8", tensor_parallel=2, hardware={"server": "dgx-h100", "nodes": 3})
+    est = serve(s)
+    assert est.gpus == 24 and est.replicas == 12  # 3 nodes x 8 GPUs / TP 2
+    assert codes(est)["inference.no_target"].field == "inference.requests_per_s"
