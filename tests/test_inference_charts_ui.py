@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from gpucluster_lib.charts.inference import accelerator_comparison, memory_breakdown, throughput_latency
+from gpucluster_lib.charts.inference import (
+    accelerator_comparison,
+    memory_breakdown,
+    throughput_latency,
+)
 from gpucluster_lib.hardware import catalog_for
 from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import compare_accelerators

@@ -22,13 +22,19 @@ from ..findings import Finding, sort_findings
 from ..hardware import catalog_for, fabric_gbps_per_gpu, resolve_hardware
 from ..models import TransformerArch, resolve_transformer
 from ..scenario import Scenario
-from ..units import GB, GBPS_IN_BYTES_PER_S, GIB
+from ..units import GB, GBPS_IN_BYTES_PER_S
 from .efficiency import ServingEfficiency, efficiency_from_spec
 from .fleet import FleetSize, per_mw, size_fleet
 from .latency import ReplicaHardware, mixed_step_times, prefill_time
 from .memory import MemoryPlan, memory_plan
-from .precision import (DEFAULT_KV_PRECISION, KV_BYTES, WEIGHT_BYTES, compute_peak_tflops, compute_precision,
-                        supported_precisions)
+from .precision import (
+    DEFAULT_KV_PRECISION,
+    KV_BYTES,
+    WEIGHT_BYTES,
+    compute_peak_tflops,
+    compute_precision,
+    supported_precisions,
+)
 
 ASSUMPTIONS = (
     "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
@@ -303,7 +309,8 @@ def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
             fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
 
-    idx = best.chosen if best.chosen is not None else (0 if inf.batch_size is None else 0)
+    # no SLO-meeting batch: report the fastest (smallest) batch, flagged meets_slo = False
+    idx = best.chosen if best.chosen is not None else 0
     meets = best.chosen is not None and best.fits and peak is not None
     if peak is None or not best.fits:
         tok_rep = ttft = tpot = None
@@ -358,4 +365,4 @@ def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
         findings=findings)
 
 
-__all__ = ["ServingEstimate", "serve", "GIB"]
+__all__ = ["ServingEstimate", "serve"]

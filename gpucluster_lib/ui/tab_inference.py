@@ -10,8 +10,17 @@ from ..inference.compare import compare_accelerators, system_for
 from ..inference.precision import WEIGHT_BYTES, supported_precisions
 from ..models import preset_ids
 from ..units import GB
-from .common import (AppState, chart_widget, guarded, html_table, kv_html, message_area, section, show_findings,
-                     table_widget)
+from .common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    kv_html,
+    message_area,
+    section,
+    show_findings,
+    table_widget,
+)
 
 TITLE = "Inference"
 ORDER = 50
