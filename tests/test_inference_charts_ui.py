@@ -73,3 +73,17 @@ def test_tab_reacts_and_shows_findings():
     assert state.scenario.hardware.server == "dgx-a100-640gb"
     assert "inference.precision_unsupported" in panel.findings.value
     assert panel.msg.value == ""
+
+
+def test_tab_vision_section():
+    pytest.importorskip("ipywidgets")
+    from gpucluster_lib.ui import tab_inference
+    from gpucluster_lib.ui.common import AppState
+
+    panel = tab_inference.InferencePanel(AppState.from_path(SCENARIO))
+    panel.vision_model.value = "resnet50"
+    panel.vision_fps.value = 30.0
+    # H100 FP8: 64 x 8.18 GFLOP / (1978.9 TFLOP/s x 0.20) + 10 ms = 11.3 ms per batch -> 5,652 img/s, 188 streams
+    assert "5,652 images/s" in panel.vision_out.value and "188 streams" in panel.vision_out.value
+    panel.accelerator.value = "a100-sxm4-80gb"  # no FP8 on A100: a message, no stale numbers
+    assert "no dense fp8" in panel.vision_msg.value and panel.vision_out.value == ""

@@ -10,6 +10,7 @@ from ..inference.compare import compare_accelerators, system_for
 from ..inference.precision import WEIGHT_BYTES, supported_precisions
 from ..models import preset_ids
 from ..units import GB
+from ..vision import estimate_inference, load_vision_presets
 from .common import (
     AppState,
     chart_widget,
@@ -63,6 +64,14 @@ class InferencePanel:
                                              description="TPOT SLO ms")
         for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot):
             w.style.description_width = "100px"
+        self.vision_model = widgets.Dropdown(options=list(load_vision_presets()), description="Vision model")
+        self.vision_batch = widgets.BoundedIntText(value=64, min=1, max=65536, description="Batch")
+        self.vision_fps = widgets.BoundedFloatText(value=30.0, min=0.1, max=1000, description="Frames/s")
+        self.vision_out = widgets.HTML()
+        self.vision_msg = message_area()
+        self.vision = guarded(self.vision_msg)(self._vision)
+        for w in (self.vision_model, self.vision_batch, self.vision_fps):
+            w.observe(lambda _ch: self.vision(), names="value")
         self.summary = widgets.HTML()
         self.findings = widgets.HTML()
         self.sweep_table = table_widget()
@@ -94,8 +103,12 @@ class InferencePanel:
             section("Memory per GPU at the chosen batch", self.memory),
             section("Batch sweep", self.sweep_table),
             section("The same target on other accelerators (TP searched)", self.compare, self.compare_table),
+            section("Vision models on this GPU (images/s and video streams)",
+                    widgets.HBox([self.vision_model, self.vision_batch, self.vision_fps]), self.vision_msg,
+                    self.vision_out),
         ])
         self._render(est)
+        self.vision()
 
     # ---------------------------------------------------------------- state <-> widgets
     def _sync_from_scenario(self) -> None:
@@ -158,6 +171,20 @@ class InferencePanel:
         est = serve(self.state.scenario, self.state.catalog)
         self._render(est)
 
+    def _vision(self) -> None:
+        from ..hardware import resolve_hardware
+
+        self.vision_msg.value = self.vision_out.value = ""
+        acc = resolve_hardware(self.state.scenario, self.state.catalog).accelerator
+        precision = self.state.scenario.inference.precision
+        est = estimate_inference(self.vision_model.value, acc, precision=precision,
+                                 batch_size=int(self.vision_batch.value), video_fps=float(self.vision_fps.value))
+        self.vision_out.value = kv_html([
+            ("Throughput", f"{est.images_per_s_per_gpu:,.0f} images/s per {acc['id']} at batch {est.batch_size} "
+                           f"({precision}), {est.latency_s * 1000:.1f} ms per batch"),
+            ("Video", f"{est.streams_per_gpu} streams of {est.video_fps:g} frames/s per GPU"),
+        ])
+
     def _render(self, est) -> None:
         ok = "✔ meets" if est.meets_slo else "✖ does not meet"
         self.summary.value = kv_html([
@@ -180,6 +207,8 @@ class InferencePanel:
         if len(sweep):
             self.curve.chart = throughput_latency(sweep, est.tpot_slo_s, est.batch)
         self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
+        if hasattr(self, "vision_out"):
+            self.vision()
         comparison = compare_accelerators(self.state.scenario, self.state.catalog)
         self.compare_table.value = html_table(comparison)
         if hasattr(self, "compare"):
