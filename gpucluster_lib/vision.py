@@ -219,6 +219,16 @@ class VisionServingEstimate:
         out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
         return out
 
+    def summary(self) -> str:
+        """A few lines for the terminal."""
+        ips = "n/a" if self.images_per_s_per_gpu is None else f"{self.images_per_s_per_gpu:,.0f}"
+        lines = [f"{self.model} on {self.accelerator}, {self.precision}, batch {self.batch_size}: {ips} images/s/GPU"
+                 + (f", {self.streams_per_gpu} streams of {self.video_fps:g} fps per GPU" if self.video_fps else ""),
+                 f"  {self.gpus} GPUs, {self.nodes} nodes, {self.racks} racks, "
+                 f"{'n/a' if self.it_power_kw is None else f'{self.it_power_kw:,.1f}'} kW IT"]
+        lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
+        return "\n".join(lines)
+
 
 def _vision_efficiency(scenario: Scenario) -> VisionEfficiency:
     eff = DEFAULT_VISION_EFFICIENCY

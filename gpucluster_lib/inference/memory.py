@@ -83,7 +83,23 @@ class MemoryPlan:
 def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_bytes: float, kv_bytes: float,
                 input_tokens: int, output_tokens: int, eff: ServingEfficiency,
                 max_num_tokens: int | None = None) -> MemoryPlan:
-    """Memory per GPU and the largest batch that fits (see module doc for each term)."""
+    """Memory per GPU and the largest batch that fits (see module doc for each term).
+
+    Parameters
+    ----------
+    arch : the transformer
+    memory_gib : HBM per GPU [GiB]
+    tp : tensor-parallel size [GPUs]
+    weight_bytes, kv_bytes : bytes per weight and per KV element [bytes]
+    input_tokens, output_tokens : per request [tokens]
+    eff : memory_utilization [fraction] and runtime_overhead_gib [GiB]
+    max_num_tokens : tokens per engine step [tokens]; default max(8192, input_tokens)
+
+    Returns
+    -------
+    MemoryPlan
+        bytes per GPU by category and ``max_batch`` [sequences] (0 when nothing fits).
+    """
     capacity = memory_gib * GIB
     usable = capacity * eff.memory_utilization
     weights = arch.total_params() * weight_bytes / tp

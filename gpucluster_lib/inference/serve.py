@@ -226,7 +226,27 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
 
 
 def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
-    """Size the serving fleet of ``scenario`` (see module doc)."""
+    """Size the serving fleet of ``scenario`` (see module doc).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        ``model`` (a transformer preset or architecture), ``hardware`` (accelerator or
+        server), ``inference`` (precision, tensor_parallel, input/output tokens [tokens],
+        requests_per_s [1/s] or tokens_per_s [output tokens/s], ttft_slo_s and
+        tpot_slo_s [s], optional batch_size and efficiency overrides), ``facility`` and
+        ``costs`` for racks, power and CapEx.
+    catalog : Catalog, optional
+        Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.catalog_for`).
+
+    Returns
+    -------
+    ServingEstimate
+        Bytes per GPU [bytes], latencies [s], throughputs [output tokens/s], counts,
+        power [kW], the batch sweep, the efficiencies used and the findings. Design
+        problems (does not fit, SLO unmet, bad TP, unsupported precision) are findings;
+        only malformed input raises (:class:`~gpucluster_lib.errors.GpuClusterError`).
+    """
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
     arch = resolve_transformer(scenario.model)
