@@ -62,6 +62,14 @@ UNIT_SUFFIXES: dict[str, str] = {
     "_mm": "millimetre",
     "_gen": "generation number",
     "_channels": "memory channels",
+    "_usd_estimate": "US dollar, indicative estimate",
+}
+#: Numeric columns whose whole name states the unit (counts and rack units).
+UNIT_NAMES: dict[str, str] = {
+    "cores": "count of cores",
+    "threads": "count of hardware threads",
+    "ports": "count of ports",
+    "rack_units": "rack units (44.45 mm)",
 }
 
 
@@ -252,6 +260,8 @@ MAX_DENSE_BF16_TFLOPS_PER_W = 2.6
 
 
 def _unit_of(name: str) -> str | None:
+    if name in UNIT_NAMES:
+        return name
     for suffix in sorted(UNIT_SUFFIXES, key=len, reverse=True):
         if name.endswith(suffix):
             return suffix

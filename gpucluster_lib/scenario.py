@@ -270,10 +270,13 @@ _TYPE_WORDS = {int: "an integer", float: "a number", bool: "true or false", str:
 
 
 def _describe(tp: Any) -> str:
+    if get_origin(tp) in (Union, types.UnionType):
+        args = [a for a in get_args(tp) if a is not type(None)]
+        return " or ".join(_describe(a) for a in args) + (" (optional)" if len(args) < len(get_args(tp)) else "")
     if tp in _TYPE_WORDS:
         return _TYPE_WORDS[tp]
     if get_origin(tp) is Literal:
-        return "one of " + ", ".join(repr(a) for a in get_args(tp))
+        return "one of " + ", ".join(f"`{a}`" for a in get_args(tp))
     if dataclasses.is_dataclass(tp):
         return "a mapping"
     if get_origin(tp) in (list, typing.List):  # noqa: UP006

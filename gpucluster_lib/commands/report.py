@@ -1,0 +1,52 @@
+"""``gpucluster report``: papermill-executed HTML reports, one scenario or a batch."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+NAME = "report"
+ORDER = 90
+HELP = "write an HTML report (no code) per scenario by executing notebooks/report.ipynb"
+DESCRIPTION = (
+    "One scenario: gpucluster report SCENARIO.yaml -o OUT.html. Several files or folders: "
+    "gpucluster report a.yaml b.yaml dir/ -o OUTDIR (one report each plus OUTDIR/index.html; "
+    "a failing scenario is listed in the index and does not stop the others)."
+)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files or folders of them")
+    p.add_argument("-o", "--output", required=True, help="OUT.html for one scenario file, a folder for a batch")
+    p.add_argument("--timeout", type=int, default=600, help="execution timeout per notebook cell [s]")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import print_json
+    from ..report import render_batch, render_report
+
+    single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")
+    if single:
+        out = render_report(args.scenarios[0], args.output, timeout_s=args.timeout)
+        if args.json:
+            print_json({"reports": [{"scenario": args.scenarios[0], "output": str(out), "ok": True}]})
+        else:
+            print(f"wrote {out}")
+        return 0
+    results = render_batch(args.scenarios, args.output, progress=not args.no_progress, timeout_s=args.timeout)
+    if args.json:
+        print_json({"index": str(Path(args.output) / "index.html"),
+                    "reports": [{"scenario": str(r.scenario), "output": str(r.output) if r.output else None,
+                                 "ok": r.ok, "error": r.error, "seconds": round(r.seconds, 2)} for r in results]})
+    else:
+        for r in results:
+            print(f"{'ok    ' if r.ok else 'FAILED'} {r.scenario} -> {r.output or r.error}")
+        print(f"index: {Path(args.output) / 'index.html'}")
+    failed = [r for r in results if not r.ok]
+    if failed:
+        print(f"gpucluster report: {len(failed)} of {len(results)} scenarios failed", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,144 @@
+"""The stakeholder app: a scenario bar above one tab per workbook section.
+
+Tabs are the ``tab_*.py`` modules of this package (``TITLE``, ``ORDER``,
+``build(state)``), built lazily the first time they are opened so that the page
+appears quickly. A tab that fails to build shows its error instead of breaking the app.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import importlib
+import pkgutil
+from pathlib import Path
+from types import ModuleType
+
+import ipywidgets as widgets
+
+from .. import scenario as scn
+from ..catalog import TABLES, catalog_from_bytes
+from ..errors import ScenarioError
+from . import common
+from .common import AppState, guarded, message_area, show_info
+
+SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "scenarios"
+
+
+def tab_modules() -> list[ModuleType]:
+    from .. import ui
+
+    mods = [importlib.import_module(f"{ui.__name__}.{m.name}")
+            for m in pkgutil.iter_modules(ui.__path__) if m.name.startswith("tab_")]
+    return sorted(mods, key=lambda m: (getattr(m, "ORDER", 99), m.__name__))
+
+
+def example_scenarios() -> dict[str, Path]:
+    """Shipped example scenarios: display name -> path."""
+    out = {}
+    for p in sorted(SCENARIO_DIR.glob("*.yaml")):
+        try:
+            out[scn.load_scenario(p).name] = p
+        except Exception:  # noqa: BLE001 - a broken example must not break the app
+            continue
+    return out
+
+
+def download_link(scenario: scn.Scenario) -> str:
+    data = base64.b64encode(scn.dumps(scenario).encode()).decode()
+    fname = "".join(c if c.isalnum() or c in "-_" else "-" for c in scenario.name.lower()).strip("-") or "scenario"
+    return (f'<a download="{fname}.yaml" href="data:text/yaml;base64,{data}" '
+            f'style="font-weight:bold">⬇ Download scenario YAML</a>')
+
+
+class App:
+    def __init__(self, scenario_path: str | Path | None = None):
+        examples = example_scenarios()
+        path = Path(scenario_path) if scenario_path else next(iter(examples.values()))
+        self.state = AppState.from_path(path)
+        self.msg = message_area()
+        self.examples = widgets.Dropdown(options=list(examples.items()), value=path if path in examples.values() else None,
+                                         description="Example", layout=widgets.Layout(width="420px"))
+        self.upload = widgets.FileUpload(accept=".yaml,.yml", multiple=False, description="Upload YAML")
+        self.download = widgets.HTML()
+        self.title = widgets.HTML()
+        self.csv_table = widgets.Dropdown(options=TABLES, value="accelerators", description="Table")
+        self.csv_upload = widgets.FileUpload(accept=".csv", multiple=False, description="Add CSV")
+        self.yaml_view = widgets.HTML()
+
+        self.modules = tab_modules()
+        self.tabs = widgets.Tab(children=[widgets.VBox([widgets.HTML("<i>loading…</i>")]) for _ in self.modules])
+        self.tabs.titles = tuple(getattr(m, "TITLE", m.__name__) for m in self.modules)
+        self.built: set[int] = set()
+
+        self.examples.observe(guarded(self.msg)(self._on_example), names="value")
+        self.upload.observe(guarded(self.msg)(self._on_upload), names="value")
+        self.csv_upload.observe(guarded(self.msg)(self._on_csv), names="value")
+        self.tabs.observe(lambda ch: self._build_tab(ch["new"]), names="selected_index")
+        self.state.observe(lambda _ch: self._on_scenario(), names="scenario")
+        self._on_scenario()
+
+        bar = widgets.HBox([self.examples, self.upload, self.download],
+                           layout=widgets.Layout(align_items="center", flex_flow="row wrap"))
+        catalog_bar = widgets.HBox([self.csv_table, self.csv_upload], layout=widgets.Layout(align_items="center"))
+        self.widget = widgets.VBox([
+            common.style_widget(),
+            self.title, bar,
+            widgets.Accordion(children=[widgets.VBox([
+                widgets.HTML("<p>Add your own catalogue rows: a CSV with the same columns as "
+                             f"<code>data/&lt;table&gt;.csv</code> ({', '.join(TABLES)}), validated on upload.</p>"),
+                catalog_bar]), self.yaml_view], titles=("Catalogue: add your own parts", "Scenario YAML")),
+            self.msg, self.tabs,
+        ])
+        self._build_tab(0)
+
+    # -------------------------------------------------------------- callbacks
+    def _build_tab(self, index: int | None) -> None:
+        if index is None or index in self.built:
+            return
+        self.built.add(index)
+        mod = self.modules[index]
+        holder = self.tabs.children[index]
+        try:
+            holder.children = [mod.build(self.state)]
+        except Exception as exc:  # noqa: BLE001 - show, never break the page
+            holder.children = [widgets.HTML(common.error_html(exc))]
+
+    def _on_scenario(self) -> None:
+        s = self.state.scenario
+        self.title.value = (f"<p><b>Scenario:</b> {html.escape(s.name)}"
+                            + (f" — {html.escape(s.description)}" if s.description else "") + "</p>")
+        self.download.value = download_link(s)
+        self.yaml_view.value = f"<pre style='font-size:12px'>{html.escape(scn.dumps(s))}</pre>"
+
+    def _on_example(self, change: dict) -> None:
+        if change["new"]:
+            self.state.load(scn.load_scenario(change["new"]))
+            show_info(self.msg, f"Loaded example scenario '{self.state.scenario.name}'.")
+
+    def _on_upload(self, change: dict) -> None:
+        files = change["new"]
+        if not files:
+            return
+        f = files[0]
+        text = bytes(f["content"]).decode("utf-8-sig")
+        self.state.load(scn.loads(text, base_dir=SCENARIO_DIR, source=f["name"]))
+        show_info(self.msg, f"Loaded '{f['name']}': scenario '{self.state.scenario.name}'.")
+
+    def _on_csv(self, change: dict) -> None:
+        files = change["new"]
+        if not files:
+            return
+        f = files[0]
+        cat = catalog_from_bytes(self.csv_table.value, bytes(f["content"]), f["name"], base=self.state.catalog)
+        self.state.catalog = cat
+        added = len(cat.tables[self.csv_table.value])
+        show_info(self.msg, f"Added '{f['name']}' to {self.csv_table.value}: the table now has {added} rows.")
+
+
+def build_app(scenario_path: str | Path | None = None) -> widgets.Widget:
+    """The whole app as one widget (what ``notebooks/app.ipynb`` displays)."""
+    try:
+        return App(scenario_path).widget
+    except ScenarioError as exc:
+        return widgets.HTML(common.error_html(exc))

@@ -1,0 +1,191 @@
+"""Shared widget plumbing: the app state, message areas, tables, charts, guarded callbacks.
+
+Recipes measured on this stack (docs/stack notes): tables go in ``widgets.HTML`` and
+charts in one offline ``alt.JupyterChart`` per panel updated in place; nothing large is
+displayed into an ``ipywidgets.Output`` (it hangs headless execution, nbclient #312).
+"""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import altair as alt
+import ipywidgets as widgets
+import pandas as pd
+import traitlets
+
+from ..catalog import Catalog
+from ..errors import GpuClusterError
+from ..findings import Finding, findings_html
+from ..hardware import catalog_for
+from ..scenario import Scenario, load_scenario
+
+log = logging.getLogger("gpucluster_lib.ui")
+
+_OFFLINE_ENABLED = False
+
+
+def enable_offline_charts() -> None:
+    """Serve vega from the anywidget bundle, not a CDN (the app may have no internet)."""
+    global _OFFLINE_ENABLED
+    if not _OFFLINE_ENABLED:
+        alt.JupyterChart.enable_offline(offline=True)
+        _OFFLINE_ENABLED = True
+
+
+class AppState(traitlets.HasTraits):
+    """The one scenario every panel edits, and the catalogue it resolves against."""
+
+    scenario = traitlets.Instance(Scenario)
+    catalog = traitlets.Instance(Catalog)
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, catalog: Catalog | None = None) -> AppState:
+        return cls(scenario=scenario, catalog=catalog or catalog_for(scenario))
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> AppState:
+        return cls.from_scenario(load_scenario(path))
+
+    def update(self, **changes: Any) -> None:
+        """Replace fields (``hardware__nodes=4``) and re-validate; raises ScenarioError on bad values."""
+        self.scenario = self.scenario.replace(**changes)
+
+    def load(self, scenario: Scenario) -> None:
+        """Switch to another scenario (and its catalogue)."""
+        cat = catalog_for(scenario)
+        with self.hold_trait_notifications():
+            self.catalog = cat
+            self.scenario = scenario
+
+
+# ---------------------------------------------------------------- messages
+
+from ..ui_style import STYLE  # noqa: E402  (shared with the HTML reports)
+
+
+def style_widget() -> widgets.HTML:
+    """Include once per page: CSS for tables and messages."""
+    return widgets.HTML(STYLE)
+
+
+def message_area() -> widgets.HTML:
+    return widgets.HTML("", layout=widgets.Layout(width="100%"))
+
+
+def error_html(exc: BaseException) -> str:
+    if isinstance(exc, GpuClusterError):
+        text = str(exc)
+    else:  # a bug: say so plainly, keep the traceback for the log only
+        text = f"Unexpected {type(exc).__name__}: {exc}. Please report this with your scenario."
+    return f'<div class="gc-msg gc-error">⚠ {html.escape(text)}</div>'
+
+
+def show_error(area: widgets.HTML, exc: BaseException) -> None:
+    area.value = error_html(exc)
+
+
+def show_info(area: widgets.HTML, text: str) -> None:
+    area.value = f'<div class="gc-msg gc-info">{html.escape(text)}</div>'
+
+
+def show_findings(area: widgets.HTML, findings: list[Finding], empty: str = "No findings.") -> None:
+    area.value = findings_html(findings, empty=empty)
+
+
+def guarded(area: widgets.HTML) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Decorate a widget callback so that no exception escapes to the page.
+
+    Library errors (:class:`GpuClusterError`) are shown as their message; anything else
+    is logged with its traceback and shown as an "unexpected" message.
+    """
+
+    def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return fn(*args, **kwargs)
+            except Exception as exc:  # noqa: BLE001 - the whole point
+                if not isinstance(exc, GpuClusterError):
+                    log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+                show_error(area, exc)
+                return None
+
+        return wrapper
+
+    return deco
+
+
+# ---------------------------------------------------------------- tables
+
+def _fmt(v: Any) -> tuple[str, bool]:
+    if v is None or (isinstance(v, float) and v != v) or v is pd.NA:
+        return "–", False
+    if isinstance(v, bool):
+        return ("yes" if v else "no"), False
+    if isinstance(v, int) or (hasattr(v, "dtype") and "int" in str(getattr(v, "dtype", ""))):
+        return f"{int(v):,}", True
+    if isinstance(v, float):
+        a = abs(v)
+        if v.is_integer() and a < 1e15:
+            return f"{v:,.0f}", True
+        if a >= 1000:
+            return f"{v:,.0f}", True
+        if a >= 10:
+            return f"{v:,.1f}", True
+        if a >= 0.01 or a == 0:
+            return f"{v:.3g}" if a < 1 else f"{v:.2f}", True
+        return f"{v:.2e}", True
+    return html.escape(str(v)), False
+
+
+def html_table(df: pd.DataFrame, *, max_rows: int = 200, highlight: Callable[[pd.Series], bool] | None = None,
+               headers: dict[str, str] | None = None) -> str:
+    """A compact, styled HTML table (numbers right-aligned, thousands separators)."""
+    headers = headers or {}
+    head = "".join(f"<th>{html.escape(headers.get(c, str(c)))}</th>" for c in df.columns)
+    rows = []
+    for _, row in df.head(max_rows).iterrows():
+        cls = ' class="gc-picked"' if highlight is not None and highlight(row) else ""
+        cells = []
+        for col, v in row.items():
+            v = v.item() if hasattr(v, "item") else v
+            if str(col).endswith("year") and isinstance(v, (int, float)) and v == v:
+                v = str(int(v))  # a year, not a quantity: no thousands separator
+            text, num = _fmt(v)
+            cells.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
+        rows.append(f"<tr{cls}>{''.join(cells)}</tr>")
+    more = f"<p>… {len(df) - max_rows} more rows</p>" if len(df) > max_rows else ""
+    return f'<table class="gc-table"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>{more}'
+
+
+def table_widget(df: pd.DataFrame | None = None, **kw: Any) -> widgets.HTML:
+    w = widgets.HTML(layout=widgets.Layout(max_height="420px", overflow="auto"))
+    if df is not None:
+        w.value = html_table(df, **kw)
+    return w
+
+
+def kv_html(pairs: list[tuple[str, str]]) -> str:
+    """Key/value lines (label, already-formatted value)."""
+    return '<div class="gc-kv">' + "".join(
+        f"<div><b>{html.escape(k)}</b> {html.escape(v)}</div>" for k, v in pairs) + "</div>"
+
+
+# ---------------------------------------------------------------- charts
+
+def chart_widget(chart: alt.TopLevelMixin) -> alt.JupyterChart:
+    """An offline interactive chart; update it with ``jc.chart = new_chart``."""
+    enable_offline_charts()
+    return alt.JupyterChart(chart, embed_options={"actions": {"export": True, "source": False,
+                                                               "compiled": False, "editor": False}})
+
+
+def section(title: str, *children: widgets.Widget) -> widgets.VBox:
+    return widgets.VBox([widgets.HTML(f"<h4 style='margin:8px 0 4px'>{html.escape(title)}</h4>"), *children])

@@ -1,0 +1,112 @@
+"""Voila + Debian Chromium (through Playwright) fixtures for the app's browser tests.
+
+No browser download: Playwright drives /usr/bin/chromium. Without Chromium the tests
+are skipped locally but FAIL when ``CI`` is set (CI installs it in .ci/run).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                 "--disable-dev-shm-usage"]
+PAGE_TIMEOUT_MS = 180_000  # a cold kernel on 2 busy cores
+
+
+def _chromium() -> str | None:
+    return shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    path = _chromium()
+    if path is None:
+        if os.environ.get("CI"):
+            pytest.fail("Debian's chromium is missing on CI: .ci/run must apt-get install it")
+        pytest.skip("chromium not installed (apt-get install -y chromium)")
+    return path
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def voila_url(chromium_path: str) -> Iterator[str]:
+    """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session."""
+    port = _free_port()
+    log = open(ROOT / ".test-artifacts" / "voila.log", "w")  # noqa: SIM115
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "app.ipynb"), "--no-browser",
+         f"--port={port}", "--Voila.ip=127.0.0.1", "--VoilaExecutor.timeout=300",
+         "--Voila.root_dir=" + str(ROOT / "notebooks")],
+        cwd=ROOT / "notebooks", stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
+    )
+    url = f"http://127.0.0.1:{port}/"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"voila exited with {proc.returncode}; see .test-artifacts/voila.log")
+        try:  # any TCP answer means the server is up (GET / would start a kernel)
+            with socket.create_connection(("127.0.0.1", port), timeout=2):
+                break
+        except OSError:
+            time.sleep(0.5)
+    else:
+        proc.terminate()
+        raise RuntimeError("voila did not start within 120 s")
+    yield url
+    proc.terminate()
+    try:
+        proc.wait(15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(scope="session")
+def browser(chromium_path: str):
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)
+        yield b
+        b.close()
+
+
+@pytest.fixture
+def app_page(browser, voila_url: str):
+    """A fresh page with the app loaded (its first tab built)."""
+    from playwright.sync_api import expect
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    page.set_default_timeout(60_000)
+    page.goto(voila_url, timeout=PAGE_TIMEOUT_MS)
+    expect(page.locator(".lm-TabBar-tab").first).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+    yield page
+    context.close()
+
+
+def open_tab(page, title: str):
+    """Click the app tab labelled ``title`` and return the page."""
+    page.locator(".lm-TabBar-tab", has_text=title).first.click()
+    return page
+
+
+def visible_panel(page):
+    """The currently shown tab panel (ipywidgets 8 Tab)."""
+    return page.locator(".jupyter-widget-Collapse-contents, .lm-TabPanel-stackedPanel:not(.lm-mod-hidden)").last

@@ -1,0 +1,41 @@
+"""Test-wide set-up: keep Jupyter, IPython and Chromium state inside the work tree."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+HOME = ROOT / ".jupyter-home"
+ARTIFACTS = ROOT / ".test-artifacts"
+
+for var, sub in {
+    "JUPYTER_CONFIG_DIR": "config",
+    "JUPYTER_DATA_DIR": "data",
+    "JUPYTER_RUNTIME_DIR": "runtime",
+    "IPYTHONDIR": "ipython",
+    "XDG_CONFIG_HOME": "xdg-config",
+    "XDG_CACHE_HOME": "xdg-cache",
+    "MPLCONFIGDIR": "mpl",
+}.items():
+    path = Path(os.environ.setdefault(var, str(HOME / sub)))
+    path.mkdir(parents=True, exist_ok=True)
+os.environ.setdefault("JUPYTER_PLATFORM_DIRS", "1")
+ARTIFACTS.mkdir(exist_ok=True)
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def examples(root: Path) -> list[Path]:
+    return sorted((root / "data" / "scenarios").glob("*.yaml"))

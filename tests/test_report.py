@@ -1,0 +1,76 @@
+"""Batch reports: papermill runs the report notebook; HTML without code; failures recorded."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from gpucluster_lib.report import BatchResult, expand_inputs, index_html, render_batch
+
+pytestmark = pytest.mark.notebook
+
+
+def test_single_report_is_html_without_code(tmp_path, root):
+    out = tmp_path / "r.html"
+    proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report",
+                           str(root / "data/scenarios/gpt3-175b-1024-a100.yaml"), "-o", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    html = out.read_text()
+    assert "GPT-3 175B on 1024 A100" in html
+    assert "Hardware" in html and "A100" in html
+    assert "report_sections(" not in html and "import altair" not in html  # code cells excluded
+    assert "Traceback" not in html
+
+
+def test_batch_reports_folder_with_one_bad_scenario(tmp_path, root):
+    src = tmp_path / "in"
+    src.mkdir()
+    shutil.copy(root / "data/scenarios/reference-8x-a100.yaml", src / "a-good.yaml")
+    (src / "b-bad.yaml").write_text("name: bad\nhardware: {nodes: -4}\n")
+    out = tmp_path / "out"
+    proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report", str(src), "-o", str(out), "--json",
+                           "--no-progress"], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 1  # one scenario failed, the other was still written
+    data = json.loads(proc.stdout)
+    by_name = {r["scenario"].rsplit("/", 1)[-1]: r for r in data["reports"]}
+    assert by_name["a-good.yaml"]["ok"] and (out / "a-good.html").exists()
+    assert not by_name["b-bad.yaml"]["ok"]
+    assert "hardware.nodes: must be a positive integer, got -4" in by_name["b-bad.yaml"]["error"]
+    index = (out / "index.html").read_text()
+    assert "1 of 2 scenarios reported" in index and "a-good.html" in index and "failed" in index
+
+
+def test_batch_progress_and_order_with_fake_renderer(tmp_path, root):
+    calls = []
+
+    def fake(path, target, timeout_s):
+        calls.append(path.name)
+        if "llama" in path.name:
+            raise RuntimeError("kernel died")
+        target.write_text("ok")
+        return target
+
+    results = render_batch([root / "data/scenarios"], tmp_path, progress=False, render=fake)
+    assert calls == sorted(calls) and len(calls) >= 3
+    assert [r.ok for r in results].count(False) == 1
+    assert re.search(r"RuntimeError: kernel died", (tmp_path / "index.html").read_text())
+
+
+def test_expand_inputs_errors(tmp_path):
+    from gpucluster_lib import ScenarioError
+
+    with pytest.raises(ScenarioError, match="not found"):
+        expand_inputs([tmp_path / "missing.yaml"])
+    with pytest.raises(ScenarioError, match=r"no scenario files \(\*\.yaml\)"):
+        expand_inputs([tmp_path])
+
+
+def test_index_html_escapes_names(tmp_path):
+    r = BatchResult(tmp_path / "<x>.yaml", None, 0.1, "ScenarioError: bad <value>")
+    assert "&lt;x&gt;.yaml" in index_html([r]) and "<value>" not in index_html([r])
