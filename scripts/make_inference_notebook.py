@@ -52,10 +52,11 @@ for acc in ("h100-sxm5-80gb", "h200-sxm-141gb"):
         s = base.replace(hardware__server=system_for(state.catalog, acc), hardware__nodes=1,
                          inference__tensor_parallel=tp)
         e = serve(s, state.catalog)
+        r = lambda v, scale=1, nd=0: None if v is None else round(v * scale, nd)  # noqa: E731
         rows.append({"accelerator": acc, "TP": e.tensor_parallel if tp else f"{e.tensor_parallel} (searched)",
-                     "batch": e.batch, "tokens/s/GPU": round(e.tokens_per_s_per_gpu), "GPUs": e.gpus,
-                     "nodes": e.nodes, "racks": e.racks, "IT MW": round(e.it_power_kw / 1000, 4),
-                     "TTFT s": round(e.ttft_s, 3), "TPOT ms": round(e.tpot_s * 1000, 1), "meets SLO": e.meets_slo})
+                     "batch": e.batch, "tokens/s/GPU": r(e.tokens_per_s_per_gpu), "GPUs": e.gpus,
+                     "nodes": e.nodes, "racks": e.racks, "IT MW": r(e.it_power_kw, 1e-3, 4),
+                     "TTFT s": r(e.ttft_s, 1, 3), "TPOT ms": r(e.tpot_s, 1000, 1), "meets SLO": e.meets_slo})
 pd.DataFrame(rows)
 """),
     md("""

@@ -286,3 +286,15 @@ def test_no_target_sizes_the_scenario_cluster():
     est = serve(s)
     assert est.gpus == 24 and est.replicas == 12  # 3 nodes x 8 GPUs / TP 2
     assert codes(est)["inference.no_target"].field == "inference.requests_per_s"
+
+
+def test_report_hook_and_vision_dispatch():
+    from gpucluster_lib.inference import report_charts
+    from gpucluster_lib.vision import VisionServingEstimate
+
+    est = serve(load_scenario(LLAMA3_SCENARIO))
+    titles = [c.to_dict()["title"] for c in report_charts(est)]
+    assert titles[0].startswith("Throughput against latency") and titles[1] == "Memory per GPU"
+    vis = serve(from_dict({"model": {"preset": "resnet50"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                           "inference": {"precision": "fp16", "images_per_s": 1000}}))
+    assert isinstance(vis, VisionServingEstimate) and report_charts(vis) == []

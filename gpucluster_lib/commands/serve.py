@@ -17,19 +17,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from ..cli import print_json
-    from ..hardware import catalog_for
-    from ..vision import is_vision_model
+    from ..inference import serve
 
-    scenario = read_scenario(args)
-    catalog = catalog_for(scenario)
-    if is_vision_model(scenario.model):
-        from ..vision import serve_vision
-
-        result = serve_vision(scenario, catalog)
-    else:
-        from ..inference import serve
-
-        result = serve(scenario, catalog)
+    result = serve(read_scenario(args))  # dispatches CNN/ViT models to gpucluster_lib.vision
     if args.json:
         print_json(result.to_dict())
         return 0

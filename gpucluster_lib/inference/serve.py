@@ -242,12 +242,17 @@ def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
     Returns
     -------
     ServingEstimate
+        (a :class:`~gpucluster_lib.vision.VisionServingEstimate` when the model is a CNN/ViT.)
         Bytes per GPU [bytes], latencies [s], throughputs [output tokens/s], counts,
         power [kW], the batch sweep, the efficiencies used and the findings. Design
         problems (does not fit, SLO unmet, bad TP, unsupported precision) are findings;
         only malformed input raises (:class:`~gpucluster_lib.errors.GpuClusterError`).
     """
+    from ..vision import is_vision_model, serve_vision
+
     cat = catalog or catalog_for(scenario)
+    if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens
+        return serve_vision(scenario, cat)
     hw = resolve_hardware(scenario, cat)
     arch = resolve_transformer(scenario.model)
     inf = scenario.inference
