@@ -83,6 +83,8 @@ class InferencePanel:
         self.memory = chart_widget(memory_breakdown(est.memory_per_gpu_bytes))
         self.compare = chart_widget(accelerator_comparison(compare_accelerators(self.state.scenario,
                                                                                 self.state.catalog)))
+        for jc in (self.curve, self.memory, self.compare):  # SVG: text in the DOM (browser tests, copy)
+            jc.embed_options = {**jc.embed_options, "renderer": "svg"}
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self._apply)
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
