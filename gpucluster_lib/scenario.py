@@ -109,6 +109,7 @@ class PartsSpec:
     mgmt_nics: CountSpec | None = f(None)
     drives: list[CountSpec] = f([])
     psus: PsuSpec | None = f(None)
+    psu_margin: float = f(0.2, ge=0, lt=1, doc="share of the N supplies' capacity kept free at peak draw (0.2: load to at most 80%)")
 
 
 @dataclass(frozen=True)
@@ -209,6 +210,13 @@ class FacilitySpec:
     grid_kg_co2e_per_kwh: float | None = f(None, ge=0, unit="kg CO2e/kWh")
     grid_region: str | None = f(None, doc="preset grid intensity region")
     growth_headroom: float = f(0.2, ge=0, le=5, doc="fraction of extra capacity to plan for")
+    rack_cooling_limit_kw: float | None = f(None, gt=0, unit="kW",
+                                            doc="heat a rack's cooling removes; default by cooling type (air 30, "
+                                                "rear_door 50, liquid 120)")
+    reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
+    racks_per_row: int = f(10, gt=0, le=60)
+    storage_power_kw: float | None = f(None, ge=0, unit="kW",
+                                       doc="IT power of shared storage; default one 2.5 kW 2U appliance per 20 nodes")
 
 
 @dataclass(frozen=True)
@@ -222,6 +230,15 @@ class CostsSpec:
     facility_per_kw: float | None = f(None, ge=0, doc="build cost per kW of IT")
     rent_per_gpu_hour: float | None = f(None, ge=0)
     prices: dict[str, float] = f({}, doc="catalogue id -> price override")
+    facility_model: Literal["build", "colocation"] = f("build", doc="own the building (CapEx per kW) or rent "
+                                                       "colocation space (OpEx per kW-month)")
+    facility_life_years: float | None = f(None, gt=0, le=50, unit="years",
+                                          doc="straight-line depreciation of the building (default 15)")
+    load_fraction: float = f(1.0, gt=0, le=1, doc="average IT load as a fraction of the budgeted IT power")
+    rack_price: float | None = f(None, ge=0, doc="per rack with its PDUs")
+    head_node_price: float | None = f(None, ge=0, doc="per management / head node")
+    storage_per_tb: float | None = f(None, ge=0, doc="per usable TB when the storage system has no price")
+    network_price: float | None = f(None, ge=0, doc="override of the whole network CapEx")
 
 
 @dataclass(frozen=True)
@@ -232,6 +249,20 @@ class ReliabilitySpec:
     restart_minutes: float | None = f(None, ge=0, unit="min")
     spare_nodes: int | None = f(None, ge=0)
     redundant_head_node: bool = f(True)
+    failure_preset: Literal["llama3-405b", "rsc1", "rsc2"] = f(
+        "llama3-405b", doc="default failure rates: Llama 3 405B Table 5, Meta RSC-1 or RSC-2 (data/failure_rates.yaml)")
+    repair_hours: float | None = f(None, gt=0, unit="h", doc="time to repair a failed node (sizes hot spares)")
+    checkpoint_bytes_per_param: float | None = f(None, gt=0, unit="B",
+                                                 doc="checkpoint bytes per parameter (default 14: bf16 "
+                                                     "weights + fp32 master + Adam m, v)")
+    checkpoint_interval_s: float | None = f(None, gt=0, unit="s", doc="override of the optimal (Daly) interval")
+    storage_system: str | None = f(None, doc="storage.csv id of the checkpoint file system (default ddn-ai400x2)")
+    storage_units: int | None = f(None, gt=0, doc="appliances of storage_system (default: sized by checkpoint_target_s)")
+    checkpoint_target_s: float = f(60.0, gt=0, unit="s", doc="checkpoint write time the storage is sized for")
+    checkpoints_kept: int = f(3, ge=1, doc="checkpoints kept on the file system (sizes capacity)")
+    failure_rate_range: list[float] = f([0.6, 1.75], doc="low, high multipliers of the failure rate (P10-P90 band)")
+    efficiency_range: list[float] = f([0.75, 1.1], doc="low, high multipliers of the training throughput")
+    spare_confidence: float = f(0.99, gt=0, lt=1, doc="probability that the spares cover the nodes in repair")
 
 
 @dataclass(frozen=True)

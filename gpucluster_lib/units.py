@@ -63,3 +63,18 @@ LB_PER_KG = 2.20462262
 
 W_PER_KW = 1000
 KW_PER_MW = 1000
+
+# --- facility: power, heat, air (issue 4) ---------------------------------------
+#: 1 ft = 0.3048 m exactly (international foot, NIST SP 811 B.8).
+M_PER_FT = 0.3048
+#: 1 ft^3/min in m^3/s: 0.3048^3 / 60.
+M3_PER_S_PER_CFM = M_PER_FT**3 / SECONDS_PER_MINUTE
+#: Air at about 20 C, sea level: density [kg/m^3] and specific heat [J/(kg K)] for the SI
+#: form of the sensible-heat equation, q = rho * cp * V * dT (ASHRAE Fundamentals ch. 1) [2].
+AIR_DENSITY_KG_PER_M3 = 1.2
+AIR_CP_J_PER_KG_K = 1005.0
+#: Generator sets are rated in kVA at a lagging power factor of 0.8 (ISO 8528-1 rating basis).
+GENERATOR_POWER_FACTOR = 0.8
+#: Modern double-conversion UPS output power factor (IEC 62040-3 class VFI units are
+#: commonly rated at 0.9-1.0; 0.9 is the conservative end).
+UPS_POWER_FACTOR = 0.9

@@ -17,3 +17,24 @@ def vendor_scale(vendors: list[str]) -> alt.Scale:
     fallback = ["#7f7f7f", "#9467bd", "#8c564b", "#e377c2"]
     rng = [VENDOR_COLOURS.get(v.split()[0], fallback[i % len(fallback)]) for i, v in enumerate(domain)]
     return alt.Scale(domain=domain, range=rng)
+
+
+def with_values(spec: dict, records: list[dict]) -> dict:
+    """A copy of a compiled single-dataset spec with its data replaced by ``records``.
+
+    Widget callbacks build a chart's spec once per layout (``chart.to_dict()``, ~100 ms of
+    altair validation) and then only swap the data (~1 ms), so an update stays well under
+    the 100 ms budget. ``spec`` must use one top-level dataset, as altair charts built from
+    one DataFrame do.
+    """
+    out = {k: v for k, v in spec.items() if k != "datasets"}
+    out["data"] = {"values": records}
+    return out
+
+
+def records(df) -> list[dict]:
+    """DataFrame rows as JSON-ready dicts (NaN -> None), column order kept."""
+    import math
+
+    return [{k: (None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v))
+             for k, v in row.items()} for row in df.to_dict(orient="records")]

@@ -187,5 +187,16 @@ def chart_widget(chart: alt.TopLevelMixin) -> alt.JupyterChart:
                                                                "compiled": False, "editor": False}})
 
 
+def update_chart(jc: alt.JupyterChart, chart: alt.TopLevelMixin) -> None:
+    """Show ``chart`` in ``jc`` without altair's JSON-schema validation.
+
+    ``jc.chart = chart`` validates the whole spec (about 100 ms per update on this
+    machine); chart functions are validated once in the unit tests through
+    ``chart.to_dict()``, so the hot path of a widget callback skips it. Only for charts
+    without selection parameters (their state needs ``jc.chart``).
+    """
+    jc.spec = chart.to_dict(validate=False)
+
+
 def section(title: str, *children: widgets.Widget) -> widgets.VBox:
     return widgets.VBox([widgets.HTML(f"<h4 style='margin:8px 0 4px'>{html.escape(title)}</h4>"), *children])

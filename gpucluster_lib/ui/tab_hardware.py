@@ -8,7 +8,9 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..catalog import PRECISION_COLUMNS
-from ..charts.hardware import accelerator_scatter
+from ..errors import GpuClusterError
+from ..hardware import resolve_hardware
+from ..charts.hardware import accelerator_scatter, accelerator_scatter_spec
 from ..picker import RANKINGS, SUMMARY_COLUMNS, PickerFilter, pick, servers_for
 from .common import AppState, chart_widget, guarded, html_table, message_area, section, table_widget
 
@@ -52,6 +54,8 @@ class HardwarePanel:
         self.detail = widgets.HTML()
         self.servers = table_widget()
         self.ranked = pd.DataFrame()
+        self._quiet = False
+        self.all_vendors = tuple(sorted(acc["vendor"].unique()))
         self.chart = chart_widget(accelerator_scatter(pick(state.catalog, PickerFilter()), "bf16"))
         self.chart.embed_options = {**self.chart.embed_options, "renderer": "svg"}
 
@@ -61,7 +65,7 @@ class HardwarePanel:
             w.observe(lambda _ch: self.refresh(), names="value")
         self.picked.observe(lambda _ch: self.show_detail(), names="value")
         self.use_btn.on_click(guarded(self.msg)(self._use))
-        state.observe(lambda _ch: self.refresh(), names="catalog")
+        state.observe(lambda _ch: self.refresh(), names=["catalog", "scenario"])
 
         filters = widgets.HBox([
             widgets.VBox([self.precision, self.min_memory, self.budget, self.rank_by]),
@@ -87,6 +91,13 @@ class HardwarePanel:
             price_overrides=dict(self.state.scenario.costs.prices),
         )
 
+    def scenario_accelerator(self) -> str | None:
+        """The accelerator the scenario resolves to (a server's GPU counts), or None if it cannot resolve."""
+        try:
+            return resolve_hardware(self.state.scenario, self.state.catalog).accelerator_id
+        except GpuClusterError:
+            return self.state.scenario.hardware.accelerator
+
     def _refresh(self) -> None:
         self.msg.value = ""
         flt = self.current_filter()
@@ -94,21 +105,25 @@ class HardwarePanel:
         n = len(self.ranked)
         self.count.value = (f"<b>Showing {n} accelerator{'s' if n != 1 else ''}</b> "
                             f"with a dense {flt.precision.upper()} figure, ranked by {flt.rank_by}.")
-        current = self.state.scenario.hardware.accelerator
+        current = self.scenario_accelerator()
         self.table.value = html_table(self.ranked[SUMMARY_COLUMNS], headers=HEADERS,
                                       highlight=lambda r: r["id"] == current)
         ids = list(self.ranked["id"])
         keep = self.picked.value if self.picked.value in ids else (current if current in ids else (ids[0] if ids else None))
-        self.picked.options = ids
-        self.picked.value = keep
-        self.chart.chart = accelerator_scatter(self.ranked, flt.precision, highlight=keep)
+        self._quiet = True  # one chart update per refresh, not one more from the picker
+        try:
+            self.picked.options = ids
+            self.picked.value = keep
+        finally:
+            self._quiet = False
+        self._show_detail()
         if not ids:
             self.detail.value = "<i>No accelerator matches these filters: relax the memory, vendor or budget limit.</i>"
             self.servers.value = ""
 
     def _show_detail(self) -> None:
         id_ = self.picked.value
-        if not id_:
+        if not id_ or self._quiet:
             return
         row = self.state.catalog.accelerator(id_)
         lines = "".join(
@@ -118,8 +133,8 @@ class HardwarePanel:
         srv = servers_for(self.state.catalog, id_)
         self.servers.value = (html_table(srv[SERVER_COLUMNS]) if len(srv)
                               else f"<i>No catalogue server or chassis takes {html.escape(id_)}.</i>")
-        if self.ranked is not None and len(self.ranked):
-            self.chart.chart = accelerator_scatter(self.ranked, self.precision.value, highlight=id_)
+        self.chart.spec = accelerator_scatter_spec(self.ranked, self.precision.value, highlight=id_,
+                                                   vendors=self.all_vendors)
 
     def _use(self, _btn: widgets.Button) -> None:
         if self.picked.value:

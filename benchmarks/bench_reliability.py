@@ -1,0 +1,69 @@
+"""Timing of the Reliability & cost panel's work (not a test; run by hand).
+
+    PYTHONPATH=. python benchmarks/bench_reliability.py [SCENARIO.yaml]
+
+Reports the median of repeated runs, in ms, for: the library computation of one widget
+update (reliability.assess + cost.assess + the cluster-size sweep), a price-only update
+(cost.assess reusing the reliability result, as the panel does), building the charts,
+serialising them (altair to_dict with validation, what the JupyterChart does), and a
+full widget update (a slider change in the panel, end to end, without a browser).
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+DEFAULT = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+
+
+def timed(fn, repeat: int = 15) -> float:
+    fn()  # warm-up (imports, caches)
+    runs = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        runs.append((time.perf_counter() - t) * 1000)
+    return statistics.median(runs)
+
+
+def main(path: str | Path = DEFAULT) -> dict[str, float]:
+    from gpucluster_lib import cost, reliability
+    from gpucluster_lib.hardware import catalog_for
+    from gpucluster_lib.scenario import load_scenario
+
+    s = load_scenario(path)
+    cat = catalog_for(s)
+    r = reliability.assess(s, cat)
+    out = {
+        "reliability.assess": timed(lambda: reliability.assess(s, cat)),
+        "cost.assess (reusing reliability)": timed(lambda: cost.assess(s, cat, reliability_result=r)),
+        "scaling_table (6 sizes)": timed(lambda: reliability.scaling_table(s, cat, base=r)),
+    }
+    try:
+        from gpucluster_lib.ui import tab_reliability as tab
+        from gpucluster_lib.ui.common import AppState
+    except ImportError:  # the lead's UI framework is not merged yet
+        tab = None
+    if tab is not None:
+        out["panel compute (one full update)"] = timed(lambda: tab.compute(s, cat))
+        rc, c, rows = tab.compute(s, cat)
+        out["build charts"] = timed(lambda: (tab.reliability_chart(rc, rows), tab.cost_chart(c)))
+        out["serialise charts (to_dict)"] = timed(
+            lambda: (tab.reliability_chart(rc, rows).to_dict(), tab.cost_chart(c).to_dict()), repeat=5)
+        panel = tab.ReliabilityPanel(AppState.from_scenario(s, cat))
+        vals = iter(range(1, 10_000))
+        out["widget update: restart slider (all)"] = timed(lambda: setattr(panel.restart, "value", next(vals) % 100 + 1), 5)
+        prices = iter(range(1, 10_000))
+        out["widget update: energy price (cost only)"] = timed(
+            lambda: setattr(panel.price, "value", 0.05 + (next(prices) % 50) / 1000), 5)
+    for k, v in out.items():
+        print(f"{k:45s} {v:8.1f} ms")
+    return out
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else DEFAULT)

@@ -1,0 +1,53 @@
+"""``gpucluster budget SCENARIO.yaml``: node, rack and hall power, cooling and space budget."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_scenario_arguments, read_scenario
+
+NAME = "budget"
+ORDER = 20
+HELP = "node power and checks, nodes per rack, racks, IT/facility power, cooling, floor area, energy"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_scenario_arguments(p)
+    p.add_argument("--nodes", type=int, default=None, help="override hardware.nodes")
+
+
+def _text(d: dict) -> str:
+    n = d["node"]
+    lines = [
+        f"node        {n['name']}",
+        f"            peak {n['peak_power_w']:,.0f} W, typical {n['typical_power_w']:,.0f} W, "
+        f"PSU usable {n['psu_usable_w'] or 0:,.0f} W, {n['rack_units']}U",
+        f"nodes       {d['nodes']} ({d['gpus']} GPUs), {d['nodes_per_rack']} per rack "
+        f"(limited by {d['binding_constraint']})",
+        f"racks       {d['racks']} ({d['compute_racks']} compute + {d['infra_racks']} network/storage), "
+        f"{d['rows']} row(s), {d['floor_area_m2']:,.1f} m2",
+        f"IT power    {d['it_power_kw']:,.1f} kW (typical {d['it_typical_kw']:,.1f} kW); "
+        f"facility {d['facility_power_kw']:,.1f} kW at PUE {d['pue']}",
+        f"heat        {d['heat_load_btu_per_h']:,.0f} BTU/h = {d['cooling_tons']:,.1f} tons; "
+        f"airflow {d['airflow_cfm']:,.0f} CFM at dT {d['delta_t_c']} K",
+        f"UPS         {d['ups_kw']:,.0f} kW; generator {d['generator_kva']:,.0f} kVA ({d['power_redundancy']}, "
+        f"+{d['growth_headroom']:.0%} growth)",
+        f"energy      {d['annual_energy_mwh']:,.1f} MWh/year, {d['annual_energy_cost']:,.0f} per year",
+    ]
+    for f in d["findings"]:
+        lines.append(f"{f['severity']:<8}    {f['code']}: {f['message']}")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import print_json
+    from ..facility import budget
+
+    scenario = read_scenario(args)
+    b = budget(scenario, nodes=args.nodes)
+    d = b.to_dict()
+    if args.json:
+        print_json(d)
+    else:
+        print(_text(d))
+    return 0

@@ -1,0 +1,599 @@
+"""Cost: CapEx, OpEx, TCO with straight-line depreciation, cost per GPU-hour, build versus rent.
+
+Pure functions take numbers; :func:`assess` wires them to a scenario. Prices come, in
+order, from the scenario (``costs.*``, ``costs.prices[id]``), the catalogue
+(``price_usd_estimate``) and ``data/cost_defaults.yaml`` (each with a source and date);
+the origin of every price is in ``CostResult.price_sources``. Figures produced because a
+module of another issue is missing (training engine, facility budget, topology) are listed
+in ``CostResult.fallbacks``.
+
+Definitions
+-----------
+* CapEx: compute (job nodes + hot spares + head nodes), network (switches, links), storage
+  (checkpoint file system), facility (building per kW of IT when ``costs.facility_model``
+  is ``build``, plus racks with PDUs).
+* OpEx per year: energy (IT kW x PUE x 8760 h x load x price), maintenance (fraction of the
+  IT CapEx), space (colocation per kW-month x 12, when ``colocation``).
+* Annualised cost: IT CapEx / years + building CapEx / facility life + OpEx (straight-line
+  depreciation, no salvage value, no discounting).
+* TCO over N years: IT CapEx + N years of building depreciation + N x OpEx.
+* Cost per GPU-hour: annualised cost / (job GPUs x 8760 h); training run: GPUs x expected
+  failure-aware days x 24 h x cost per GPU-hour.
+
+References
+----------
+.. [1] Barroso, Hoelzle, Ranganathan 2018, "The Datacenter as a Computer", 3rd ed., ch. 6
+       (TCO: CapEx depreciated straight-line + OpEx).
+.. [2] The Green Grid WP#49 (PUE). Price sources: ``data/cost_defaults.yaml``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from .errors import ScenarioError
+from .findings import Finding, sort_findings
+from .scenario import Scenario
+from .units import HOURS_PER_DAY, HOURS_PER_YEAR, W_PER_KW
+
+COST_DEFAULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "cost_defaults.yaml"
+MONTHS_PER_YEAR = 12
+#: Server power over its GPUs' TDP when a node has no catalogue server (fallback):
+#: DGX A100 6.5 kW / (8 x 400 W) = 2.03, DGX H100 10.2 kW / (8 x 700 W) = 1.82 (User Guides).
+SERVER_POWER_PER_GPU_TDP = 1.9
+
+
+# =========================================================================== pure functions
+
+
+def _check(**values: float) -> None:
+    for name, v in values.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
+            raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
+
+
+def _check_pos(**values: float) -> None:
+    for name, v in values.items():
+        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
+            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
+
+
+def energy_cost_per_year(it_kw: float, pue: float, price_per_kwh: float, load_fraction: float = 1.0) -> float:
+    """Energy bill per year [currency/yr].
+
+    Parameters
+    ----------
+    it_kw : float
+        IT power [kW].
+    pue : float
+        Power usage effectiveness [-].
+    price_per_kwh : float
+        Energy price [currency/kWh].
+    load_fraction : float
+        Average IT load over ``it_kw`` [-].
+
+    Notes
+    -----
+    .. math:: C = P_{IT} \\cdot PUE \\cdot 8760\\,h \\cdot f_{load} \\cdot p
+
+    1 MW at PUE 1.3 and 0.10/kWh: 1000 x 1.3 x 8760 x 0.10 = 1,138,800 per year.
+    """
+    _check(it_kw=it_kw, price_per_kwh=price_per_kwh, load_fraction=load_fraction)
+    if not (isinstance(pue, (int, float)) and math.isfinite(pue) and pue >= 1):
+        raise ValueError(f"pue must be at least 1, got {pue!r}")
+    return it_kw * pue * HOURS_PER_YEAR * load_fraction * price_per_kwh
+
+
+def straight_line_depreciation(capex: float, years: float, salvage: float = 0.0) -> float:
+    """Depreciation per year [currency/yr] = (CapEx - salvage) / years."""
+    _check(capex=capex, salvage=salvage)
+    _check_pos(years=years)
+    if salvage > capex:
+        raise ValueError(f"salvage ({salvage}) cannot exceed capex ({capex})")
+    return (capex - salvage) / years
+
+
+def book_value(capex: float, years: float, age_years: float, salvage: float = 0.0) -> float:
+    """Book value [currency] after ``age_years`` of straight-line depreciation (floored at salvage)."""
+    _check(age_years=age_years)
+    return max(capex - straight_line_depreciation(capex, years, salvage) * age_years, salvage)
+
+
+def maintenance_per_year(capex: float, fraction: float) -> float:
+    """Maintenance / support contracts per year [currency/yr] = fraction x CapEx."""
+    _check(capex=capex, fraction=fraction)
+    if fraction > 1:
+        raise ValueError(f"fraction must be at most 1, got {fraction!r}")
+    return capex * fraction
+
+
+def colocation_per_year(it_kw: float, per_kw_month: float) -> float:
+    """Colocation space and power capacity per year [currency/yr] = kW x price per kW-month x 12."""
+    _check(it_kw=it_kw, per_kw_month=per_kw_month)
+    return it_kw * per_kw_month * MONTHS_PER_YEAR
+
+
+def cost_per_gpu_hour(annual_cost: float, gpus: int, utilization: float = 1.0) -> float:
+    """Cost per delivered GPU-hour [currency/GPU-h] = annual cost / (GPUs x 8760 h x utilization)."""
+    _check(annual_cost=annual_cost)
+    _check_pos(gpus=gpus, utilization=utilization)
+    return annual_cost / (gpus * HOURS_PER_YEAR * utilization)
+
+
+def gpu_hours(gpus: int, days: float) -> float:
+    """GPU-hours [GPU-h] of ``gpus`` accelerators for ``days`` of wall-clock time."""
+    _check(gpus=gpus, days=days)
+    return gpus * days * HOURS_PER_DAY
+
+
+def break_even_utilization(annual_own_cost: float, gpus: int, rent_per_gpu_hour: float) -> float:
+    """Utilisation above which owning is cheaper than renting [fraction; may exceed 1].
+
+    Owning costs the same whether used or not; renting costs rent x used GPU-hours:
+    u* = annual own cost / (GPUs x 8760 h x rent).
+    """
+    _check(annual_own_cost=annual_own_cost)
+    _check_pos(gpus=gpus, rent_per_gpu_hour=rent_per_gpu_hour)
+    return annual_own_cost / (gpus * HOURS_PER_YEAR * rent_per_gpu_hour)
+
+
+def fat_tree_counts(endpoints: int, radix: int) -> dict[str, int]:
+    """Switches and links of a non-blocking fat tree (folded Clos) for ``endpoints`` ports.
+
+    Two tiers while endpoints <= k^2/2: leaves = ceil(E / (k/2)), spines = ceil(leaves x (k/2) / k);
+    three tiers up to k^3/4: pods of k/2 leaves and k/2 aggregation switches, cores = (k/2)^2 scaled
+    to the used pods (Al-Fares et al. 2008, "A Scalable, Commodity Data Center Network
+    Architecture", SIGCOMM, Sec. 3). Links count endpoint links plus inter-switch links.
+    """
+    if not (isinstance(endpoints, int) and endpoints >= 0):
+        raise ValueError(f"endpoints must be a non-negative integer, got {endpoints!r}")
+    if not (isinstance(radix, int) and radix >= 4 and radix % 2 == 0):
+        raise ValueError(f"radix must be an even integer >= 4, got {radix!r}")
+    half = radix // 2
+    if endpoints == 0:
+        return {"leaf": 0, "spine": 0, "core": 0, "links": 0}
+    if endpoints <= radix:
+        return {"leaf": 1, "spine": 0, "core": 0, "links": endpoints}
+    leaves = math.ceil(endpoints / half)
+    if endpoints <= radix * half:
+        spines = math.ceil(leaves * half / radix)
+        return {"leaf": leaves, "spine": spines, "core": 0, "links": endpoints + leaves * half}
+    if endpoints > radix**3 // 4:
+        raise ValueError(f"{endpoints} endpoints exceed a 3-tier fat tree of radix {radix} ({radix**3 // 4})")
+    pods = math.ceil(leaves / half)
+    aggs = pods * half
+    cores = math.ceil(aggs * half / radix)
+    return {"leaf": leaves, "spine": aggs, "core": cores, "links": endpoints + leaves * half + aggs * half}
+
+
+# =========================================================================== data
+
+
+@lru_cache(maxsize=2)
+def load_cost_defaults(path: str | None = None) -> dict[str, Any]:
+    """``data/cost_defaults.yaml`` as a dict (each value with ``value``, ``source``, ``date``)."""
+    with Path(path or COST_DEFAULTS_PATH).open(encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def _speed_key(gbps: float, table: dict[str, Any]) -> dict[str, Any]:
+    keys = sorted(table, key=float)
+    best = min(keys, key=lambda k: abs(float(k) - gbps))
+    return table[best]
+
+
+# =========================================================================== scenario wiring
+
+
+@dataclass
+class CostResult:
+    """Cost and carbon of a scenario. Money in ``currency``; energy in MWh; CO2e in tonnes."""
+
+    currency: str
+    years: int
+    gpus: int
+    nodes_bought: int
+    it_power_kw: float
+    facility_power_kw: float
+    racks: int
+    capex: dict[str, float]
+    opex_per_year: dict[str, float]
+    annualized_cost: float
+    tco: float
+    tco_by_year: list[float]
+    cost_per_gpu_hour: float
+    training_days: float | None
+    training_gpu_hours: float | None
+    training_run_cost: float | None
+    rent_per_gpu_hour: float
+    rent_training_run_cost: float | None
+    break_even_utilization: float
+    cost_per_million_tokens: float | None
+    tokens_per_s_served: float | None
+    energy_mwh_per_year: float
+    grid_kg_co2e_per_kwh: float
+    grid_source: str
+    co2e_tonnes_per_year: float
+    training_run_energy_mwh: float | None
+    training_run_co2e_tonnes: float | None
+    price_sources: dict[str, str] = field(default_factory=dict)
+    fallbacks: dict[str, str] = field(default_factory=dict)
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``gpucluster cost --json`` contract."""
+        return {
+            "currency": self.currency,
+            "years": self.years,
+            "gpus": self.gpus,
+            "nodes_bought": self.nodes_bought,
+            "it_power_kw": self.it_power_kw,
+            "facility_power_kw": self.facility_power_kw,
+            "racks": self.racks,
+            "capex": dict(self.capex),
+            "opex_per_year": dict(self.opex_per_year),
+            "annualized_cost": self.annualized_cost,
+            "tco": self.tco,
+            "tco_by_year": list(self.tco_by_year),
+            "cost_per_gpu_hour": self.cost_per_gpu_hour,
+            "training_days": self.training_days,
+            "training_gpu_hours": self.training_gpu_hours,
+            "training_run_cost": self.training_run_cost,
+            "build_vs_rent": {
+                "rent_per_gpu_hour": self.rent_per_gpu_hour,
+                "rent_training_run_cost": self.rent_training_run_cost,
+                "own_training_run_cost": self.training_run_cost,
+                "break_even_utilization": self.break_even_utilization,
+            },
+            "cost_per_million_tokens": self.cost_per_million_tokens,
+            "tokens_per_s_served": self.tokens_per_s_served,
+            "energy_mwh_per_year": self.energy_mwh_per_year,
+            "grid_kg_co2e_per_kwh": self.grid_kg_co2e_per_kwh,
+            "grid_source": self.grid_source,
+            "co2e_tonnes_per_year": self.co2e_tonnes_per_year,
+            "training_run_energy_mwh": self.training_run_energy_mwh,
+            "training_run_co2e_tonnes": self.training_run_co2e_tonnes,
+            "price_sources": dict(self.price_sources),
+            "fallbacks": dict(self.fallbacks),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+class _Prices:
+    """Price look-up: scenario override > costs.prices[id] > catalogue > cost_defaults; records the origin."""
+
+    def __init__(self, scenario: Scenario, catalog: Any):
+        self.costs = scenario.costs
+        self.cat = catalog
+        self.defaults = load_cost_defaults()
+        self.sources: dict[str, str] = {}
+
+    def item(self, key: str, table: str, id_: str | None, default_group: dict[str, Any] | None,
+             override: float | None = None, override_field: str = "") -> float | None:
+        if override is not None:
+            self.sources[key] = f"scenario {override_field}"
+            return float(override)
+        if id_ and id_ in self.costs.prices:
+            self.sources[key] = f"scenario costs.prices.{id_}"
+            return float(self.costs.prices[id_])
+        if id_:
+            try:
+                row = self.cat.get(table, id_)
+            except Exception:
+                row = None
+            if row and row.get("price_usd_estimate"):
+                self.sources[key] = f"catalogue {table}.csv {id_}: {row.get('price_source') or 'price_usd_estimate'}"
+                return float(row["price_usd_estimate"])
+        if default_group and id_ in default_group:
+            d = default_group[id_]
+            self.sources[key] = f"cost_defaults: {d['source']} ({d['date']})"
+            return float(d["value"])
+        return None
+
+    def default(self, key: str, entry: dict[str, Any], override: float | None = None, override_field: str = "") -> float:
+        if override is not None:
+            self.sources[key] = f"scenario {override_field}"
+            return float(override)
+        self.sources[key] = f"cost_defaults: {entry['source']} ({entry['date']})"
+        return float(entry["value"])
+
+
+def _budget(scenario: Scenario, cat: Any, hw: Any, nodes: int, fallbacks: dict[str, str],
+            findings: list[Finding]) -> tuple[float, float, int]:
+    """(IT kW, facility kW, racks) from the facility module (issue 4) or the documented fallback."""
+    try:
+        from . import facility  # issue 4
+
+        b = facility.budget(scenario, cat, nodes=nodes)
+        return float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
+    except (ImportError, AttributeError):  # module (or the agreed function) not there yet
+        pass
+    server = hw.server or {}
+    if server.get("max_power_w"):
+        node_w = float(server["max_power_w"])
+        how = f"{nodes} nodes x {server['id']} max_power_w {node_w:g} W"
+    else:
+        node_w = hw.gpus_per_node * float(hw.accelerator["tdp_w"]) * SERVER_POWER_PER_GPU_TDP
+        how = (f"{nodes} nodes x {hw.gpus_per_node} x {hw.accelerator['tdp_w']:g} W TDP x "
+               f"{SERVER_POWER_PER_GPU_TDP} (server over GPU power, DGX A100/H100)")
+    it_kw = nodes * node_w / W_PER_KW
+    fac = scenario.facility
+    per_rack_power = max(1, int(fac.rack_power_limit_kw * W_PER_KW // node_w))
+    ru = server.get("rack_units")
+    per_rack_space = max(1, int(fac.rack_units // ru)) if ru else per_rack_power
+    per_rack = min(per_rack_power, per_rack_space)
+    racks = math.ceil(nodes / per_rack)
+    note = (f"IT power = {how} = {it_kw:.0f} kW; racks = ceil({nodes} / {per_rack} nodes per rack) "
+            f"(facility budget, issue 4, not available)")
+    fallbacks["it_power_kw"] = note
+    findings.append(Finding("cost-fallback-facility", "info", note,
+                            fix="merge the facility module (issue 4) for a budget with network and storage power",
+                            field="facility"))
+    return it_kw, it_kw * fac.pue, racks
+
+
+def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _Prices, topology: Any,
+                   fallbacks: dict[str, str], findings: list[Finding]) -> float:
+    costs = scenario.costs
+    if costs.network_price is not None:
+        prices.sources["network"] = "scenario costs.network_price"
+        return float(costs.network_price)
+    net = scenario.network
+    server = hw.server or {}
+    switch = None
+    if net.switch:
+        switch = cat.get("switches", net.switch, path="network.switch")
+    nic = None
+    nic_id = net.nic or server.get("compute_nic_id")
+    if nic_id:
+        nic = cat.get("nics", nic_id, path="network.nic")
+    speed = float((switch or {}).get("port_speed_gbps") or (nic or {}).get("speed_gbps") or 200.0)
+    d = prices.defaults["network"]
+    per_port = _speed_key(speed, d["switch_per_port_by_gbps"])
+    link_d = _speed_key(speed, d["link_by_gbps"])
+    radix = int((switch or {}).get("ports") or 40)
+
+    def switch_price() -> float:
+        p = prices.item("switch", "switches", net.switch, None)
+        if p is None:
+            p = per_port["value"] * radix
+            prices.sources["switch"] = f"cost_defaults: {per_port['value']} per {speed:g}G port x {radix} ports ({per_port['source']})"
+        return p
+
+    topo = topology
+    if topo is None:
+        try:
+            from . import topology as topology_mod  # issue 5
+
+            topo = topology_mod.design_topology(scenario, cat, nodes=nodes)
+        except (ImportError, AttributeError):
+            topo = None
+    if topo is not None:
+        for attr in ("capex_usd", "cost_usd", "price_usd"):
+            if getattr(topo, attr, None) is not None:
+                prices.sources["network"] = f"topology.{attr}"
+                return float(getattr(topo, attr))
+        switches = getattr(topo, "switches", {}) or {}
+        n_sw = sum(switches.values()) if isinstance(switches, dict) else int(switches)
+        cables = getattr(topo, "cables", 0) or 0
+        n_links = sum(cables.values()) if isinstance(cables, dict) else int(cables)
+        prices.sources["links"] = f"cost_defaults: {link_d['value']} per {speed:g}G link incl. transceivers ({link_d['source']})"
+        return n_sw * switch_price() + n_links * link_d["value"]
+    per_node = net.nics_per_node or server.get("compute_nic_count") or hw.gpus_per_node
+    endpoints = nodes * int(per_node)
+    counts = fat_tree_counts(endpoints, radix)
+    n_sw = counts["leaf"] + counts["spine"] + counts["core"]
+    prices.sources["links"] = f"cost_defaults: {link_d['value']} per {speed:g}G link incl. transceivers ({link_d['source']})"
+    note = (f"non-blocking fat tree of radix {radix} for {endpoints} ports: {counts['leaf']} leaf + "
+            f"{counts['spine']} spine + {counts['core']} core switches, {counts['links']} links "
+            "(topology module, issue 5, not available)")
+    fallbacks["capex.network"] = note
+    findings.append(Finding("cost-fallback-topology", "info", note,
+                            fix="merge the topology module (issue 5) for the real switch, cable and optic counts",
+                            field="network"))
+    return n_sw * switch_price() + counts["links"] * link_d["value"]
+
+
+def _tokens_served(scenario: Scenario, cat: Any, fallbacks: dict[str, str]) -> float | None:
+    try:
+        from . import inference  # issue 6
+
+        fn = getattr(inference, "serve", None) or inference.estimate
+        est = fn(scenario, cat)
+        tps = getattr(est, "tokens_per_s", None) or getattr(est, "output_tokens_per_s", None)
+        if tps:
+            return float(tps)
+    except (ImportError, AttributeError):
+        pass
+    inf = scenario.inference
+    tps = inf.tokens_per_s or (inf.requests_per_s * inf.output_tokens if inf.requests_per_s else None)
+    if tps:
+        fallbacks["cost_per_million_tokens"] = ("the scenario's inference demand (inference.tokens_per_s or "
+                                                "requests_per_s x output_tokens) served by the whole cluster "
+                                                "(inference engine, issue 6, not available)")
+    return tps
+
+
+def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | None = None, budget: Any = None,
+           topology: Any = None, reliability_result: Any = None) -> CostResult:
+    """CapEx, OpEx, TCO, per-GPU-hour and per-run cost and carbon of the scenario.
+
+    Parameters
+    ----------
+    scenario : Scenario
+    catalog : Catalog, optional
+    training_days : float, optional
+        Wall-clock days of the training run [days]; default: the failure-aware expected days
+        of :func:`gpucluster_lib.reliability.assess`.
+    budget : object, optional
+        A facility budget (``it_power_kw``, ``facility_power_kw``, ``racks``); default from
+        the facility module (issue 4) or the documented fallback.
+    topology : object, optional
+        A topology design (``switches``, ``cables``); default from the topology module
+        (issue 5) or a fat-tree fallback.
+    reliability_result : ReliabilityResult, optional
+        An already computed :func:`gpucluster_lib.reliability.assess` of the same scenario
+        (saves recomputing it in widgets).
+    """
+    from . import carbon, reliability
+    from .hardware import catalog_for, resolve_hardware
+
+    cat = catalog or catalog_for(scenario)
+    hw = resolve_hardware(scenario, cat)
+    costs = scenario.costs
+    fac = scenario.facility
+    findings: list[Finding] = []
+    fallbacks: dict[str, str] = {}
+    prices = _Prices(scenario, cat)
+    d = prices.defaults
+
+    intensity, grid_src = carbon.grid_intensity(scenario)  # validate facility.grid_* before the heavy work
+    rel = reliability_result if reliability_result is not None else reliability.assess(scenario, cat)
+    for k, v in rel.fallbacks.items():
+        fallbacks[f"reliability.{k}"] = v
+    spares = rel.spare_nodes
+    nodes_bought = hw.nodes + spares
+
+    # ---- power and racks
+    if budget is not None:
+        it_kw, fac_kw, racks = float(budget.it_power_kw), float(budget.facility_power_kw), int(budget.racks)
+    else:
+        it_kw, fac_kw, racks = _budget(scenario, cat, hw, nodes_bought, fallbacks, findings)
+    pue = fac_kw / it_kw if it_kw > 0 else fac.pue
+
+    # ---- CapEx
+    node_price = prices.item("server", "servers", hw.server_id, d["compute"]["servers"], costs.server_price,
+                             "costs.server_price")
+    if node_price is None:
+        acc = prices.item("accelerator", "accelerators", hw.accelerator_id, d["compute"]["accelerators"],
+                          costs.accelerator_price, "costs.accelerator_price")
+        if acc is None:
+            raise ScenarioError("costs.accelerator_price",
+                                f"no price known for {hw.accelerator_id!r}: set costs.accelerator_price "
+                                f"or costs.prices.{hw.accelerator_id}")
+        ovh = d["compute"]["server_overhead_fraction"]
+        node_price = acc * hw.gpus_per_node * (1 + ovh["value"])
+        prices.sources["server"] = (f"{hw.gpus_per_node} x accelerator price x (1 + {ovh['value']}) "
+                                    f"({ovh['source']})")
+    head_price = prices.default("head_node", d["compute"]["head_node"], costs.head_node_price, "costs.head_node_price")
+    compute = nodes_bought * node_price + scenario.hardware.head_nodes * head_price
+    network = _network_capex(scenario, cat, hw, nodes_bought, prices, topology, fallbacks, findings)
+    storage_row = None
+    try:
+        storage_row = cat.get("storage", rel.storage_system)
+    except Exception:
+        storage_row = None
+    unit_price = prices.item("storage", "storage", rel.storage_system, None)
+    if unit_price is None:
+        per_tb = prices.default("storage_per_tb", d["storage"]["per_tb"], costs.storage_per_tb, "costs.storage_per_tb")
+        cap_tb = float(storage_row["capacity_tb"]) if storage_row else reliability.FALLBACK_STORAGE_CAPACITY_TB
+        unit_price = per_tb * cap_tb
+    storage = rel.storage_units * unit_price
+    rack_price = prices.default("rack", d["facility"]["rack_with_pdus"], costs.rack_price, "costs.rack_price")
+    if costs.facility_model == "build":
+        per_kw = prices.default("facility_per_kw", d["facility"]["build_per_kw"], costs.facility_per_kw,
+                                "costs.facility_per_kw")
+        building = it_kw * per_kw
+    else:
+        building = 0.0
+    facility_capex = building + racks * rack_price
+    it_capex = compute + network + storage
+    capex = {"compute": compute, "network": network, "storage": storage, "facility": facility_capex,
+             "total": it_capex + facility_capex}
+
+    # ---- OpEx
+    energy = energy_cost_per_year(it_kw, pue, fac.energy_price_per_kwh, costs.load_fraction)
+    maintenance = maintenance_per_year(it_capex, costs.maintenance_fraction)
+    if costs.facility_model == "colocation":
+        colo = prices.default("colocation_per_kw_month", d["facility"]["colocation_per_kw_month"],
+                              costs.colocation_per_kw_month, "costs.colocation_per_kw_month")
+        space = colocation_per_year(it_kw, colo)
+    else:
+        space = 0.0
+        if costs.colocation_per_kw_month is not None:
+            findings.append(Finding("cost-colocation-ignored", "warning",
+                                    "costs.colocation_per_kw_month is set but costs.facility_model is 'build'",
+                                    fix="set costs.facility_model: colocation", field="costs.facility_model"))
+    opex = {"energy": energy, "maintenance": maintenance, "space": space, "total": energy + maintenance + space}
+
+    # ---- TCO
+    years = costs.years
+    life = costs.facility_life_years or float(d["facility"]["life_years"]["value"])
+    building_dep = straight_line_depreciation(building, life) if building else 0.0
+    racks_dep = straight_line_depreciation(racks * rack_price, years)
+    annual = straight_line_depreciation(it_capex, years) + racks_dep + building_dep + opex["total"]
+    tco_by_year = [it_capex + racks * rack_price + y * (building_dep + opex["total"]) for y in range(years + 1)]
+    tco = tco_by_year[-1]
+    per_gpu_h = cost_per_gpu_hour(annual, hw.gpus)
+
+    # ---- training run, rent, serving
+    days = training_days if training_days is not None else rel.training_days_expected
+    if days is not None and not days > 0:
+        raise ValueError(f"training_days must be positive, got {days!r}")
+    run_gpu_h = gpu_hours(hw.gpus, days) if days is not None else None
+    run_cost = run_gpu_h * per_gpu_h if run_gpu_h is not None else None
+    rent_group = d["rent"]
+    if costs.rent_per_gpu_hour is not None:
+        rent = costs.rent_per_gpu_hour
+        prices.sources["rent"] = "scenario costs.rent_per_gpu_hour"
+    else:
+        r = rent_group.get(hw.accelerator_id, rent_group["default"])
+        rent = float(r["value"])
+        prices.sources["rent"] = f"cost_defaults: {r['source']} ({r['date']})"
+    rent_run = run_gpu_h * rent if run_gpu_h is not None else None
+    breakeven = break_even_utilization(annual, hw.gpus, rent) if rent > 0 else math.inf
+    tps = _tokens_served(scenario, cat, fallbacks)
+    per_m_tokens = annual / HOURS_PER_YEAR / (tps * 3600) * 1e6 if tps else None
+
+    # ---- carbon
+    mwh_year = carbon.energy_mwh_per_year(it_kw, pue, costs.load_fraction)
+    co2_year = carbon.co2e_tonnes(mwh_year, intensity)
+    run_mwh = carbon.facility_energy_mwh(it_kw, pue, days * HOURS_PER_DAY, costs.load_fraction) if days else None
+    run_co2 = carbon.co2e_tonnes(run_mwh, intensity) if run_mwh is not None else None
+
+    # ---- findings
+    if rent_run is not None and run_cost is not None and rent_run < run_cost:
+        findings.append(Finding("cost-rent-cheaper", "info",
+                                f"renting at {rent:.2f}/GPU-h ({rent_run:,.0f}) costs less than owning "
+                                f"({run_cost:,.0f}) for this run; owning pays off above {breakeven:.0%} utilisation",
+                                field="costs.rent_per_gpu_hour"))
+    if breakeven > 1:
+        findings.append(Finding("cost-own-never-pays", "warning",
+                                f"owning costs {per_gpu_h:.2f} per GPU-hour at 100% use, more than renting at {rent:.2f}",
+                                fix="check prices (costs.*) or rent", field="costs.rent_per_gpu_hour"))
+    estimated = sorted(k for k, v in prices.sources.items() if "ESTIMATE" in v)
+    if estimated:
+        findings.append(Finding("cost-estimated-prices", "info",
+                                f"prices that are engineering estimates: {', '.join(estimated)}",
+                                fix="replace them with quotes in costs.* or costs.prices", field="costs.prices"))
+
+    return CostResult(
+        currency=costs.currency, years=years, gpus=hw.gpus, nodes_bought=nodes_bought, it_power_kw=it_kw,
+        facility_power_kw=fac_kw, racks=racks, capex=capex, opex_per_year=opex, annualized_cost=annual, tco=tco,
+        tco_by_year=tco_by_year, cost_per_gpu_hour=per_gpu_h, training_days=days, training_gpu_hours=run_gpu_h,
+        training_run_cost=run_cost, rent_per_gpu_hour=rent, rent_training_run_cost=rent_run,
+        break_even_utilization=breakeven, cost_per_million_tokens=per_m_tokens, tokens_per_s_served=tps,
+        energy_mwh_per_year=mwh_year, grid_kg_co2e_per_kwh=intensity, grid_source=grid_src,
+        co2e_tonnes_per_year=co2_year, training_run_energy_mwh=run_mwh, training_run_co2e_tonnes=run_co2,
+        price_sources=dict(sorted(prices.sources.items())), fallbacks=fallbacks, findings=sort_findings(findings),
+    )
+
+
+def grid_presets() -> dict[str, float]:
+    """Grid intensity presets {region: kg CO2e per kWh} (``data/grid_intensity.yaml``)."""
+    from .carbon import load_grid_presets
+
+    return {k: float(v["kg_co2e_per_kwh"]) for k, v in load_grid_presets()["regions"].items()}
+
+
+def report_charts(result: CostResult) -> list[Any]:
+    """Charts for the batch report (:mod:`gpucluster_lib.report` hook)."""
+    from .charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+
+    return [cost_waterfall(result), tco_over_years(result), build_vs_rent(result), carbon_chart(result, grid_presets())]

@@ -1,0 +1,718 @@
+"""Rack and hall budgets: nodes per rack, racks, power, heat, airflow, floor, UPS, energy.
+
+:func:`budget` turns a scenario into a :class:`Budget`: how many nodes fit a rack and
+which limit binds (space, power, cooling density or weight), how many racks and rows the
+hall needs, the IT power (compute nodes + network + storage + head nodes), the facility
+power through the PUE, the heat in kW, BTU/h and refrigeration tons, the airflow at the
+chosen temperature rise, the air/liquid split, the floor area with hot/cold aisles, UPS
+and generator sizes under the power redundancy scheme, and the annual energy and its cost.
+
+Conversions (constants in :mod:`gpucluster_lib.units`):
+
+* heat [BTU/h] = P [W] x 3.412142 (1 BTU_IT = 1055.056 J; NIST SP 811);
+* refrigeration [tons] = heat [BTU/h] / 12,000 (1 ton = 3.516853 kW);
+* airflow [CFM] = P [W] x 3.412142 / (1.08 x dT [F]) (ASHRAE sensible-heat equation for
+  standard air; dT [F] = 1.8 x dT [K]), about 158 CFM per kW at 11.1 K (20 F).
+
+Peak power sizes the electrical and cooling plant; typical power gives the energy.
+Assumptions that are not catalogue values are in :mod:`gpucluster_lib.power_assumptions`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from . import power_assumptions as pa
+from .catalog import Catalog
+from .errors import GpuClusterError, ScenarioError
+from .findings import Finding, sort_findings
+from .hardware import catalog_for, resolve_hardware
+from .node import NodeDesign, build_node
+from .scenario import Scenario
+from .units import (
+    BTU_PER_H_PER_TON,
+    BTU_PER_H_PER_W,
+    F_PER_K,
+    GENERATOR_POWER_FACTOR,
+    HOURS_PER_YEAR,
+    KW_PER_MW,
+    SENSIBLE_HEAT_FACTOR_BTU_PER_H_CFM_F,
+    UPS_POWER_FACTOR,
+    W_PER_KW,
+)
+
+CONSTRAINTS = ("space", "power", "cooling", "weight")
+#: Largest UPS / generator module assumed when splitting an N+1 system [kW] (ESTIMATE:
+#: large modular UPS frames and diesel gensets are about 0.5-3 MW each).
+MAX_MODULE_KW = 1000.0
+#: Storage appliances draw this fraction of their maximum in normal operation (ESTIMATE).
+STORAGE_TYPICAL_FRACTION = 0.7
+
+
+# --------------------------------------------------------------------------- conversions
+
+
+def heat_btu_per_h(power_w: float | np.ndarray) -> float | np.ndarray:
+    """Heat released by ``power_w`` of electrical load [BTU/h]: P x 3.412142 (NIST SP 811)."""
+    return power_w * BTU_PER_H_PER_W
+
+
+def cooling_tons(power_w: float) -> float:
+    """Refrigeration needed to remove ``power_w`` [tons]: P x 3.412142 / 12,000."""
+    return power_w * BTU_PER_H_PER_W / BTU_PER_H_PER_TON
+
+
+def airflow_cfm(power_w: float, delta_t_k: float) -> float:
+    """Air volume that carries ``power_w`` away at a temperature rise ``delta_t_k`` [CFM].
+
+    Sensible-heat equation for standard air (ASHRAE Fundamentals ch. 1):
+    q [BTU/h] = 1.08 x CFM x dT [F], so CFM = P x 3.412142 / (1.08 x 1.8 x dT [K]).
+    """
+    if delta_t_k <= 0:
+        raise ScenarioError("facility.delta_t_c", f"must be a positive temperature rise, got {delta_t_k!r}")
+    return power_w * BTU_PER_H_PER_W / (SENSIBLE_HEAT_FACTOR_BTU_PER_H_CFM_F * delta_t_k * F_PER_K)
+
+
+def cfm_per_kw(delta_t_k: float) -> float:
+    """Airflow per kW of heat at a temperature rise [CFM/kW] (about 158 at 11.1 K)."""
+    return airflow_cfm(W_PER_KW, delta_t_k)
+
+
+def facility_power_w(it_power_w: float, pue: float) -> float:
+    """Facility power [W] = IT power x PUE (The Green Grid, PUE definition, WP #49)."""
+    if pue < 1:
+        raise ScenarioError("facility.pue", f"must be at least 1 (facility power includes the IT power), got {pue!r}")
+    if it_power_w < 0:
+        raise ScenarioError("it_power_w", f"must not be negative, got {it_power_w!r}")
+    return it_power_w * pue
+
+
+def redundant_capacity_kw(required_kw: float, scheme: str) -> tuple[float, int, int]:
+    """Installed UPS / generator capacity for a redundancy scheme [kW].
+
+    N: the load itself. N+1: the load over n = max(2, ceil(load / 1 MW)) working modules,
+    plus one spare module. 2N: two complete systems (Uptime Tier IV style).
+
+    Returns
+    -------
+    (installed_kw, working_modules, total_modules)
+    """
+    if required_kw < 0:
+        raise ScenarioError("facility", f"required capacity must not be negative, got {required_kw!r}")
+    if scheme == "N":
+        return required_kw, 1, 1
+    if scheme == "N+1":
+        n = max(pa.UPS_MODULES_N_PLUS_1, math.ceil(required_kw / MAX_MODULE_KW))
+        return required_kw * (n + 1) / n, n, n + 1
+    if scheme == "2N":
+        return 2 * required_kw, 1, 2
+    raise ScenarioError("facility.power_redundancy", f"must be one of 'N', 'N+1', '2N', got {scheme!r}")
+
+
+# --------------------------------------------------------------------------- rack packing
+
+
+@dataclass(frozen=True)
+class RackFit:
+    """Nodes per rack under each limit; ``nodes_per_rack`` is the smallest (at least 1)."""
+
+    limits: dict[str, int]
+    nodes_per_rack: int
+    binding: str
+
+    @property
+    def fits(self) -> bool:
+        return self.limits[self.binding] >= 1
+
+
+def rack_fit(node_u: int, node_peak_w: float, node_kg: float, *, rack_units: int, rack_power_limit_w: float,
+             rack_weight_limit_kg: float, cooling_limit_w: float, reserved_u: int = pa.RESERVED_RACK_UNITS,
+             reserved_w: float = 0.0, reserved_kg: float = 0.0) -> RackFit:
+    """How many nodes fit one rack, and which limit binds first.
+
+    space = floor((U - reserved U) / node U), power = floor((P_rack - reserved W) / node peak),
+    cooling = floor((cooling ceiling - reserved W) / node peak),
+    weight = floor((weight limit - reserved kg) / node kg). Ties go to the earlier of
+    space, power, cooling, weight. A node that breaks a power, cooling or weight limit on
+    its own still gets a rack to itself (``fits`` is False; the budget reports it).
+
+    Raises
+    ------
+    ScenarioError
+        a non-positive power or limit, or a rack shorter than one node.
+    """
+    if node_peak_w <= 0:
+        raise ScenarioError("node peak_power_w", f"must be a positive number of watts, got {node_peak_w!r}")
+    if node_u <= 0:
+        raise ScenarioError("node rack_units", f"must be a positive number of rack units, got {node_u!r}")
+    if node_kg <= 0:
+        raise ScenarioError("node weight_kg", f"must be a positive weight, got {node_kg!r}")
+    for name, v in (("facility.rack_power_limit_kw", rack_power_limit_w), ("facility.rack_cooling_limit_kw",
+                                                                            cooling_limit_w),
+                    ("facility.rack_weight_limit_kg", rack_weight_limit_kg)):
+        if v <= 0:
+            raise ScenarioError(name, f"must be a positive number, got {v!r}")
+    if rack_units < node_u:
+        raise ScenarioError("facility.rack_units",
+                            f"a {rack_units}U rack is shorter than one {node_u}U node; use a taller rack "
+                            f"(at least {node_u}U, e.g. 42 or 48)")
+    space = (rack_units - reserved_u) // node_u if rack_units - reserved_u >= node_u else 1
+    limits = {
+        "space": int(space),
+        "power": int(max(0.0, rack_power_limit_w - reserved_w) // node_peak_w),
+        "cooling": int(max(0.0, cooling_limit_w - reserved_w) // node_peak_w),
+        "weight": int(max(0.0, rack_weight_limit_kg - reserved_kg) // node_kg),
+    }
+    binding = min(CONSTRAINTS, key=lambda c: (limits[c], CONSTRAINTS.index(c)))
+    return RackFit(limits=limits, nodes_per_rack=max(1, limits[binding]), binding=binding)
+
+
+def hall_layout(racks: int, racks_per_row: int = pa.RACKS_PER_ROW) -> tuple[int, float, float, float]:
+    """Rows and white-space floor area of a hot/cold-aisle hall.
+
+    Rows of ``racks_per_row`` racks (600 x 1200 mm) face each other across 1.2 m cold
+    aisles and back onto 0.9 m hot aisles (TIA-942-B), with 1.2 m at each row end:
+
+    length = racks in the longest row x 0.6 + 2 x 1.2
+    depth  = rows x (1.2 + (1.2 + 0.9) / 2) + (1.2 + 0.9) / 2
+
+    Returns
+    -------
+    (rows, length_m, depth_m, area_m2). Electrical and mechanical rooms are not included.
+    """
+    if racks <= 0:
+        return 0, 0.0, 0.0, 0.0
+    rows = math.ceil(racks / racks_per_row)
+    per_row = min(racks, racks_per_row)
+    half_aisles = (pa.COLD_AISLE_M + pa.HOT_AISLE_M) / 2
+    length = per_row * pa.RACK_WIDTH_M + 2 * pa.ROW_END_CLEARANCE_M
+    depth = rows * (pa.RACK_DEPTH_M + half_aisles) + half_aisles
+    return rows, length, depth, length * depth
+
+
+# --------------------------------------------------------------------------- network estimate
+
+
+@dataclass(frozen=True)
+class NetworkEstimate:
+    fabric_switches: int
+    mgmt_switches: int
+    power_w: float
+    typical_w: float
+    rack_units: int
+    switch_id: str
+    tiers: int
+
+
+def fabric_switch_count(endpoints: np.ndarray | int, radix: int) -> tuple[np.ndarray, np.ndarray]:
+    """Switches of a non-blocking folded Clos for ``endpoints`` ports (vectorised).
+
+    One switch up to ``radix`` endpoints; two tiers up to radix^2/2 (leaves =
+    ceil(E / (k/2)), spines = ceil(leaves / 2)); beyond, a three-tier fat tree with 5E/k
+    switches (Al-Fares et al., SIGCOMM 2008: k^3/4 hosts on 5k^2/4 switches).
+
+    Returns
+    -------
+    (switches, tiers) as integer arrays.
+    """
+    e = np.asarray(endpoints, dtype=float)
+    k = float(radix)
+    leaves = np.ceil(e / (k / 2))
+    two = leaves + np.ceil(leaves / 2)
+    three = np.ceil(5 * e / k)
+    sw = np.where(e <= 0, 0, np.where(e <= k, 1, np.where(e <= k * k / 2, two, three)))
+    tiers = np.where(e <= 0, 0, np.where(e <= k, 1, np.where(e <= k * k / 2, 2, 3)))
+    return sw.astype(int), tiers.astype(int)
+
+
+def estimate_network(scenario: Scenario, cat: Catalog, node: NodeDesign, nodes: int,
+                     compute_racks: int) -> NetworkEstimate:
+    """Fallback network power and space when the topology module is not available.
+
+    Compute fabric: :func:`fabric_switch_count` on nodes x fabric ports of
+    ``network.switch`` (else a 64-port 1U 1,720 W switch); none for a single node unless
+    the topology is ``single-switch``. Management: one 1U 100 W switch per compute rack,
+    in the rack's reserved space. The storage fabric is not estimated.
+    """
+    sw_id = scenario.network.switch
+    sw = cat.get("switches", sw_id, path="network.switch") if sw_id else dict(pa.FALLBACK_SWITCH)
+    endpoints = nodes * max(node.fabric_ports, 1)
+    if nodes == 1 and scenario.network.topology != "single-switch":
+        endpoints = 0
+    count, tiers = fabric_switch_count(endpoints, int(sw["ports"]))
+    n_fabric = int(count)
+    max_w = float(sw["max_power_w"])
+    typ_w = float(sw.get("typical_power_w") or max_w)
+    return NetworkEstimate(
+        fabric_switches=n_fabric, mgmt_switches=compute_racks,
+        power_w=n_fabric * max_w + compute_racks * pa.MGMT_SWITCH_W,
+        typical_w=n_fabric * typ_w + compute_racks * pa.MGMT_SWITCH_W,
+        rack_units=n_fabric * int(sw["rack_units"]), switch_id=str(sw["id"]), tiers=int(tiers))
+
+
+# --------------------------------------------------------------------------- budget
+
+
+@dataclass(frozen=True)
+class RackItem:
+    """One device in the representative rack (for the elevation drawing); ``bottom_u`` is 1-based."""
+
+    label: str
+    kind: str  # node, switch, patch, empty
+    bottom_u: int
+    height_u: int
+    power_w: float
+
+
+@dataclass(frozen=True)
+class Budget:
+    """The rack and hall budget of a scenario. Powers in kW unless the name says W."""
+
+    node: NodeDesign
+    nodes: int
+    rack_units: int
+    rack_fit: RackFit
+    compute_racks: int
+    infra_racks: int
+    racks: int
+    rows: int
+    rack_units_used: int
+    network_power_w: float
+    network_typical_w: float
+    network_rack_units: int
+    network_source: str
+    storage_power_w: float
+    storage_rack_units: int
+    head_nodes: int
+    head_power_w: float
+    it_power_kw: float
+    it_typical_kw: float
+    pue: float
+    facility_power_kw: float
+    heat_load_kw: float
+    heat_load_btu_per_h: float
+    cooling_tons: float
+    airflow_cfm: float
+    delta_t_c: float
+    cooling: str
+    air_heat_kw: float
+    liquid_heat_kw: float
+    floor_area_m2: float
+    hall_length_m: float
+    hall_depth_m: float
+    power_redundancy: str
+    growth_headroom: float
+    planned_it_power_kw: float
+    planned_facility_power_kw: float
+    planned_racks: int
+    ups_kw: float
+    ups_kva: float
+    generator_kw: float
+    generator_kva: float
+    annual_energy_mwh: float
+    energy_price_per_kwh: float
+    annual_energy_cost: float
+    rack_power_kw: float
+    elevation: list[RackItem] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+
+    @property
+    def nodes_per_rack(self) -> int:
+        return self.rack_fit.nodes_per_rack
+
+    @property
+    def binding_constraint(self) -> str:
+        return self.rack_fit.binding
+
+    def breakdown_kw(self) -> dict[str, float]:
+        """Facility power by part at peak [kW]: node components x nodes, network, storage,
+        head nodes, and the cooling and power-distribution overhead (PUE - 1) x IT."""
+        per = self.node.by_category()
+        out = {
+            "GPUs": per.get("gpu", 0.0) * self.nodes / W_PER_KW,
+            "CPUs": per.get("cpu", 0.0) * self.nodes / W_PER_KW,
+            "Memory": per.get("memory", 0.0) * self.nodes / W_PER_KW,
+            "Network": (per.get("network", 0.0) * self.nodes + self.network_power_w) / W_PER_KW,
+            "Storage": (per.get("storage", 0.0) * self.nodes + self.storage_power_w) / W_PER_KW,
+            "Fans & other": (per.get("fans", 0.0) + per.get("other", 0.0)) * self.nodes / W_PER_KW,
+            "Head nodes": self.head_power_w / W_PER_KW,
+            "Cooling & power overhead (PUE)": self.facility_power_kw - self.it_power_kw,
+        }
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        n = self.node
+        return {
+            "node": {
+                "name": n.name, "server": n.server_id, "accelerator": n.accelerator_id,
+                "gpus_per_node": n.gpus_per_node,
+                "peak_power_w": round(n.peak_power_w, 1), "typical_power_w": round(n.typical_power_w, 1),
+                "psu_usable_w": n.psu_usable_w, "rack_units": n.rack_units,
+                "component_peak_w": round(n.component_peak_w, 1), "vendor_max_power_w": n.vendor_max_power_w,
+                "weight_kg": round(n.weight_kg, 2),
+                "components": [{"category": c.category, "label": c.label, "detail": c.detail,
+                                "peak_w": round(c.peak_w, 1), "typical_w": round(c.typical_w, 1)}
+                               for c in n.components],
+            },
+            "nodes": self.nodes,
+            "gpus": self.nodes * n.gpus_per_node,
+            "nodes_per_rack": self.nodes_per_rack,
+            "binding_constraint": self.binding_constraint,
+            "rack_limits": dict(self.rack_fit.limits),
+            "racks": self.racks,
+            "compute_racks": self.compute_racks,
+            "infra_racks": self.infra_racks,
+            "rows": self.rows,
+            "rack_units": self.rack_units,
+            "rack_units_used": self.rack_units_used,
+            "rack_power_kw": round(self.rack_power_kw, 3),
+            "network_power_w": round(self.network_power_w, 1),
+            "network_rack_units": self.network_rack_units,
+            "network_source": self.network_source,
+            "storage_power_w": round(self.storage_power_w, 1),
+            "head_nodes": self.head_nodes,
+            "it_power_kw": round(self.it_power_kw, 3),
+            "it_typical_kw": round(self.it_typical_kw, 3),
+            "pue": self.pue,
+            "facility_power_kw": round(self.facility_power_kw, 3),
+            "heat_load_kw": round(self.heat_load_kw, 3),
+            "heat_load_btu_per_h": round(self.heat_load_btu_per_h, 0),
+            "cooling_tons": round(self.cooling_tons, 2),
+            "airflow_cfm": round(self.airflow_cfm, 0),
+            "delta_t_c": self.delta_t_c,
+            "cooling": self.cooling,
+            "air_heat_kw": round(self.air_heat_kw, 3),
+            "liquid_heat_kw": round(self.liquid_heat_kw, 3),
+            "floor_area_m2": round(self.floor_area_m2, 1),
+            "power_redundancy": self.power_redundancy,
+            "ups_kw": round(self.ups_kw, 1),
+            "ups_kva": round(self.ups_kva, 1),
+            "generator_kw": round(self.generator_kw, 1),
+            "generator_kva": round(self.generator_kva, 1),
+            "growth_headroom": self.growth_headroom,
+            "planned_it_power_kw": round(self.planned_it_power_kw, 3),
+            "planned_racks": self.planned_racks,
+            "annual_energy_mwh": round(self.annual_energy_mwh, 3),
+            "energy_price_per_kwh": self.energy_price_per_kwh,
+            "annual_energy_cost": round(self.annual_energy_cost, 2),
+            "findings": [f.to_dict() for f in self.findings],
+        }
+
+
+def _network(scenario: Scenario, cat: Catalog, node: NodeDesign, nodes: int, compute_racks: int,
+             network_power_w: float | None, network_rack_units: int | None,
+             findings: list[Finding]) -> tuple[float, float, int, str]:
+    if network_power_w is not None:
+        if network_power_w < 0:
+            raise ScenarioError("network_power_w", f"must not be negative, got {network_power_w!r}")
+        ru = network_rack_units
+        if ru is None:
+            ru = estimate_network(scenario, cat, node, nodes, compute_racks).rack_units
+        return float(network_power_w), float(network_power_w), int(ru), "given"
+    try:
+        from .topology import design_topology  # issue 5; optional
+    except ImportError:
+        design_topology = None
+    if design_topology is not None:
+        try:
+            topo = design_topology(scenario, cat, nodes=nodes)
+            power = float(topo.network_power_w)
+            typical = float(getattr(topo, "network_typical_power_w", None) or power)
+            ru = int(topo.network_rack_units if network_rack_units is None else network_rack_units)
+            return power, typical, ru, "topology"
+        except GpuClusterError as e:
+            findings.append(Finding("network_estimate", "warning",
+                                    f"the topology design failed ({e}); network power is estimated instead",
+                                    fix="fix the network section (see the topology tab)", field="network"))
+    est = estimate_network(scenario, cat, node, nodes, compute_racks)
+    findings.append(Finding("network_estimate", "info",
+                            f"network estimated: {est.fabric_switches} x {est.switch_id} fabric switches "
+                            f"({est.tiers} tier{'s' if est.tiers != 1 else ''}, non-blocking) + "
+                            f"{est.mgmt_switches} management switches = {est.power_w / W_PER_KW:,.1f} kW, "
+                            f"{est.rack_units}U; the storage fabric is not included",
+                            fix="the topology module gives the exact switch, cable and optics counts"))
+    ru = est.rack_units if network_rack_units is None else int(network_rack_units)
+    return est.power_w, est.typical_w, ru, "estimate"
+
+
+def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
+           network_power_w: float | None = None, network_rack_units: int | None = None) -> Budget:
+    """The rack and hall budget of a scenario.
+
+    Parameters
+    ----------
+    scenario : reads ``hardware`` (node, ``nodes``, ``head_nodes``), ``network`` and ``facility``.
+    catalog : the catalogue (default: the scenario's).
+    nodes : compute nodes, overriding ``hardware.nodes`` (e.g. a serving fleet) [count].
+    network_power_w : total switch power [W], overriding the topology design / estimate.
+    network_rack_units : switch rack units [U].
+
+    Returns
+    -------
+    Budget. IT power = nodes x node peak + network + storage + head nodes; facility power
+    = IT x PUE; heat load = IT power (all electrical power ends as heat); energy uses the
+    typical draw for 8,760 h a year.
+    """
+    cat = catalog or catalog_for(scenario)
+    fac = scenario.facility
+    if fac.pue < 1:
+        raise ScenarioError("facility.pue", f"must be at least 1, got {fac.pue!r}")
+    node = build_node(scenario, cat)
+    if nodes is None:
+        n = resolve_hardware(scenario, cat).nodes
+    else:
+        if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
+            raise ScenarioError("nodes", f"must be a positive whole number of nodes, got {nodes!r}")
+        n = int(nodes)
+    findings: list[Finding] = list(node.findings)
+
+    # ---- racks for compute
+    cooling_limit_kw = fac.rack_cooling_limit_kw or pa.COOLING_DENSITY_LIMIT_KW[fac.cooling]
+    reserved_u = min(fac.reserved_rack_units, max(0, fac.rack_units - node.rack_units))
+    fit = rack_fit(node.rack_units, node.peak_power_w, node.weight_kg, rack_units=fac.rack_units,
+                   rack_power_limit_w=fac.rack_power_limit_kw * W_PER_KW,
+                   rack_weight_limit_kg=fac.rack_weight_limit_kg, cooling_limit_w=cooling_limit_kw * W_PER_KW,
+                   reserved_u=reserved_u, reserved_w=pa.MGMT_SWITCH_W if reserved_u else 0.0,
+                   reserved_kg=pa.MGMT_SWITCH_KG if reserved_u else 0.0)
+    _rack_findings(fit, node, fac, cooling_limit_kw, findings)
+    npr = fit.nodes_per_rack
+    compute_racks = math.ceil(n / npr)
+
+    # ---- network, storage, head nodes
+    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, node, n, compute_racks, network_power_w,
+                                                 network_rack_units, findings)
+    if fac.storage_power_kw is not None:
+        storage_w = fac.storage_power_kw * W_PER_KW
+        appliances = math.ceil(storage_w / pa.STORAGE_APPLIANCE_W) if storage_w else 0
+    else:
+        appliances = math.ceil(n / pa.STORAGE_NODES_PER_APPLIANCE) if n > 1 else 0
+        storage_w = appliances * pa.STORAGE_APPLIANCE_W
+        if appliances:
+            findings.append(Finding("storage_estimate", "info",
+                                    f"shared storage estimated as {appliances} x {pa.STORAGE_APPLIANCE_RACK_UNITS}U "
+                                    f"all-flash appliance(s) of {pa.STORAGE_APPLIANCE_W / W_PER_KW:g} kW "
+                                    f"(one per {pa.STORAGE_NODES_PER_APPLIANCE} nodes)",
+                                    fix="set facility.storage_power_kw to your storage system's power",
+                                    field="facility.storage_power_kw"))
+    storage_ru = appliances * pa.STORAGE_APPLIANCE_RACK_UNITS
+    heads = scenario.hardware.head_nodes
+    head_w = heads * pa.HEAD_NODE_PEAK_W
+    head_ru = heads * pa.HEAD_NODE_RACK_UNITS
+
+    # ---- infrastructure racks (network, storage, head nodes)
+    infra_ru = net_ru + storage_ru + head_ru
+    infra_w = (net_w - (compute_racks * pa.MGMT_SWITCH_W if net_src == "estimate" else 0.0)) + storage_w + head_w
+    usable_u = max(1, fac.rack_units - fac.reserved_rack_units)
+    rack_cap_w = min(fac.rack_power_limit_kw, cooling_limit_kw) * W_PER_KW
+    free_u = fac.rack_units - reserved_u - n * node.rack_units
+    free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - n * node.peak_power_w
+    infra_racks = int(infra_rack_count(infra_ru, infra_w, compute_racks, free_u, free_w, usable_u, rack_cap_w))
+    racks = compute_racks + infra_racks
+    shared = infra_ru > 0 and infra_racks == 0
+    rows, length, depth, area = hall_layout(racks, fac.racks_per_row)
+    ru_used = n * node.rack_units + infra_ru + (compute_racks + infra_racks) * reserved_u
+
+    # ---- power, heat, air
+    it_w = n * node.peak_power_w + net_w + storage_w + head_w
+    it_typ_w = (n * node.typical_power_w + net_typ_w + storage_w * STORAGE_TYPICAL_FRACTION
+                + heads * pa.HEAD_NODE_TYPICAL_W)
+    fac_w = facility_power_w(it_w, fac.pue)
+    liquid_frac = pa.LIQUID_HEAT_FRACTION[fac.cooling]
+    server_air_frac = 1.0 if fac.cooling in ("air", "rear_door") else 1 - liquid_frac
+    cfm = airflow_cfm(it_w * server_air_frac, fac.delta_t_c)
+    growth = 1 + fac.growth_headroom
+    planned_it_kw = it_w * growth / W_PER_KW
+    planned_fac_kw = fac_w * growth / W_PER_KW
+    ups_kw, _, _ = redundant_capacity_kw(planned_it_kw, fac.power_redundancy)
+    gen_kw, _, _ = redundant_capacity_kw(planned_fac_kw, fac.power_redundancy)
+    energy_mwh = facility_power_w(it_typ_w, fac.pue) * HOURS_PER_YEAR / W_PER_KW / KW_PER_MW
+    if fac.power_redundancy == "N":
+        findings.append(Finding("power_redundancy", "warning",
+                                "facility.power_redundancy is 'N': one UPS or generator failure drops the load",
+                                fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
+    rack_kw = (min(npr, n) * node.peak_power_w + (pa.MGMT_SWITCH_W if reserved_u else 0.0)
+               + (infra_w if shared else 0.0)) / W_PER_KW
+
+    return Budget(
+        node=node, nodes=n, rack_units=fac.rack_units, rack_fit=fit, compute_racks=compute_racks,
+        infra_racks=infra_racks, racks=racks, rows=rows, rack_units_used=int(ru_used),
+        network_power_w=net_w, network_typical_w=net_typ_w, network_rack_units=int(net_ru), network_source=net_src,
+        storage_power_w=storage_w, storage_rack_units=storage_ru, head_nodes=heads, head_power_w=head_w,
+        it_power_kw=it_w / W_PER_KW, it_typical_kw=it_typ_w / W_PER_KW, pue=fac.pue,
+        facility_power_kw=fac_w / W_PER_KW, heat_load_kw=it_w / W_PER_KW,
+        heat_load_btu_per_h=it_w * BTU_PER_H_PER_W, cooling_tons=cooling_tons(it_w), airflow_cfm=cfm,
+        delta_t_c=fac.delta_t_c, cooling=fac.cooling, air_heat_kw=it_w * (1 - liquid_frac) / W_PER_KW,
+        liquid_heat_kw=it_w * liquid_frac / W_PER_KW, floor_area_m2=area, hall_length_m=length, hall_depth_m=depth,
+        power_redundancy=fac.power_redundancy, growth_headroom=fac.growth_headroom,
+        planned_it_power_kw=planned_it_kw, planned_facility_power_kw=planned_fac_kw,
+        planned_racks=math.ceil(racks * growth - 1e-9), ups_kw=ups_kw, ups_kva=ups_kw / UPS_POWER_FACTOR,
+        generator_kw=gen_kw, generator_kva=gen_kw / GENERATOR_POWER_FACTOR, annual_energy_mwh=energy_mwh,
+        energy_price_per_kwh=fac.energy_price_per_kwh,
+        annual_energy_cost=energy_mwh * KW_PER_MW * fac.energy_price_per_kwh, rack_power_kw=rack_kw,
+        elevation=rack_elevation(node, min(npr, n), fac.rack_units, reserved_u,
+                                 extra=_infra_items(net_ru, storage_ru, heads, infra_w - storage_w - head_w, storage_w)
+                                 if shared else ()),
+        findings=sort_findings(findings),
+    )
+
+
+def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: float,
+                   findings: list[Finding]) -> None:
+    lim = fit.limits
+    peak_kw = node.peak_power_w / W_PER_KW
+    if lim["power"] < 1:
+        findings.append(Finding("rack_power", "error",
+                                f"one node's peak {peak_kw:,.1f} kW exceeds the rack power limit "
+                                f"{fac.rack_power_limit_kw:g} kW", fix=f"raise facility.rack_power_limit_kw to at "
+                                f"least {math.ceil(peak_kw + pa.MGMT_SWITCH_W / W_PER_KW)} kW",
+                                field="facility.rack_power_limit_kw"))
+    if lim["cooling"] < 1:
+        findings.append(Finding("rack_cooling", "error",
+                                f"one node's peak {peak_kw:,.1f} kW exceeds what {fac.cooling} cooling removes per "
+                                f"rack ({cooling_limit_kw:g} kW)",
+                                fix="rear-door or direct liquid cooling (facility.cooling)", field="facility.cooling"))
+    if lim["weight"] < 1:
+        findings.append(Finding("rack_weight", "error",
+                                f"one node ({node.weight_kg:,.0f} kg) exceeds the rack weight limit "
+                                f"{fac.rack_weight_limit_kg:g} kg", field="facility.rack_weight_limit_kg",
+                                fix="a rack with a higher load rating"))
+    if node.weight_estimated:
+        findings.append(Finding("rack_weight", "info",
+                                f"node weight not in the catalogue; estimated {node.weight_kg:,.0f} kg "
+                                f"({pa.SERVER_KG_PER_U:g} kg per U)", fix="add weight_kg to the servers.csv row"))
+    if fit.fits:
+        others = ", ".join(f"{c} {lim[c]}" for c in CONSTRAINTS if c != fit.binding)
+        findings.append(Finding("rack_fit", "info",
+                                f"{fit.nodes_per_rack} node(s) per {fac.rack_units}U rack, limited by "
+                                f"{fit.binding} ({others})"))
+
+
+def infra_rack_count(infra_ru: Any, infra_w: Any, compute_racks: Any, free_u: Any, free_w: Any, usable_u: int,
+                     cap_w: float) -> Any:
+    """Racks for network, storage and head nodes (vectorised).
+
+    A single-rack cluster keeps them in its one compute rack when they fit the space and
+    power left there; otherwise they get their own racks, as many as their rack units or
+    their power (against the rack's power/cooling cap) need.
+    """
+    infra_ru, infra_w = np.asarray(infra_ru, dtype=float), np.asarray(infra_w, dtype=float)
+    own = np.maximum(np.ceil(infra_ru / usable_u), np.ceil(infra_w / cap_w))
+    fits = (np.asarray(compute_racks) == 1) & (infra_ru <= np.asarray(free_u)) & (infra_w <= np.asarray(free_w))
+    return np.where((infra_ru <= 0) | fits, 0, own).astype(int)
+
+
+def _infra_items(net_ru: int, storage_ru: int, heads: int, net_w: float, storage_w: float) -> list[tuple]:
+    out = []
+    if net_ru:
+        out.append(("fabric switch(es)", "switch", int(net_ru), net_w))
+    if storage_ru:
+        out.append(("storage", "storage", int(storage_ru), storage_w))
+    for i in range(heads):
+        out.append((f"head node {i + 1}", "head", pa.HEAD_NODE_RACK_UNITS, pa.HEAD_NODE_PEAK_W))
+    return out
+
+
+def rack_elevation(node: NodeDesign, nodes_in_rack: int, rack_units: int, reserved_u: int,
+                   extra: tuple | list = ()) -> list[RackItem]:
+    """Devices of a representative compute rack from the bottom up: nodes, any shared
+    infrastructure (``extra``: (label, kind, height U, W)), then the management switch and
+    patch panel at the top, the rest empty."""
+    items: list[RackItem] = []
+    u = 1
+    for i in range(nodes_in_rack):
+        items.append(RackItem(f"node {i + 1}: {node.server_id or node.chassis_id or 'node'}", "node", u,
+                              node.rack_units, node.peak_power_w))
+        u += node.rack_units
+    for label, kind, height, watts in extra:
+        items.append(RackItem(label, kind, u, height, watts))
+        u += height
+    top = rack_units + 1
+    tail: list[RackItem] = []
+    if reserved_u >= 1:
+        top -= 1
+        tail.append(RackItem("management switch", "switch", top, 1, pa.MGMT_SWITCH_W))
+    if reserved_u >= 2:
+        top -= reserved_u - 1
+        tail.append(RackItem("patch panel / cable management", "patch", top, reserved_u - 1, 0.0))
+    if top > u:
+        items.append(RackItem("empty", "empty", u, top - u, 0.0))
+    return items + sorted(tail, key=lambda it: it.bottom_u)
+
+
+# --------------------------------------------------------------------------- growth
+
+
+def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scenario | None = None,
+                 catalog: Catalog | None = None) -> pd.DataFrame:
+    """Racks, IT and facility power against node count, vectorised from a budget.
+
+    The node, rack fit, PUE, storage rule and head nodes come from ``b``. Network power:
+    with the fallback estimate (``b.network_source == 'estimate'``) the switch count is
+    recomputed per count (:func:`fabric_switch_count`, needs ``scenario``/``catalog``);
+    otherwise it scales linearly with the node count (an approximation: real fabrics grow
+    in steps).
+
+    Returns
+    -------
+    DataFrame with columns nodes, racks, it_mw, facility_mw.
+    """
+    n = np.asarray(node_counts, dtype=float)
+    if np.any(n < 1):
+        raise ScenarioError("nodes", "node counts must be at least 1")
+    node = b.node
+    compute_racks = np.ceil(n / b.nodes_per_rack)
+    if b.network_source == "estimate" and scenario is not None:
+        cat = catalog or catalog_for(scenario)
+        sw_id = scenario.network.switch
+        sw = cat.get("switches", sw_id) if sw_id else dict(pa.FALLBACK_SWITCH)
+        endpoints = n * max(node.fabric_ports, 1)
+        if scenario.network.topology != "single-switch":
+            endpoints = np.where(n == 1, 0, endpoints)
+        count, _ = fabric_switch_count(endpoints, int(sw["ports"]))
+        fabric_w = count * float(sw["max_power_w"])
+        net_w = fabric_w + compute_racks * pa.MGMT_SWITCH_W
+        net_ru = count * int(sw["rack_units"])
+        infra_net_w = fabric_w
+    else:
+        per = b.network_power_w / b.nodes
+        net_w = per * n
+        net_ru = np.ceil(b.network_rack_units / b.nodes * n)
+        infra_net_w = net_w
+    fac_store = b.storage_power_w if (scenario is not None and scenario.facility.storage_power_kw is not None) else None
+    if fac_store is not None:
+        storage_w = np.full_like(n, fac_store)
+        storage_ru = np.full_like(n, b.storage_rack_units)
+    else:
+        appl = np.where(n > 1, np.ceil(n / pa.STORAGE_NODES_PER_APPLIANCE), 0)
+        storage_w = appl * pa.STORAGE_APPLIANCE_W
+        storage_ru = appl * pa.STORAGE_APPLIANCE_RACK_UNITS
+    head_w = b.head_power_w
+    head_ru = b.head_nodes * pa.HEAD_NODE_RACK_UNITS
+    usable_u = max(1, b.rack_units - (scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS))
+    cap_w = b.rack_power_kw * W_PER_KW if scenario is None else min(
+        scenario.facility.rack_power_limit_kw,
+        scenario.facility.rack_cooling_limit_kw or pa.COOLING_DENSITY_LIMIT_KW[scenario.facility.cooling]) * W_PER_KW
+    infra_ru = net_ru + storage_ru + head_ru
+    reserved = scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS
+    free_u = b.rack_units - min(reserved, b.rack_units - node.rack_units) - n * node.rack_units
+    free_w = cap_w - pa.MGMT_SWITCH_W - n * node.peak_power_w
+    infra_racks = infra_rack_count(infra_ru, infra_net_w + storage_w + head_w, compute_racks, free_u, free_w,
+                                   usable_u, cap_w)
+    it_w = n * node.peak_power_w + net_w + storage_w + head_w
+    return pd.DataFrame({
+        "nodes": n.astype(int),
+        "racks": (compute_racks + infra_racks).astype(int),
+        "it_mw": it_w / W_PER_KW / KW_PER_MW,
+        "facility_mw": it_w * b.pue / W_PER_KW / KW_PER_MW,
+    })
+
+
+def default_node_counts(nodes: int, points: int = 24) -> np.ndarray:
+    """Node counts for the growth chart: 1 to max(4 x nodes, 16), log-spaced, unique."""
+    top = max(4 * nodes, 16)
+    return np.unique(np.round(np.geomspace(1, top, points)).astype(int))

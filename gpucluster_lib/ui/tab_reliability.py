@@ -1,0 +1,187 @@
+"""Reliability & cost panel: interruptions, checkpointing, days-to-train band, CapEx/OpEx/TCO,
+build versus rent and carbon. All numbers come from :mod:`gpucluster_lib.reliability`
+and :mod:`gpucluster_lib.cost`; this module only links widgets to the scenario."""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import altair as alt
+import ipywidgets as widgets
+
+from .. import cost as cost_mod
+from .. import reliability as rel_mod
+from ..carbon import load_grid_presets
+from ..charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+from ..charts.reliability import component_chart, days_band_chart, interval_goodput_chart
+from ..findings import sort_findings
+from .common import AppState, chart_widget, guarded, kv_html, message_area, section, show_findings
+
+TITLE = "Reliability & cost"
+ORDER = 60
+
+PRESETS = ["llama3-405b", "rsc1", "rsc2"]
+
+
+def summary_pairs(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> list[tuple[str, str]]:
+    """The key figures shown at the top of the panel (label, formatted value)."""
+
+    def days(v: float | None) -> str:
+        return "–" if v is None else f"{v:.1f}"
+
+    cur = c.currency
+    pairs = [
+        ("Interruptions per day", f"{r.interruptions_per_day:.2f} (one every {r.mtbi_hours:.1f} h)"),
+        ("Checkpoint", f"{r.checkpoint_bytes / 1e12:.2f} TB, written in {r.checkpoint_write_s:.0f} s, "
+                       f"every {r.checkpoint_interval_s / 60:.0f} min"),
+        ("Goodput", f"{r.goodput:.1%}"),
+        ("Days to train", f"ideal {days(r.training_days_ideal)}, expected {days(r.training_days_expected)}, "
+                          f"P10-P90 {days(r.training_days_p10)}-{days(r.training_days_p90)}"),
+        ("Hot spare nodes", f"{r.spare_nodes} (recommended {r.spare_nodes_recommended}; job at full size "
+                            f"{r.full_size_availability:.1%} of the time)"),
+        ("CapEx", f"{c.capex['total']:,.0f} {cur}"),
+        ("OpEx per year", f"{c.opex_per_year['total']:,.0f} {cur}"),
+        (f"TCO over {c.years} years", f"{c.tco:,.0f} {cur}; {c.cost_per_gpu_hour:.2f} {cur} per GPU-hour"),
+        ("Training run", "–" if c.training_run_cost is None else
+         f"own {c.training_run_cost:,.0f}, rent {c.rent_training_run_cost:,.0f} {cur}"),
+        ("Energy and carbon", f"{c.energy_mwh_per_year:,.0f} MWh/yr, {c.co2e_tonnes_per_year:,.0f} t CO2e/yr"
+                              + ("" if c.training_run_co2e_tonnes is None else
+                                 f"; run {c.training_run_co2e_tonnes:,.0f} t")),
+    ]
+    return pairs
+
+
+def fallbacks_html(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> str:
+    items = {**{f"reliability.{k}": v for k, v in r.fallbacks.items()}, **c.fallbacks}
+    if not items:
+        return ""
+    lis = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in sorted(items.items()))
+    return f'<div class="gc-msg gc-info">Figures from fallbacks (a module is missing):<ul>{lis}</ul></div>'
+
+
+def compute(scenario: Any, catalog: Any) -> tuple[rel_mod.ReliabilityResult, cost_mod.CostResult, list[dict]]:
+    """The panel's computation, without widgets (also what the benchmark times)."""
+    r = rel_mod.assess(scenario, catalog)
+    c = cost_mod.assess(scenario, catalog, reliability_result=r)
+    rows = rel_mod.scaling_table(scenario, catalog, base=r) if r.training_days_ideal is not None else []
+    return r, c, rows
+
+
+def reliability_chart(r: rel_mod.ReliabilityResult, rows: list[dict]) -> alt.VConcatChart:
+    top = days_band_chart(rows, r.gpus) if rows else interval_goodput_chart(rel_mod.goodput_curve(r))
+    return alt.vconcat(top, interval_goodput_chart(rel_mod.goodput_curve(r)),
+                       component_chart(r)).resolve_scale(color="independent")
+
+
+def cost_chart(c: cost_mod.CostResult) -> alt.VConcatChart:
+    return alt.vconcat(cost_waterfall(c), tco_over_years(c), build_vs_rent(c),
+                       carbon_chart(c, cost_mod.grid_presets())).resolve_scale(color="independent")
+
+
+class ReliabilityPanel:
+    def __init__(self, state: AppState):
+        self.state = state
+        self.msg = message_area()
+        self.findings = widgets.HTML()
+        self.summary = widgets.HTML()
+        self.fallbacks = widgets.HTML()
+        rs = state.scenario.reliability
+        cs = state.scenario.costs
+        fs = state.scenario.facility
+        regions = ["(scenario value)", *load_grid_presets()["regions"]]
+        self.preset = widgets.Dropdown(options=PRESETS, value=rs.failure_preset, description="Failure rates")
+        self.restart = widgets.IntSlider(value=int(rs.restart_minutes or 10), min=1, max=120,
+                                         description="Restart [min]", continuous_update=False)
+        self.write = widgets.BoundedFloatText(value=rs.checkpoint_write_gbps or 0.0, min=0, max=100_000, step=10,
+                                              description="Ckpt GB/s", tooltip="0 = sized from the storage system")
+        self.spares = widgets.IntSlider(value=-1 if rs.spare_nodes is None else rs.spare_nodes, min=-1, max=64,
+                                        description="Spares", tooltip="-1 = recommended", continuous_update=False)
+        self.price = widgets.BoundedFloatText(value=fs.energy_price_per_kwh, min=0, max=5, step=0.01,
+                                              description="$/kWh")
+        self.years = widgets.IntSlider(value=cs.years, min=1, max=10, description="Years", continuous_update=False)
+        self.rent = widgets.BoundedFloatText(value=cs.rent_per_gpu_hour or 0.0, min=0, max=100, step=0.1,
+                                             description="Rent $/GPU-h", tooltip="0 = default for the accelerator")
+        self.model = widgets.Dropdown(options=["build", "colocation"], value=cs.facility_model, description="Facility")
+        self.grid = widgets.Dropdown(options=regions, value=fs.grid_region or "(scenario value)", description="Grid")
+        self.rel_chart = chart_widget(alt.Chart().mark_point())
+        self.cost_chart = chart_widget(alt.Chart().mark_point())
+        for jc in (self.rel_chart, self.cost_chart):  # svg: text in the DOM (testable), crisp lines
+            jc.embed_options = {**(jc.embed_options or {}), "renderer": "svg"}
+
+        self.refresh = guarded(self.msg)(self._refresh)
+        self.apply = guarded(self.msg)(self._apply)
+        self._syncing = False
+        self._rel_key: Any = None
+        self._rel: rel_mod.ReliabilityResult | None = None
+        for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
+                  self.model, self.grid):
+            w.observe(lambda _ch: self.apply(), names="value")
+        state.observe(lambda _ch: self._from_state(), names="scenario")
+
+        for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
+                  self.model, self.grid):
+            w.style.description_width = "120px"
+        controls = widgets.HBox([
+            widgets.VBox([self.preset, self.restart, self.write, self.spares]),
+            widgets.VBox([self.price, self.years, self.rent, self.model, self.grid]),
+        ])
+        self.widget = widgets.VBox([
+            widgets.HTML("<p>Failure-aware time to train (Llama 3 / Meta RSC failure rates, Young and Daly "
+                         "checkpoint intervals, Daly's goodput) and the cost and carbon of the cluster "
+                         "(CapEx, OpEx, TCO with straight-line depreciation, build versus rent).</p>"),
+            controls, self.msg, self.summary, self.fallbacks, self.findings,
+            section("Reliability: days-to-train band, checkpoint interval, interruptions by component",
+                    self.rel_chart),
+            section("Cost: waterfall, TCO over years, build versus rent, carbon", self.cost_chart),
+        ])
+        self.refresh()
+
+    def _from_state(self) -> None:
+        """Another panel (or a loaded file) changed the scenario: show its values, recompute."""
+        s = self.state.scenario
+        self._syncing = True
+        try:
+            self.preset.value = s.reliability.failure_preset
+            self.years.value = s.costs.years
+            self.model.value = s.costs.facility_model
+            self.price.value = s.facility.energy_price_per_kwh
+        finally:
+            self._syncing = False
+        self.refresh()
+
+    def _apply(self) -> None:
+        if self._syncing:
+            return
+        self.state.update(
+            reliability__failure_preset=self.preset.value,
+            reliability__restart_minutes=float(self.restart.value),
+            reliability__checkpoint_write_gbps=self.write.value or None,
+            reliability__spare_nodes=None if self.spares.value < 0 else int(self.spares.value),
+            facility__energy_price_per_kwh=float(self.price.value),
+            facility__grid_region=None if self.grid.value == "(scenario value)" else self.grid.value,
+            costs__years=int(self.years.value),
+            costs__rent_per_gpu_hour=self.rent.value or None,
+            costs__facility_model=self.model.value,
+        )
+
+    def _refresh(self) -> None:
+        self.msg.value = ""
+        s = self.state.scenario
+        # reliability depends on these sections only; a price change reuses it and its chart
+        key = (s.reliability, s.hardware, s.model, s.training, s.network, id(self.state.catalog))
+        if key != self._rel_key:
+            r = rel_mod.assess(s, self.state.catalog)
+            rows = rel_mod.scaling_table(s, self.state.catalog, base=r) if r.training_days_ideal is not None else []
+            self.rel_chart.chart = reliability_chart(r, rows)
+            self._rel, self._rel_key = r, key
+        r = self._rel
+        c = cost_mod.assess(s, self.state.catalog, reliability_result=r)
+        self.summary.value = kv_html(summary_pairs(r, c))
+        self.fallbacks.value = fallbacks_html(r, c)
+        show_findings(self.findings, sort_findings([*r.findings, *c.findings]))
+        self.cost_chart.chart = cost_chart(c)
+
+
+def build(state: AppState) -> widgets.Widget:
+    return ReliabilityPanel(state).widget

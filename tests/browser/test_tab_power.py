@@ -1,0 +1,44 @@
+"""The Power & space tab in a real browser: node count and PUE change the hall totals (issue #4)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from .conftest import open_tab
+
+pytestmark = pytest.mark.browser
+
+
+def _input(page, label: str):
+    box = page.locator(".widget-inline-hbox").filter(has=page.locator("label", has_text=re.compile(f"^{label}$")))
+    return box.locator("input").first
+
+
+def test_power_tab_nodes_and_bad_pue(app_page, artifacts):
+    from playwright.sync_api import expect
+
+    page = app_page
+    open_tab(page, "Power & space")
+    body = page.locator("body")
+    # the app opens on the first example (GPT-3 on 128 DGX A100, 30 kW racks): 4 per rack by power
+    expect(body).to_contain_text("limited by power", timeout=120_000)
+    expect(body).to_contain_text("128 / 1,024")
+    elevation = page.locator(".vega-embed", has_text="Rack unit").first  # the hardware tab has charts too
+    expect(elevation).to_contain_text("42U rack")
+    nodes = _input(page, "Nodes")
+    nodes.fill("140")
+    nodes.press("Enter")
+    # 140 DGX A100 = 1,120 GPUs (DGX SuperPOD A100 RA: 7 SUs x 20 nodes)
+    expect(body).to_contain_text("140 / 1,120")
+    page.screenshot(path=str(artifacts / "app-power-140-nodes.png"), full_page=True)
+    elevation.scroll_into_view_if_needed()
+    expect(elevation).to_contain_text("4 node(s)")
+    page.screenshot(path=str(artifacts / "app-power-charts.png"))
+    pue = _input(page, "PUE")
+    pue.fill("0.9")
+    pue.press("Enter")
+    expect(body).to_contain_text("facility.pue: must be at least 1")
+    assert "Traceback" not in body.inner_text()
+    page.screenshot(path=str(artifacts / "app-power-bad-pue.png"), full_page=True)

@@ -1,0 +1,79 @@
+"""Charts (through their Vega-Lite dicts) and the Power & space panel without a browser (issue #4)."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from gpucluster_lib.catalog import load_catalog
+from gpucluster_lib.charts import facility as charts
+from gpucluster_lib.facility import budget, default_node_counts, growth_table
+from gpucluster_lib.scenario import load_scenario
+
+REF = "data/scenarios/reference-8x-a100.yaml"
+
+
+@pytest.fixture(autouse=True)
+def no_topology(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.topology", None)
+
+
+@pytest.fixture(scope="module")
+def ref():
+    s = load_scenario(REF)
+    return s, budget(s, load_catalog())
+
+
+def test_elevation_chart(ref):
+    _, b = ref
+    d = charts.rack_elevation(b).to_dict()
+    rows = d["datasets"]["elevation"]
+    # bottom up: the 4U node (U 0-4), then the 1U fabric switch and 1U head node sharing the rack,
+    # 34U empty, patch panel at U 41 and the management switch at U 42
+    assert [(r["kind"], r["u0"], r["u1"]) for r in rows] == [
+        ("node", 0, 4), ("switch", 4, 5), ("head", 5, 6), ("empty", 6, 40), ("patch", 40, 41), ("switch", 41, 42)]
+    assert d["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 42]
+    assert "limit: power" in d["title"]
+
+
+def test_breakdown_chart_sums_to_facility_power(ref):
+    _, b = ref
+    d = charts.power_breakdown(b).to_dict()
+    rows = {r["part"]: r["kw"] for r in d["datasets"]["breakdown"]}
+    assert sum(rows.values()) == pytest.approx(b.facility_power_kw, abs=0.01)
+    # cooling overhead through the PUE: (1.5 - 1) x 8.05 kW IT
+    assert rows["Cooling & power overhead (PUE)"] == pytest.approx(0.5 * 8.05, abs=1e-3)
+    assert rows["Head nodes"] == pytest.approx(0.75)
+
+
+def test_growth_chart(ref):
+    s, b = ref
+    df = growth_table(b, default_node_counts(b.nodes), s)
+    d = charts.growth(df, b.nodes).to_dict()
+    assert d["datasets"]["current"] == [{"nodes": 1}]
+    assert len(d["datasets"]["growth"]) == len(df) and d["datasets"]["growth"][0]["racks"] == 1
+    assert len(d["hconcat"]) == 2
+
+
+def test_panel_updates_scenario_and_results():
+    from gpucluster_lib.ui import tab_power
+    from gpucluster_lib.ui.common import AppState
+
+    state = AppState.from_path(REF)
+    p = tab_power.PowerPanel(state)
+    assert "limited by power" in p.summary.value and p.msg.value == ""
+    p.nodes.value = 140
+    assert state.scenario.hardware.nodes == 140 and p.budget.nodes == 140
+    assert "140 / 1,120" in p.totals.value
+    p.pue.value = 0.9  # bad input: a message naming the field, no exception
+    assert "facility.pue" in p.msg.value and "at least 1" in p.msg.value
+    p.pue.value = 1.3
+    assert p.msg.value == ""
+    p.mode.value = "Build from parts"
+    assert state.scenario.hardware.accelerator == "a100-sxm4-80gb" and state.scenario.hardware.parts is not None
+    p.psu_count.value, p.psu_spares.value = 2, "one (N+1)"  # 1+1 x 3000 W for an 8x A100 node
+    assert "psu_capacity" in p.findings.value and "error" in p.findings.value
+    p.rack.value = "custom"
+    p.rack_custom.value = 3  # shorter than the 4U generic HGX chassis
+    assert "shorter than one 4U node" in p.msg.value

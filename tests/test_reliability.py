@@ -1,0 +1,427 @@
+"""Reliability: hand-worked and published values, with the source on each line."""
+
+from __future__ import annotations
+
+import json
+import math
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from gpucluster_lib import reliability as rel
+from gpucluster_lib.cli import main
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.scenario import load_scenario, loads
+
+ROOT = Path(__file__).resolve().parent.parent
+GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+
+
+@pytest.fixture()
+def no_training(monkeypatch):
+    """Force the training-engine fallback (issue 3 missing), whether or not it is merged."""
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.training", None)
+
+
+# --------------------------------------------------------------------------- checkpoint interval
+
+
+def test_young_interval_60s_3h():
+    assert rel.young_interval_s(60, 3 * 3600) == pytest.approx(1138.4, abs=0.1)  # issue #7: sqrt(2 x 60 x 10800) = 1138 s
+
+
+@pytest.mark.parametrize(("delta_min", "m_h", "young_min", "daly_min"), [
+    (1, 1.8, 14.7, 14.0),    # hw_reference.md 6.4 worked values (Young 1974; Daly 2006 eq. 37)
+    (5, 1.8, 32.9, 29.6),    # idem
+    (1, 3.1, 19.3, 18.6),    # idem, Llama 3 MTBI
+    (5, 7.9, 68.9, 65.6),    # idem, RSC 1,024-GPU job MTTF
+    (10, 24, 169.7, 163.1),  # idem
+])
+def test_young_and_daly_table(delta_min, m_h, young_min, daly_min):
+    assert rel.young_interval_s(delta_min * 60, m_h * 3600) / 60 == pytest.approx(young_min, abs=0.06)
+    assert rel.daly_interval_s(delta_min * 60, m_h * 3600) / 60 == pytest.approx(daly_min, abs=0.06)
+
+
+def test_daly_interval_when_checkpoint_exceeds_twice_mtbf():
+    assert rel.daly_interval_s(7200, 3000) == 3000  # Daly 2006 eq. 37: tau = M for delta >= 2M
+
+
+# --------------------------------------------------------------------------- goodput
+
+
+def test_goodput_no_failures_is_checkpoint_overhead():
+    assert rel.goodput(3600, 60, 600, math.inf) == pytest.approx(3600 / 3660)  # M -> inf: tau / (tau + delta)
+
+
+def test_goodput_daly_eq13_by_hand():
+    # tau = 1138.42, delta = 60, R = 0, M = 10800: e^(1198.42/10800) - 1 = 0.117356 (series to 4th order)
+    # G = 1138.42 / (10800 x 0.117356) = 0.89820
+    assert rel.goodput(1138.42, 60, 0, 10800) == pytest.approx(0.8982, abs=2e-4)
+
+
+def test_goodput_restart_factor():
+    # R = M ln 2 doubles the wall time (Daly eq. 13 factor e^(R/M) = 2)
+    g0 = rel.goodput(1000, 10, 0, 36000)
+    assert rel.goodput(1000, 10, 36000 * math.log(2), 36000) == pytest.approx(g0 / 2)
+
+
+def test_expected_wall_time():
+    # 100 h of work, tau 1 h, delta 36 s, no failures: 100 x 3636 / 3600 = 101 h
+    assert rel.expected_wall_time_s(100 * 3600, 3600, 36, 0, math.inf) == pytest.approx(101 * 3600)
+
+
+def test_goodput_array_matches_scalar():
+    import numpy as np
+    g = rel.goodput_array(np.array([1000.0, 2000.0]), 30, 300, 20000)
+    assert g[1] == pytest.approx(rel.goodput(2000, 30, 300, 20000))
+
+
+# --------------------------------------------------------------------------- rates
+
+
+def test_llama3_default_rates_reproduce_published_mtbi():
+    rates = rel.preset_rates("llama3-405b")
+    assert sum(rates.values()) == pytest.approx(419 / 884_736 * 1000)  # Table 5: 419 unexpected, 16,384 x 54 GPU-days
+    per_day = rel.interruptions_per_day(16_384, sum(rates.values()))
+    assert per_day == pytest.approx(419 / 54)  # 7.76 per day
+    assert rel.mtbi_hours(per_day) == pytest.approx(3.1, abs=0.05)  # Llama 3 Sec. 3.3.4: one every ~3.1 h (3.09)
+
+
+def test_llama3_gpu_share_by_count():
+    rates = rel.preset_rates("llama3-405b")
+    assert rates["gpu"] / sum(rates.values()) == pytest.approx(196 / 419)  # 148+19+17+6+6 GPU causes of 419
+    assert rates["hbm"] / sum(rates.values()) == pytest.approx(72 / 419)   # Table 5: HBM3 72
+
+
+def test_rsc1_projection_16k_gpus():
+    total = sum(rel.preset_rates("rsc1").values())
+    assert total == pytest.approx(6.50 / 8)  # Kokolis 2025: r_f = 6.50 per 1000 node-days, 8 GPUs per node
+    assert rel.mtbi_hours(rel.interruptions_per_day(16_384, total)) == pytest.approx(1.8, abs=0.01)  # paper: 1.8 h at 16k
+
+
+def test_planned_rate():
+    assert rel.planned_rate("llama3-405b") == pytest.approx(47 / 884_736 * 1000)  # Table 5: 47 planned
+    assert rel.planned_rate("rsc1") == 0.0
+
+
+def test_mtbi_zero_rate_is_infinite():
+    assert rel.mtbi_hours(0) == math.inf
+
+
+# --------------------------------------------------------------------------- checkpoint size, storage
+
+
+def test_checkpoint_bytes_and_write_time():
+    size = rel.checkpoint_bytes(175e9)  # 14 B/param (ZeRO Sec. 3.1 less 2 B of gradients)
+    assert size == pytest.approx(2.45e12)
+    assert rel.checkpoint_write_s(size, 65) == pytest.approx(37.69, abs=0.01)  # 2.45e12 / 65e9
+
+
+def test_storage_units_by_bandwidth_and_capacity():
+    assert rel.storage_units_for_checkpoint(10e12, 60, 65, 368.6) == 3      # 10e12 / (60 x 65e9) = 2.56 -> 3
+    assert rel.storage_units_for_checkpoint(100e12, 3600, 65, 368.6, kept=3) == 1  # 300 TB fits one 368.6 TB unit
+    assert rel.storage_units_for_checkpoint(200e12, 3600, 65, 368.6, kept=3) == 2  # 600 TB -> 2 units
+
+
+# --------------------------------------------------------------------------- spares, availability
+
+
+def test_poisson_cdf():
+    assert rel.poisson_cdf(2, 1.0) == pytest.approx(2.5 * math.exp(-1))  # 1 + 1 + 1/2 times e^-1
+    assert rel.poisson_cdf(-1, 1.0) == 0.0
+
+
+def test_spares_needed():
+    # 1/3 node failure per day x 72 h = mean 1 in repair; P(X<=3) = 0.981, P(X<=4) = 0.9963
+    assert rel.spares_needed(1 / 3, 72, 0.99) == 4
+    assert rel.spares_needed(1 / 3, 72, 0.98) == 3
+    assert rel.spares_needed(0, 72) == 0
+
+
+def test_availability():
+    assert rel.availability(99, 1) == pytest.approx(0.99)
+    assert rel.redundant_availability(0.99, 2) == pytest.approx(0.9999)  # 1 - 0.01^2
+
+
+def test_redundant_group_failures():
+    # 1+1, MTBF 1000 h, MTTR 10 h: 2 x (0.01) x 1 x 0.001 /h = 2e-5 /h = 0.1752 /yr
+    assert rel.redundant_group_failures_per_year(1, 1, 1000, 10) == pytest.approx(0.1752)
+    assert rel.redundant_group_failures_per_year(3, 0, 1000, 10) == pytest.approx(26.28)  # 3 x 8760 / 1000
+
+
+def test_ideal_days_6nd():
+    # 6 x 175e9 x 300e9 / (1024 x 312e12 x 0.4) = 2.4649e6 s = 28.53 days
+    assert rel.ideal_training_days_6nd(175e9, 300e9, 1024, 312) == pytest.approx(28.53, abs=0.01)
+
+
+# --------------------------------------------------------------------------- band
+
+
+def test_band_is_deterministic_and_ordered():
+    a = rel.days_to_train_band(30, 3600, 40, 600, 50 * 3600)
+    b = rel.days_to_train_band(30, 3600, 40, 600, 50 * 3600)
+    assert a == b
+    assert a["p10"] < a["p50"] < a["p90"]
+    # every sample is at least the work at the fastest efficiency: 30 / 1.1 days
+    assert a["p10"] > 30 / 1.1
+
+
+def test_band_collapses_without_uncertainty_and_failures():
+    b = rel.days_to_train_band(30, 3600, 36, 0, 1e15, failure_range=(1, 1), efficiency_range=(1, 1))
+    assert b["p10"] == pytest.approx(30 * 3636 / 3600, rel=1e-6)  # checkpoint overhead only
+    assert b["p90"] == pytest.approx(b["p10"], rel=1e-6)
+
+
+# --------------------------------------------------------------------------- scenario
+
+
+def test_gpt3_scenario(no_training):
+    r = rel.assess(load_scenario(GPT3))
+    assert r.gpus == 1024
+    assert r.mtbi_hours == pytest.approx(24 * 884_736 / (1024 * 419))  # 49.49 h: Llama 3 rate at 1,024 GPUs
+    assert r.checkpoint_bytes == pytest.approx(174.6e9 * 14, rel=0.005)  # Narayanan 2021 Table 2: 174.6B params
+    assert r.checkpoint_write_s == pytest.approx(r.checkpoint_bytes / 65e9)  # one DDN AI400X2, 65 GB/s write
+    assert r.checkpoint_interval_s < r.young_interval_s  # Daly's correction shortens Young's interval
+    assert 0.9 < r.goodput < 1.0
+    assert r.training_days_p10 < r.training_days_p50 < r.training_days_p90
+    assert r.training_days_expected > r.training_days_ideal
+    assert "training_days_ideal" in r.fallbacks  # issue 3 missing -> marked
+    assert any(f.code == "rel-fallback-training" for f in r.findings)
+
+
+def test_llama3_scale_scenario_mtbi(no_training):
+    s = loads("hardware: {server: dgx-h100, nodes: 2048}\nmodel: llama3-70b\n")  # 16,384 H100 as in Llama 3
+    r = rel.assess(s)
+    assert r.mtbi_hours == pytest.approx(3.09, abs=0.01)  # 54 x 24 / 419
+
+
+def test_injected_training_days_are_used():
+    r = rel.assess(load_scenario(GPT3), training_days_ideal=34.0)  # Narayanan 2021 Sec. 5.1: ~34 days
+    assert r.training_days_ideal == 34.0
+    assert "training_days_ideal" not in r.fallbacks
+
+
+def test_training_module_is_used_when_present(monkeypatch):
+    fake = types.ModuleType("gpucluster_lib.training")
+    fake.estimate = lambda scenario, catalog=None: types.SimpleNamespace(training_days=20.0, step_time_s=1.0)
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.training", fake)
+    import gpucluster_lib
+    monkeypatch.setattr(gpucluster_lib, "training", fake, raising=False)
+    r = rel.assess(load_scenario(GPT3))
+    assert r.training_days_ideal == 20.0
+    assert r.fallbacks.get("training_days_ideal") is None
+
+
+def test_global_rate_override_and_component_override(no_training):
+    s = load_scenario(GPT3).replace(reliability__gpu_failures_per_1000_gpu_days=1.0)
+    r = rel.assess(s)
+    assert r.interruptions_per_day == pytest.approx(1.024)  # 1024 x 1.0 / 1000
+    s2 = s.replace(reliability__component_rates={"software": 0.0})
+    r2 = rel.assess(s2)
+    assert r2.interruptions_per_day == pytest.approx(1.024 * (1 - 63 / 419))  # software 63 of 419 removed
+
+
+def test_more_spares_raise_full_size_availability(no_training):
+    s = load_scenario(GPT3)
+    low = rel.assess(s.replace(reliability__spare_nodes=0))
+    high = rel.assess(s.replace(reliability__spare_nodes=6))
+    assert low.full_size_availability < high.full_size_availability
+    assert low.training_days_expected > high.training_days_expected
+    assert any(f.code == "rel-too-few-spares" for f in low.findings)
+
+
+def test_head_node_findings(no_training):
+    s = load_scenario(GPT3)
+    one = rel.assess(s.replace(hardware__head_nodes=1))
+    assert any(f.code == "rel-head-node-not-redundant" for f in one.findings)
+    off = rel.assess(s.replace(reliability__redundant_head_node=False))
+    assert any(f.code == "rel-single-head-node" for f in off.findings)
+    assert off.head_node_availability < rel.assess(s).head_node_availability
+
+
+def test_psu_redundancy_effect(no_training):
+    r = rel.assess(load_scenario(GPT3))
+    assert r.psu_redundancy == "3+3"  # DGX A100 User Guide: 6 x 3 kW, half redundant
+    assert r.psu_node_outages_per_year < r.psu_node_outages_per_year_without_redundancy
+
+
+def test_slow_checkpoint_gives_error_finding(no_training):
+    s = load_scenario(GPT3).replace(reliability__checkpoint_write_gbps=0.05, reliability__restart_minutes=600)
+    r = rel.assess(s)
+    assert any(f.code == "rel-goodput-very-low" and f.severity == "error" for f in r.findings)
+
+
+def test_deadline_finding(no_training):
+    r = rel.assess(load_scenario(GPT3).replace(training__deadline_days=20))
+    assert any(f.code == "rel-deadline-at-risk" for f in r.findings)
+
+
+def test_no_tokens(no_training):
+    r = rel.assess(loads("hardware: {server: dgx-a100-640gb, nodes: 4}\nmodel: gpt3-175b\n"))
+    assert r.training_days_ideal is None and r.training_days_p90 is None
+    assert any(f.code == "rel-no-tokens" for f in r.findings)
+
+
+def test_scaling_table(no_training):
+    rows = rel.scaling_table(load_scenario(GPT3), node_counts=[64, 128, 256])
+    assert [r["gpus"] for r in rows] == [512, 1024, 2048]
+    assert rows[0]["mtbi_hours"] == pytest.approx(2 * rows[1]["mtbi_hours"])  # rate proportional to GPUs
+    assert rows[0]["ideal"] == pytest.approx(2 * rows[1]["ideal"])
+
+
+# --------------------------------------------------------------------------- bad input
+
+
+@pytest.mark.parametrize(("call", "match"), [
+    (lambda: rel.young_interval_s(-1, 100), "checkpoint_s must be a positive"),
+    (lambda: rel.young_interval_s(60, 0), "mtbf_s must be a positive"),
+    (lambda: rel.daly_interval_s(0, 100), "checkpoint_s must be a positive"),
+    (lambda: rel.goodput(0, 60, 0, 100), "interval_s must be a positive"),
+    (lambda: rel.goodput(10, -1, 0, 100), "checkpoint_s must be a non-negative"),
+    (lambda: rel.goodput(10, 1, 0, -5), "mtbf_s must be positive"),
+    (lambda: rel.expected_wall_time_s(10, 10, 1, 0, 0), "mtbf_s must be positive"),
+    (lambda: rel.interruptions_per_day(0, 1), "gpus must be a positive"),
+    (lambda: rel.interruptions_per_day(8, -1), "rate_per_1000_gpu_days must be a non-negative"),
+    (lambda: rel.mtbi_hours(float("nan")), "rate_per_day must be a non-negative"),
+    (lambda: rel.checkpoint_bytes(0), "params must be a positive"),
+    (lambda: rel.checkpoint_write_s(1e12, 0), "write_gb_per_s must be a positive"),
+    (lambda: rel.spares_needed(1, 72, 1.0), "confidence must be between 0 and 1"),
+    (lambda: rel.spares_needed(1, 0), "repair_hours must be a positive"),
+    (lambda: rel.availability(0, 1), "mtbf_h must be a positive"),
+    (lambda: rel.redundant_availability(1.5, 2), "single availability must be between 0 and 1"),
+    (lambda: rel.redundant_group_failures_per_year(0, 1, 1000, 10), "N >= 1 and M >= 0"),
+    (lambda: rel.days_to_train_band(30, 3600, 40, 600, 1e5, failure_range=(2, 1)), "0 < low <= high"),
+    (lambda: rel.ideal_training_days_6nd(1e9, 1e9, 8, 0), "peak_tflops must be a positive"),
+])
+def test_pure_function_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_unknown_component(no_training):
+    s = load_scenario(GPT3).replace(reliability__component_rates={"gpus": 0.1})
+    with pytest.raises(UnknownIdError, match="reliability.component_rates.gpus: unknown failure component 'gpus'; did you mean 'gpu'"):
+        rel.assess(s)
+
+
+def test_negative_component_rate(no_training):
+    s = load_scenario(GPT3).replace(reliability__component_rates={"gpu": -1.0})
+    with pytest.raises(ScenarioError, match="reliability.component_rates.gpu: must be at least 0"):
+        rel.assess(s)
+
+
+@pytest.mark.parametrize(("key", "value", "match"), [
+    ("reliability__failure_rate_range", [2.0, 1.0], r"reliability.failure_rate_range: must satisfy 0 < low <= high"),
+    ("reliability__efficiency_range", [0.5, 0.7, 0.9], r"reliability.efficiency_range: must be two numbers"),
+    ("reliability__efficiency_range", [0.0, 1.0], r"reliability.efficiency_range: must satisfy"),
+])
+def test_bad_ranges(no_training, key, value, match):
+    with pytest.raises(ScenarioError, match=match):
+        rel.assess(load_scenario(GPT3).replace(**{key: value}))
+
+
+def test_bad_preset_at_load():
+    with pytest.raises(ScenarioError, match="reliability.failure_preset: must be one of"):
+        loads("reliability: {failure_preset: llama4}\n")
+
+
+def test_bad_scenario_values_at_load():
+    with pytest.raises(ScenarioError, match="reliability.spare_confidence: must be less than 1"):
+        loads("reliability: {spare_confidence: 1.5}\n")
+    with pytest.raises(ScenarioError, match="reliability.checkpoint_write_gbps: must be a positive number"):
+        loads("reliability: {checkpoint_write_gbps: 0}\n")
+
+
+def test_unknown_storage_system(no_training):
+    s = load_scenario(GPT3).replace(reliability__storage_system="ddn-ai400x9")
+    with pytest.raises(UnknownIdError, match="reliability.storage_system: unknown storage option 'ddn-ai400x9'"):
+        rel.assess(s)
+
+
+def test_injected_bad_training_days():
+    with pytest.raises(ValueError, match="training_days_ideal must be positive"):
+        rel.assess(load_scenario(GPT3), training_days_ideal=-3)
+
+
+# --------------------------------------------------------------------------- CLI contract
+
+
+REL_KEYS = {"interruptions_per_day", "mtbi_hours", "checkpoint_bytes", "checkpoint_write_s", "checkpoint_interval_s",
+            "goodput", "training_days_ideal", "training_days_expected", "training_days_p10", "training_days_p90",
+            "spare_nodes", "findings"}
+
+
+def test_cli_json_contract(capsys, no_training):
+    assert main(["reliability", str(GPT3), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert REL_KEYS <= set(out)
+    assert out["mtbi_hours"] == pytest.approx(49.49, abs=0.01)  # 24 x 884,736 / (1,024 x 419)
+    assert "training_days_ideal" in out["fallbacks"]
+
+
+def test_cli_text_and_bad_file(capsys, no_training, tmp_path):
+    assert main(["reliability", str(GPT3)]) == 0
+    assert "MTBI" in capsys.readouterr().out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("reliability: {component_rates: {gpux: 1}}\nhardware: {nodes: 2}\n")
+    assert main(["reliability", str(bad), "--json"]) == 2
+    assert "reliability.component_rates.gpux" in capsys.readouterr().err
+
+
+def test_scaling_table_row_matches_assess_at_scenario_size(no_training):
+    s = load_scenario(GPT3)
+    r = rel.assess(s)
+    (row,) = rel.scaling_table(s, node_counts=[128], base=r)
+    assert row["goodput"] == pytest.approx(r.goodput)                      # same model at the same size
+    assert row["expected"] == pytest.approx(r.training_days_expected)
+    assert row["spare_nodes"] == r.spare_nodes
+    with pytest.raises(ValueError, match="node counts must be positive integers"):
+        rel.scaling_table(s, node_counts=[0], base=r)
+
+
+def test_more_bad_input_branches():
+    with pytest.raises(ValueError, match="kept must be a positive"):
+        rel.storage_units_for_checkpoint(1e12, 60, 65, 368.6, kept=0)
+    with pytest.raises(ValueError, match="mean must be a non-negative"):
+        rel.poisson_cdf(2, -1)
+    with pytest.raises(ValueError, match="copies must be a positive"):
+        rel.redundant_availability(0.9, 0)
+    with pytest.raises(UnknownIdError, match="unknown failure preset 'llama5'"):
+        rel.preset_rates("llama5")
+
+
+def test_precision_without_peak(no_training):
+    # T4 has no BF16 tensor-core figure in the catalogue (Turing: FP16/INT8 only)
+    s = loads("hardware: {accelerator: t4, nodes: 1}\nmodel: llama2-7b\ntraining: {tokens: 1.0e+9, precision: bf16}\n")
+    with pytest.raises(ScenarioError, match="training.precision: t4 has no bf16_tflops figure"):
+        rel.assess(s)
+
+
+def test_fp8_on_a100_falls_back_to_bf16_peak(no_training):
+    s = load_scenario(GPT3).replace(training__precision="fp8")  # A100: no FP8 tensor cores (A100 datasheet)
+    r = rel.assess(s)
+    assert r.training_days_ideal == pytest.approx(rel.assess(load_scenario(GPT3)).training_days_ideal)
+    assert "bf16_tflops" in r.fallbacks["training_days_ideal"]
+
+
+def test_storage_without_write_bandwidth(no_training):
+    import types as _t
+    row = {"write_gb_per_s": 0.0, "capacity_tb": 100.0}
+    fake = _t.SimpleNamespace(get=lambda table, id_, path="": dict(row))
+    s = load_scenario(GPT3).replace(reliability__storage_system="slow-nas")
+    with pytest.raises(ScenarioError, match="reliability.storage_system: slow-nas has no write bandwidth"):
+        rel._storage(s, fake, 1e12, {}, [])
+
+
+def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training):
+    import types as _t
+
+    def get(table, id_, path=""):
+        raise UnknownIdError("storage option", id_, ["other"], path)
+
+    fb: dict[str, str] = {}
+    sid, units, write = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [])
+    assert (sid, units, write) == ("ddn-ai400x2", 1, 65.0)  # datasheet figures of the default appliance
+    assert "storage" in fb

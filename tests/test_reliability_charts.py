@@ -1,0 +1,141 @@
+"""Charts and the Reliability & cost panel, driven without a browser (through chart.to_dict())."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpucluster_lib import cost, reliability
+from gpucluster_lib.charts import cost as cc
+from gpucluster_lib.charts import reliability as rc
+from gpucluster_lib.scenario import load_scenario
+
+GPT3 = Path(__file__).resolve().parent.parent / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+
+
+@pytest.fixture()
+def results(monkeypatch):
+    for mod in ("training", "facility", "topology", "inference"):
+        monkeypatch.setitem(sys.modules, f"gpucluster_lib.{mod}", None)
+    s = load_scenario(GPT3)
+    r = reliability.assess(s)
+    return s, r, cost.assess(s, reliability_result=r)
+
+
+def _values(spec):
+    """All inline data rows of a (possibly layered / concatenated) vega-lite spec."""
+    return [row for ds in spec.get("datasets", {}).values() for row in ds]
+
+
+def test_goodput_curve_peaks_at_daly_optimum(results):
+    _, r, _ = results
+    curve = reliability.goodput_curve(r)
+    best = max(curve, key=lambda row: row["goodput"])
+    opt = next(row for row in curve if row["optimal"])
+    assert opt["interval_min"] == pytest.approx(r.checkpoint_interval_s / 60)
+    assert best["goodput"] == pytest.approx(opt["goodput"], abs=1e-4)  # Daly's interval is the optimum
+    assert opt["goodput"] == pytest.approx(r.goodput)
+
+
+def test_goodput_curve_bad_points(results):
+    with pytest.raises(ValueError, match="points must be at least 2"):
+        reliability.goodput_curve(results[1], points=1)
+
+
+def test_days_band_chart(results):
+    s, r, _ = results
+    rows = reliability.scaling_table(s, node_counts=[64, 128])
+    spec = rc.days_band_chart(rows, r.gpus).to_dict()
+    assert len(spec["layer"]) == 4
+    gpus = sorted({row["gpus"] for row in _values(spec) if "p10" in row})
+    assert gpus == [512, 1024]
+
+
+def test_interval_and_component_charts(results):
+    _, r, _ = results
+    spec = rc.interval_goodput_chart(reliability.goodput_curve(r, 11)).to_dict()
+    assert spec["layer"][0]["mark"]["type"] == "line"
+    comp = rc.component_chart(r).to_dict()
+    per_day = {row["component"]: row["per_day"] for row in _values(comp)}
+    assert per_day["gpu"] == pytest.approx(r.interruptions_per_day * 196 / 419)  # Table 5 GPU share
+
+
+def test_waterfall_adds_up_to_capex_plus_opex(results):
+    _, _, c = results
+    df = cc.waterfall_data(c)
+    assert df["end"].iloc[-1] == pytest.approx(c.capex["total"] + c.years * c.opex_per_year["total"])
+    assert list(df["kind"]).count("CapEx") == 4
+    cc.cost_waterfall(c).to_dict()
+
+
+def test_tco_and_rent_lines(results):
+    _, _, c = results
+    df = cc.tco_years_data(c)
+    own = df[df["option"] == "own (TCO)"]["cost"].tolist()
+    assert own == pytest.approx(c.tco_by_year)
+    rent1 = df[(df["option"] == "rent 24/7") & (df["year"] == 1)]["cost"].iloc[0]
+    assert rent1 == pytest.approx(c.gpus * 8760 * c.rent_per_gpu_hour)
+    cc.tco_over_years(c).to_dict()
+
+
+def test_build_vs_rent_cross_at_break_even(results):
+    _, _, c = results
+    df = cc.build_vs_rent_data(c, points=3)
+    rent_full = df[(df["option"] == "rent") & (df["utilization"] == 1.0)]["cost_per_year"].iloc[0]
+    assert c.annualized_cost / rent_full == pytest.approx(c.break_even_utilization)
+    assert len(cc.build_vs_rent(c).to_dict()["layer"]) == 2
+
+
+def test_carbon_chart(results):
+    _, _, c = results
+    df = cc.carbon_data(c, {"france": 0.056})
+    assert df.loc[df["grid"] == "france", "tonnes"].iloc[0] == pytest.approx(c.training_run_energy_mwh * 0.056)
+    cc.carbon_chart(c, cost.grid_presets()).to_dict()
+
+
+def test_report_chart_hooks(results):
+    _, r, c = results
+    assert len(reliability.report_charts(r)) == 2
+    assert len(cost.report_charts(c)) == 4
+
+
+def test_panel_updates_scenario_and_figures(results):
+    common = pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_reliability as tab
+
+    state = common.AppState.from_path(GPT3)
+    panel = tab.ReliabilityPanel(state)
+    assert "Goodput" in panel.summary.value
+    before = panel.summary.value
+    panel.restart.value = 60
+    assert state.scenario.reliability.restart_minutes == 60
+    assert panel.summary.value != before
+    panel.spares.value = 0
+    assert "rel-too-few-spares" in panel.findings.value
+    panel.years.value = 6
+    assert "TCO over 6 years" in panel.summary.value
+    assert panel.msg.value == ""
+    assert tab.TITLE == "Reliability & cost" and tab.ORDER == 60
+
+
+def test_panel_shows_error_not_traceback(results):
+    common = pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_reliability as tab
+
+    state = common.AppState.from_path(GPT3)
+    panel = tab.ReliabilityPanel(state)
+    state.scenario = state.scenario.replace(facility__grid_region="atlantis")  # e.g. a loaded file with a typo
+    assert "facility.grid_region: unknown grid region &#x27;atlantis&#x27;" in panel.msg.value
+
+
+def test_panel_charts_have_independent_colours(results):
+    pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_reliability as tab
+
+    _, r, c = results
+    spec = tab.cost_chart(c).to_dict()
+    assert spec["resolve"]["scale"]["color"] == "independent"  # else the TCO/rent lines get no colour
+    assert len(spec["vconcat"]) == 4
+    assert tab.reliability_chart(r, []).to_dict()["resolve"]["scale"]["color"] == "independent"
