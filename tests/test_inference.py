@@ -256,8 +256,28 @@ def test_tp_not_dividing_attention_heads():
 
 def test_node_exceeding_rack_power():
     s = load_scenario(LLAMA3_SCENARIO).replace(facility__rack_power_limit_kw=5.0)
-    f = codes(serve(s))["inference.node_exceeds_rack"]
-    assert "10.2 kW" in f.message and f.field == "facility.rack_power_limit_kw"
+    f = codes(serve(s))["rack_power"]  # from the facility budget (issue #4): DGX H100 peak 10.2 kW > 5 kW
+    assert f.severity == "error" and "10.2 kW" in f.message and f.field == "facility.rack_power_limit_kw"
+
+
+def test_fallback_rack_estimate_without_facility_module(monkeypatch):
+    import sys
+
+    from gpucluster_lib.hardware import catalog_for, resolve_hardware
+    from gpucluster_lib.inference.fleet import size_fleet
+
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.facility", None)  # import fails -> fallback
+    s = load_scenario(LLAMA3_SCENARIO)
+    cat = catalog_for(s)
+    found = []
+    fleet = size_fleet(s, cat, resolve_hardware(s, cat), replicas=5, tp=8, findings=found)
+    # 5 DGX H100 x 10.2 kW = 51 kW; 4 per 45 kW / 48U rack -> 2 racks
+    assert (fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.source) == (5, 2, 51.0, "fallback")
+    assert found[0].code == "inference.facility_fallback"
+    found.clear()
+    tight = s.replace(facility__rack_power_limit_kw=5.0)
+    size_fleet(tight, cat, resolve_hardware(tight, cat), replicas=5, tp=8, findings=found)
+    assert found[0].code == "inference.node_exceeds_rack" and "10.2 kW" in found[0].message
 
 
 def test_capex_rules_and_missing_price():

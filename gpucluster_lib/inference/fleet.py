@@ -1,8 +1,9 @@
 """From one replica to a fleet: replicas, GPUs, nodes, racks, power and cost.
 
 Racks and IT power come from the facility budget of issue #4
-(:func:`gpucluster_lib.facility.budget`) when that module is present. Until then (and
-as a documented fallback) a node draws the server's ``max_power_w`` from the catalogue
+(:func:`gpucluster_lib.facility.budget`, with ``nodes`` = the fleet's nodes: compute racks
+plus network, storage and head nodes, IT power including them); its warnings and errors
+are passed on. Without that module (a documented fallback) a node draws the server's ``max_power_w`` from the catalogue
 (a generic node: the GPUs' TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x
 700 W / 10.2 kW, DGX H100 User Guide), and a rack holds as many nodes as both its power
 limit (``facility.rack_power_limit_kw``) and its height (``facility.rack_units`` less
@@ -11,6 +12,7 @@ limit (``facility.rack_power_limit_kw``) and its height (``facility.rack_units``
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -68,8 +70,8 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     gpus = replicas * tp
     racks = it_kw = fac_kw = None
     source = "fallback"
-    try:
-        from .. import facility  # issue #4; optional until merged
+    try:  # issue #4's facility budget; the fallback below keeps this module usable without it
+        facility = importlib.import_module("gpucluster_lib.facility")
     except ImportError:
         facility = None
     if facility is not None and hasattr(facility, "budget") and nodes:
@@ -77,6 +79,8 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         racks, it_kw = int(b.racks), float(b.it_power_kw)
         fac_kw = float(getattr(b, "facility_power_kw", it_kw * scenario.facility.pue))
         source = "facility.budget"
+        # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there
+        findings.extend(f for f in getattr(b, "findings", []) if f.severity != "info")
     else:
         node_w = node_power_w(hw.server, hw.accelerator, gpn)
         node_u = _num((hw.server or {}).get("rack_units")) or GENERIC_NODE_U
