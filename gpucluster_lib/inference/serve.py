@@ -98,6 +98,11 @@ class ServingEstimate:
         out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
         return out
 
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Output tokens/s the sized fleet can serve (replicas x per replica) [tokens/s]; read by cost.py."""
+        return self.fleet_tokens_per_s
+
     def summary(self) -> str:
         """A few lines for the terminal."""
         def fmt(v: Any, spec: str) -> str:
