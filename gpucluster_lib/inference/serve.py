@@ -100,7 +100,12 @@ class ServingEstimate:
 
     @property
     def tokens_per_s(self) -> float | None:
-        """Output tokens/s the sized fleet can serve (replicas x per replica) [tokens/s]; read by cost.py."""
+        """Output tokens/s served [tokens/s]: the target when the fleet carries it, else the fleet's
+        capacity (replicas x per replica); what cost.py divides the cost by."""
+        if self.fleet_tokens_per_s is None:
+            return None
+        if self.target_tokens_per_s is not None:
+            return min(self.target_tokens_per_s, self.fleet_tokens_per_s)
         return self.fleet_tokens_per_s
 
     def summary(self) -> str:
