@@ -3,8 +3,10 @@
     PYTHONPATH=. python benchmarks/bench_inference.py
 
 Measures: serve() with a fixed TP and with TP searched (every batch 1..max_batch
-evaluated with numpy), the accelerator comparison of the Inference tab, a vision
-estimate, and the same batch sweep as a plain-Python loop for comparison.
+evaluated with numpy; racks and power from the facility budget), the accelerator
+comparison of the Inference tab, the compute of one tab update (chart rendering by
+altair/vega not included), a vision estimate, and the same batch sweep as a
+plain-Python loop for comparison.
 """
 
 from __future__ import annotations
@@ -45,6 +47,12 @@ def main() -> None:
     print(f"serve, TP 8 fixed:                 {timeit(lambda: serve(s, cat)):7.2f} ms")
     print(f"serve, TP searched (1,2,4,8):      {timeit(lambda: serve(auto, cat)):7.2f} ms")
     print(f"compare_accelerators (6 GPUs):     {timeit(lambda: compare_accelerators(s, cat), 5):7.2f} ms")
+    def tab_update() -> None:  # what one widget change computes (scenario update, sizing, comparison)
+        s2 = s.replace(inference__requests_per_s=120.0)
+        serve(s2, cat)
+        compare_accelerators(s2, cat)
+
+    print(f"Inference tab update (compute):    {timeit(tab_update, 5):7.2f} ms")
     acc = cat.accelerator("h100-sxm5-80gb")
     print(f"vision estimate_inference:         {timeit(lambda: estimate_inference('resnet50', acc)):7.3f} ms")
 

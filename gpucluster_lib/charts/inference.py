@@ -71,5 +71,5 @@ def accelerator_comparison(df: pd.DataFrame) -> alt.Chart:
                                                                range=["#4c78a8", "#d62728"])),
         tooltip=[alt.Tooltip("accelerator:N"), alt.Tooltip("gpus:Q", title="GPUs"),
                  alt.Tooltip("tokens_per_s_per_gpu:Q", title="tokens/s/GPU", format=",.0f"),
-                 alt.Tooltip("it_power_kw:Q", title="IT kW", format=",.1f")],
+                 alt.Tooltip("servers_kw:Q", title="servers kW", format=",.1f")],
     ).properties(width=520, height=28 * max(len(data), 1), title="Same target on other accelerators")

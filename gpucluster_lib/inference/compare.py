@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pandas as pd
@@ -16,11 +17,18 @@ DEFAULT_COMPARISON = ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b20
 _FALLBACK = ("fp8", "int8", "bf16", "fp16")
 
 
+def _systems(catalog: Any) -> dict[str, str]:
+    """accelerator id -> the first complete system (servers.csv kind 'system') built around it."""
+    out: dict[str, str] = {}
+    for row in catalog.records("servers"):
+        if row.get("kind") == "system" and row.get("gpu_id"):
+            out.setdefault(row["gpu_id"], row["id"])
+    return out
+
+
 def system_for(catalog: Any, accelerator_id: str) -> str | None:
     """The first complete system (servers.csv kind 'system') built around ``accelerator_id``."""
-    srv = catalog.tables["servers"]
-    rows = srv[(srv["kind"] == "system") & (srv["gpu_id"] == accelerator_id)]
-    return None if rows.empty else str(rows.iloc[0]["id"])
+    return _systems(catalog).get(accelerator_id)
 
 
 def compare_accelerators(scenario: Scenario, catalog: Any, accelerators: tuple[str, ...] = DEFAULT_COMPARISON,
@@ -29,10 +37,13 @@ def compare_accelerators(scenario: Scenario, catalog: Any, accelerators: tuple[s
 
     Each accelerator runs in its catalogue system when there is one (power, price), else
     in a generic 8-GPU node. When it lacks the scenario's precision, the first of fp8,
-    int8, bf16, fp16 it supports is used and shown in the ``precision`` column.
+    int8, bf16, fp16 it supports is used and shown in the ``precision`` column. For speed
+    (the Inference tab redraws this on every change) power is the servers' maximum power
+    (``servers_kw``), without the facility budget's network, storage and head nodes.
     """
     rows = []
     known = set(catalog.tables["accelerators"]["id"])
+    systems = _systems(catalog)
     for acc_id in accelerators:
         if acc_id not in known:
             continue
@@ -40,16 +51,16 @@ def compare_accelerators(scenario: Scenario, catalog: Any, accelerators: tuple[s
         precision = scenario.inference.precision
         if compute_peak_tflops(precision, acc) is None:
             precision = next((p for p in _FALLBACK if compute_peak_tflops(p, acc) is not None), precision)
-        server = system_for(catalog, acc_id)
-        s = scenario.replace(hardware__server=server, hardware__accelerator=None if server else acc_id,
-                             hardware__gpus_per_node=None, hardware__gpus=None, hardware__nodes=1,
-                             inference__precision=precision, inference__tensor_parallel=None)
-        est = serve(s, catalog)
+        server = systems.get(acc_id)
+        # valid by construction (catalogue ids, a listed precision): skip re-validation for speed
+        hw = dataclasses.replace(scenario.hardware, server=server, accelerator=None if server else acc_id,
+                                 gpus_per_node=None, gpus=None, nodes=1)
+        inf = dataclasses.replace(scenario.inference, precision=precision, tensor_parallel=None)
+        est = serve(dataclasses.replace(scenario, hardware=hw, inference=inf), catalog, facility_budget=False)
+        ok = est.meets_slo and not has_errors(est.findings)
         rows.append({"accelerator": acc_id, "server": server or "generic 8-GPU", "precision": precision,
                      "tensor_parallel": est.tensor_parallel, "batch": est.batch,
-                     "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "gpus": est.gpus if est.meets_slo else None,
-                     "nodes": est.nodes if est.meets_slo else None, "racks": est.racks if est.meets_slo else None,
-                     "it_power_kw": est.it_power_kw if est.meets_slo else None,
-                     "tokens_per_s_per_mw": est.tokens_per_s_per_mw if est.meets_slo else None,
-                     "meets_slo": est.meets_slo and not has_errors(est.findings)})
+                     "tokens_per_s_per_gpu": est.tokens_per_s_per_gpu, "gpus": est.gpus if ok else None,
+                     "nodes": est.nodes if ok else None, "servers_kw": est.it_power_kw if ok else None,
+                     "tokens_per_s_per_mw": est.tokens_per_s_per_mw if ok else None, "meets_slo": ok})
     return pd.DataFrame(rows)

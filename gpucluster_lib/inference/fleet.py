@@ -59,7 +59,7 @@ def nodes_per_rack(node_w: float, node_u: float, rack_power_limit_kw: float, rac
 
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
-               findings: list[Finding]) -> FleetSize:
+               findings: list[Finding], use_facility: bool = True) -> FleetSize:
     """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes."""
     gpn = hw.gpus_per_node
     if tp <= gpn:
@@ -71,7 +71,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     racks = it_kw = fac_kw = None
     source = "fallback"
     try:  # issue #4's facility budget; the fallback below keeps this module usable without it
-        facility = importlib.import_module("gpucluster_lib.facility")
+        facility = importlib.import_module("gpucluster_lib.facility") if use_facility else None
     except ImportError:
         facility = None
     if facility is not None and hasattr(facility, "budget") and nodes:

@@ -235,7 +235,7 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
             fix=f"use tensor_parallel <= {hw.gpus_per_node}", field="inference.tensor_parallel"))
 
 
-def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
+def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True) -> ServingEstimate:
     """Size the serving fleet of ``scenario`` (see module doc).
 
     Parameters
@@ -248,6 +248,9 @@ def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
         ``costs`` for racks, power and CapEx.
     catalog : Catalog, optional
         Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.catalog_for`).
+    facility_budget : bool
+        Racks and IT power from issue #4's facility budget (default); False uses the
+        servers' maximum power and a rack fit (faster; used by the accelerator comparison).
 
     Returns
     -------
@@ -363,7 +366,8 @@ def serve(scenario: Scenario, catalog: Any = None) -> ServingEstimate:
                                 field="inference.requests_per_s"))
     else:
         replicas = 0
-    fleet: FleetSize = size_fleet(scenario, cat, hw, replicas=replicas, tp=tp, findings=findings)
+    fleet: FleetSize = size_fleet(scenario, cat, hw, replicas=replicas, tp=tp, findings=findings,
+                                  use_facility=facility_budget)
     fleet_tok = tok_rep * replicas if tok_rep else None
     rows = _display_rows(best.batches, best.chosen)
     sweep = [{"batch": int(b), "ttft_s": float(t1), "tpot_s": float(t2), "tokens_per_s_per_replica": float(r),
