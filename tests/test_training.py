@@ -403,3 +403,11 @@ def test_tp_across_nodes_is_a_warning_not_an_error():
     f = [x for x in est.findings if x.code == "training.tp_across_nodes"]
     assert f and f[0].severity == "warning"
     assert est.time_breakdown_s["tp_comm"] > estimate(scen(parallelism={"pipeline": 8})).time_breakdown_s["tp_comm"]
+
+
+def test_vision_preset_is_dispatched_to_the_vision_module():
+    pytest.importorskip("gpucluster_lib.vision")  # issue 6
+    s = from_dict({"model": {"preset": "resnet50"}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 1},
+                   "training": {"epochs": 90}})
+    d = estimate(s).to_dict()
+    assert d["model"].startswith("ResNet-50") and d["epochs"] == 90 and d["training_days"] > 0

@@ -99,12 +99,18 @@ class TrainingEstimate:
 
 
 def _is_vision(scenario: Scenario) -> bool:
+    """A CNN/ViT workload: ``model.kind`` cnn/vit or a preset of ``data/vision_models.yaml``."""
     spec = scenario.model
     if spec.kind in ("cnn", "vit"):
         return True
-    if spec.preset and spec.preset not in load_presets():
+    if spec.preset is None or spec.preset in load_presets():
+        return False
+    try:
+        from .. import vision
+    except ImportError:
         return _vision_has(spec.preset)
-    return False
+    check = getattr(vision, "is_vision_model", None)
+    return bool(check(spec)) if callable(check) else _vision_has(spec.preset)
 
 
 def _vision_has(preset: str) -> bool:
@@ -112,19 +118,10 @@ def _vision_has(preset: str) -> bool:
     if path.exists():
         try:
             with path.open(encoding="utf-8") as fh:
-                if preset in (yaml.safe_load(fh) or {}):
-                    return True
+                return preset in (yaml.safe_load(fh) or {})
         except yaml.YAMLError:
-            pass
-    try:
-        from .. import vision  # type: ignore[attr-defined]
-    except ImportError:
-        return False
-    ids = getattr(vision, "preset_ids", None)
-    try:
-        return preset in (ids() if callable(ids) else [])
-    except Exception:  # noqa: BLE001 - a broken vision module must not mask a transformer error
-        return False
+            return False
+    return False
 
 
 def _estimate_vision(scenario: Scenario, catalog: Catalog | None) -> Any:
