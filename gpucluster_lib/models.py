@@ -17,6 +17,10 @@ References
        has three h x f matrices.
 .. [4] Fedus et al. 2022, "Switch Transformers"; Jiang et al. 2024, "Mixtral of Experts":
        routed experts, router h x E, top-k active experts per token.
+.. [5] DeepSeek-AI 2024, "DeepSeek-V2" (arXiv:2405.04434) Sec. 2.1 and "DeepSeek-V3 Technical
+       Report" (arXiv:2412.19437) Sec. 2.1.1: multi-head latent attention (MLA), a query
+       down/up projection of rank d_c', a joint KV latent of rank d_c plus a decoupled RoPE key
+       of d_h^R per token; only the latent and the RoPE key are cached.
 """
 
 from __future__ import annotations
@@ -65,6 +69,11 @@ class TransformerArch:
     shared_experts: int = 0
     moe_layer_interval: int = 1
     dense_layers: int = 0
+    q_lora_rank: int = 0
+    kv_lora_rank: int = 0
+    qk_rope_head_dim: int = 0
+    v_head_dim: int = 0
+    kind: str = "transformer"
     source: str = ""
     published_params_billion: float | None = None
     published_active_params_billion: float | None = None
@@ -96,13 +105,53 @@ class TransformerArch:
         """Width of each of the K and V projection outputs, kv_heads x head_dim [2]."""
         return self.kv_heads * self.head_dim
 
+    @property
+    def is_mla(self) -> bool:
+        """Multi-head latent attention (DeepSeek-V2/V3) [5]."""
+        return self.kv_lora_rank > 0
+
+    @property
+    def qk_head_dim(self) -> int:
+        """Query/key width per head used in the scores: head_dim (+ the RoPE part for MLA) [5]."""
+        return self.head_dim + (self.qk_rope_head_dim if self.is_mla else 0)
+
+    @property
+    def value_head_dim(self) -> int:
+        """Value width per head (``v_head_dim`` for MLA, else ``head_dim``)."""
+        return self.v_head_dim or self.head_dim
+
     # ---- parameter counts [parameters] -------------------------------------
     def attention_params_per_layer(self) -> int:
-        """Q, K, V and output projections (+ biases when ``bias``) [1, 2]."""
+        """Q, K, V and output projections (+ biases when ``bias``) [1, 2]; MLA projections [5]."""
         h = self.hidden_size
+        if self.is_mla:
+            a, qk, v = self.attention_heads, self.qk_head_dim, self.value_head_dim
+            if self.q_lora_rank:
+                q = h * self.q_lora_rank + self.q_lora_rank + self.q_lora_rank * a * qk  # down, RMSNorm, up
+            else:
+                q = h * a * qk
+            kv = (h * (self.kv_lora_rank + self.qk_rope_head_dim) + self.kv_lora_rank
+                  + self.kv_lora_rank * a * (self.head_dim + v))
+            return q + kv + a * v * h
         weights = h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
         biases = (self.q_dim + 2 * self.kv_dim + h) if self.bias else 0
         return weights + biases
+
+    def attention_matmul_params_per_layer(self) -> int:
+        """Parameters of the attention projections that take part in GEMMs (no biases/norms)."""
+        if self.is_mla:
+            extra_norms = self.kv_lora_rank + (self.q_lora_rank if self.q_lora_rank else 0)
+            return self.attention_params_per_layer() - extra_norms
+        h = self.hidden_size
+        return h * self.q_dim + 2 * h * self.kv_dim + self.q_dim * h
+
+    def ffn_matmul_params(self, ffn_hidden: int) -> int:
+        """Weight-matrix parameters of one FFN or expert (no biases): 2hf or 3hf (SwiGLU) [3]."""
+        return (3 if self.ffn_type == "swiglu" else 2) * self.hidden_size * ffn_hidden
+
+    def attention_output_dim(self) -> int:
+        """Input width of the attention output projection, heads x value head dim."""
+        return self.attention_heads * self.value_head_dim
 
     def ffn_params(self, ffn_hidden: int) -> int:
         """One FFN (or one expert): 2 h f for GeLU/ReLU^2, 3 h f for SwiGLU [3]."""
@@ -157,7 +206,13 @@ class TransformerArch:
 
     # ---- inference-facing sizes --------------------------------------------
     def kv_cache_bytes_per_token(self, bytes_per_element: float) -> float:
-        """K and V for one token across all layers: layers x 2 x kv_heads x head_dim x bytes [2]."""
+        """K and V for one token across all layers: layers x 2 x kv_heads x head_dim x bytes [2].
+
+        For MLA only the compressed latent and the RoPE key are cached:
+        layers x (kv_lora_rank + qk_rope_head_dim) x bytes [5].
+        """
+        if self.is_mla:
+            return self.layers * (self.kv_lora_rank + self.qk_rope_head_dim) * bytes_per_element
         return self.layers * 2 * self.kv_heads * self.head_dim * bytes_per_element
 
 
@@ -216,4 +271,5 @@ def resolve_transformer(spec: ModelSpec | str, *, path: str = "model") -> Transf
         raise ScenarioError(f"{path}.experts_per_token",
                             f"top-k {values['experts_per_token']} exceeds num_experts {values['num_experts']}")
     values.setdefault("name", spec.preset or "custom transformer")
+    values["kind"] = kind
     return TransformerArch(**{k: v for k, v in values.items() if k in _ARCH_FIELDS})

@@ -38,6 +38,64 @@ class Section:
     html: str
     charts: list[Any]
     findings: list[Finding]
+    data: dict[str, Any] | None = None
+    module: str = ""
+
+
+#: The headline numbers of each capability: (module, dotted key in its JSON, label, unit).
+KEY_FIGURES: list[tuple[str, str, str, str]] = [
+    ("training", "training_days", "Time to train (ideal)", "days"),
+    ("training", "mfu", "Model FLOPs utilisation", ""),
+    ("training", "fits", "Plan fits in GPU memory", ""),
+    ("reliability", "training_days_expected", "Time to train with failures", "days"),
+    ("reliability", "training_days_p10", "… P10", "days"),
+    ("reliability", "training_days_p90", "… P90", "days"),
+    ("reliability", "goodput", "Goodput", ""),
+    ("facility", "racks", "Racks", ""),
+    ("facility", "it_power_kw", "IT power", "kW"),
+    ("facility", "facility_power_kw", "Facility power (PUE)", "kW"),
+    ("facility", "cooling_tons", "Cooling", "tons"),
+    ("topology", "switches.leaf", "Leaf switches", ""),
+    ("topology", "switches.spine", "Spine switches", ""),
+    ("topology", "switches.core", "Core switches", ""),
+    ("topology", "per_gpu_allreduce_gbps", "All-reduce bandwidth per GPU", "Gb/s"),
+    ("inference", "gpus", "Serving GPUs", ""),
+    ("inference", "meets_slo", "Meets the latency SLO", ""),
+    ("cost", "capex.total", "CapEx", "USD"),
+    ("cost", "tco", "TCO", "USD"),
+    ("cost", "cost_per_gpu_hour", "Cost per GPU-hour", "USD"),
+    ("cost", "co2e_tonnes_per_year", "Emissions per year", "t CO2e"),
+]
+
+
+def _dig(d: dict[str, Any], dotted: str) -> Any:
+    for part in dotted.split("."):
+        if not isinstance(d, dict) or part not in d:
+            return None
+        d = d[part]
+    return d
+
+
+def key_figures_html(sections: Sequence[Section]) -> str:
+    """The headline numbers across sections, as one small table."""
+    by_module = {s.module: s.data for s in sections if s.data is not None}
+    rows = []
+    for module, key, label, unit in KEY_FIGURES:
+        value = _dig(by_module.get(module) or {}, key)
+        if value is None:
+            continue
+        if module in ("training", "reliability") and key in ("mfu", "goodput") and isinstance(value, float):
+            text = f"{value:.1%}"
+        else:
+            text = _fmt_value(value)
+        rows.append(f"<tr><td>{html.escape(label)}</td><td class='num'>{html.escape(text)}</td>"
+                    f"<td>{html.escape(unit)}</td></tr>")
+    errors = sum(1 for s in sections for f in s.findings if f.severity == "error")
+    warnings = sum(1 for s in sections for f in s.findings if f.severity == "warning")
+    status = (f"<p><b>{errors} error(s)</b> and {warnings} warning(s) in the findings below.</p>"
+              if errors or warnings else "<p>No errors or warnings in the findings.</p>")
+    return ("<h2>Key figures</h2><table class='gc-table gc-kf'><tbody>" + "".join(rows)
+            + "</tbody></table>" + status)
 
 
 def _fmt_value(v: Any) -> str:
@@ -75,7 +133,8 @@ def dict_table(d: dict[str, Any], prefix: str = "") -> str:
                 rows.append((key, _fmt_value(v)))
 
     walk(d, prefix)
-    body = "".join(f"<tr><td>{html.escape(k)}</td><td class='num'>{html.escape(v)}</td></tr>" for k, v in rows)
+    body = "".join(f"<tr><td style='text-align:left'><code>{html.escape(k)}</code></td>"
+                   f"<td class='num'>{html.escape(v)}</td></tr>" for k, v in rows)
     return f"<table class='gc-table'><tbody>{body}</tbody></table>"
 
 
@@ -139,7 +198,7 @@ def report_sections(scenario: Scenario) -> list[Section]:
         if chart_fn is not None:
             charts = list(chart_fn(result))
         findings = [f if isinstance(f, Finding) else Finding(**f) for f in (getattr(result, "findings", None) or [])]
-        sections.append(Section(title, dict_table(data), charts, findings))
+        sections.append(Section(title, dict_table(data), charts, findings, data=data, module=module))
     return sections
 
 

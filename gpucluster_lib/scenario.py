@@ -83,6 +83,10 @@ class ModelSpec:
     shared_experts: int | None = f(None, ge=0)
     moe_layer_interval: int | None = f(None, ge=1, doc="every k-th layer is MoE")
     dense_layers: int | None = f(None, ge=0, doc="leading dense layers before the MoE layers")
+    q_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the query down-projection (0 = none)")
+    kv_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the compressed KV latent (0 = standard attention)")
+    qk_rope_head_dim: int | None = f(None, ge=0, doc="MLA: decoupled RoPE dimension per head")
+    v_head_dim: int | None = f(None, ge=0, doc="MLA: value head dimension (0 = head_dim)")
 
 
 @dataclass(frozen=True)
@@ -172,6 +176,9 @@ class ParallelismSpec:
     distributed_optimizer: bool | None = f(None)
     allow_tp_across_nodes: bool = f(False)
     dp_overlap: float | None = f(None, ge=0, le=1, doc="fraction of DP communication hidden behind compute")
+    sharded_collectives: Literal["hierarchical", "flat"] | None = f(
+        None, doc="ZeRO/FSDP/DP collectives striped over all NICs of a node (hierarchical, NCCL rings "
+        "over rails) or limited to each GPU's own NIC (flat, e.g. DeepSpeed ZeRO-3 in Narayanan 2021)")
 
 
 @dataclass(frozen=True)
@@ -182,6 +189,8 @@ class TrainingSpec:
     epochs: float | None = f(None, gt=0, doc="for CNN/ViT workloads")
     dataset_images: float | None = f(None, gt=0, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
+    flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
+    efficiency: dict[str, float] = f({}, doc="overrides of data/efficiency.yaml parameters by name")
 
 
 @dataclass(frozen=True)
@@ -191,13 +200,25 @@ class InferenceSpec:
     input_tokens: int = f(1024, gt=0, unit="tokens")
     output_tokens: int = f(256, gt=0, unit="tokens")
     requests_per_s: float | None = f(None, gt=0, unit="1/s")
-    tokens_per_s: float | None = f(None, gt=0, unit="tokens/s")
+    tokens_per_s: float | None = f(None, gt=0, unit="tokens/s", doc="target in output (generated) tokens/s")
     ttft_slo_s: float = f(2.0, gt=0, unit="s")
     tpot_slo_s: float = f(0.2, gt=0, unit="s")
-    batch_size: int | None = f(None, gt=0)
+    batch_size: int | None = f(None, gt=0, doc="fixed batch (sequences or images); searched when absent")
     images_per_s: float | None = f(None, gt=0)
     video_streams: int | None = f(None, gt=0)
     video_fps: float | None = f(None, gt=0)
+    kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = f(
+        None, doc="KV cache storage; defaults to fp8 for fp8, int8 for int8, else bf16")
+    # serving efficiency overrides (defaults and sources: gpucluster_lib/inference/efficiency.py)
+    gemm_efficiency_16bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense BF16/FP16 peak")
+    gemm_efficiency_8bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense FP8/INT8 peak")
+    memory_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of HBM bandwidth")
+    decode_step_overhead_s: float | None = f(None, ge=0, unit="s", doc="fixed cost per decode iteration")
+    allreduce_latency_s: float | None = f(None, ge=0, unit="s", doc="fixed cost of one TP all-reduce")
+    link_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of NVLink bandwidth")
+    memory_utilization: float | None = f(None, gt=0, le=1, doc="fraction of HBM the engine may use")
+    runtime_overhead_gib: float | None = f(None, ge=0, unit="GiB", doc="CUDA context and buffers outside the pool")
+    vision_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of peak for CNN/ViT inference")
 
 
 @dataclass(frozen=True)

@@ -75,14 +75,16 @@ import altair as alt
 from IPython.display import HTML, display
 
 from gpucluster_lib import load_scenario
-from gpucluster_lib.report import report_header_html, report_sections, section_html
+from gpucluster_lib.report import key_figures_html, report_header_html, report_sections, section_html
 
 alt.renderers.enable("svg")  # static, deterministic, offline
 scenario = load_scenario(scenario_path)
+sections = report_sections(scenario)
 display(HTML(report_header_html(scenario)))
+display(HTML(key_figures_html(sections)))
 """),
     code("""
-for section in report_sections(scenario):
+for section in sections:
     display(HTML(section_html(section)))
     for chart in section.charts:
         display(chart)

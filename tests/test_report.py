@@ -74,3 +74,20 @@ def test_expand_inputs_errors(tmp_path):
 def test_index_html_escapes_names(tmp_path):
     r = BatchResult(tmp_path / "<x>.yaml", None, 0.1, "ScenarioError: bad <value>")
     assert "&lt;x&gt;.yaml" in index_html([r]) and "<value>" not in index_html([r])
+
+
+def test_key_figures_pick_headline_numbers_and_count_findings():
+    from gpucluster_lib.findings import Finding
+    from gpucluster_lib.report import Section, key_figures_html
+
+    sections = [
+        Section("Training time", "", [], [Finding("memory_fit", "error", "does not fit")],
+                data={"training_days": 34.2, "mfu": 0.4512}, module="training"),
+        Section("Cost", "", [], [Finding("x", "warning", "w")], data={"capex": {"total": 5.6e7}}, module="cost"),
+    ]
+    out = key_figures_html(sections)
+    assert "Time to train (ideal)" in out and "34.20" in out
+    assert "45.1%" in out  # MFU shown as a percentage
+    assert "56,000,000" in out  # capex.total, nested key
+    assert "1 error(s)" in out and "1 warning(s)" in out
+    assert "Racks" not in out  # no facility section: no row

@@ -1,0 +1,108 @@
+"""Charts for the training-time estimate (altair; data in, ``alt.Chart`` out)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import altair as alt
+import pandas as pd
+
+from ..units import GIB
+
+BREAKDOWN_LABELS = {
+    "compute": "compute", "recompute": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm",
+    "ep_comm": "EP comm", "pp_comm": "PP comm", "bubble": "pipeline bubble", "dp_comm": "DP comm (exposed)",
+    "optimizer": "optimizer", "overhead": "overhead",
+}
+MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
+                 "activations": "activations", "other": "other (context, buffers, fragmentation)"}
+
+
+def _as_dict(est: Any) -> dict[str, Any]:
+    return est if isinstance(est, dict) else est.to_dict()
+
+
+def time_breakdown_chart(est: Any) -> alt.Chart:
+    """Step time as one stacked bar, one segment per category [s]."""
+    d = _as_dict(est)
+    rows = [{"category": BREAKDOWN_LABELS[k], "seconds": v, "order": i}
+            for i, (k, v) in enumerate(d["time_breakdown_s"].items()) if v > 0]
+    df = pd.DataFrame(rows)
+    return alt.Chart(df).mark_bar().encode(
+        x=alt.X("seconds:Q", title="Time per step [s]", stack="zero"),
+        color=alt.Color("category:N", title="Category", sort=[r["category"] for r in rows]),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("category:N"), alt.Tooltip("seconds:Q", format=".3f")],
+    ).properties(width=520, height=60, title=f"Step time {d['step_time_s']:.2f} s: breakdown")
+
+
+def memory_chart(est: Any) -> alt.Chart:
+    """Memory per GPU (first pipeline stage) as a stacked bar against the GPU's memory [GiB].
+
+    A grey "free" segment fills the bar up to the GPU's memory when the plan fits; when it
+    does not, the bar runs past the capacity (the axis ends at the larger of the two).
+    """
+    d = _as_dict(est)
+    mem = d["memory_per_gpu_bytes"]
+    cap = d["memory_capacity_bytes"] / GIB
+    rows = [{"part": MEMORY_LABELS[k], "gib": mem[k] / GIB, "order": i} for i, k in enumerate(MEMORY_LABELS)]
+    free = cap - mem["total"] / GIB
+    if free > 0:
+        rows.append({"part": "free", "gib": free, "order": len(rows)})
+    parts = [r["part"] for r in rows]
+    colours = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
+    status = "fits" if d["fits"] else "DOES NOT FIT"
+    return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
+        x=alt.X("gib:Q", title=f"Memory per GPU [GiB] (GPU memory {cap:.0f} GiB)", stack="zero"),
+        color=alt.Color("part:N", title="Part", sort=parts, scale=alt.Scale(domain=parts, range=colours)),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".1f", title="GiB")],
+    ).properties(width=520, height=60,
+                 title=f"Memory per GPU {mem['total'] / GIB:.1f} of {cap:.0f} GiB ({status})")
+
+
+def top_plans_frame(table: pd.DataFrame, n: int = 10) -> pd.DataFrame:
+    """The first ``n`` rows of a plan-search table with readable column names."""
+    t = table.head(n)
+    return pd.DataFrame({
+        "TP": t["tp"], "PP": t["pp"], "virtual": t["vp"], "DP": t["dp"], "CP": t["cp"], "EP": t["ep"],
+        "micro-batch": t["mb"], "global batch": t["gbs"], "recompute": t["recompute"], "ZeRO": t["zero"],
+        "step [s]": t["step_time_s"], "tokens/s": t["tokens_per_s"], "MFU": t["mfu"],
+        "memory [GiB]": t["memory_gib"], "days": t["training_days"], "fits": t["fits"], "why not": t["reason"],
+    }).reset_index(drop=True)
+
+
+def scaling_chart(df: pd.DataFrame) -> alt.HConcatChart:
+    """Time to train [days] and MFU against GPU count, best plan at each count."""
+    base = alt.Chart(df).encode(x=alt.X("gpus:Q", title="GPUs", scale=alt.Scale(type="log", base=2)))
+    tip = [alt.Tooltip("gpus:Q"), alt.Tooltip("plan:N"), alt.Tooltip("training_days:Q", format=".1f"),
+           alt.Tooltip("mfu:Q", format=".1%")]
+    days = base.mark_line(point=True).encode(
+        y=alt.Y("training_days:Q", title="Time to train [days]", scale=alt.Scale(type="log")), tooltip=tip,
+    ).properties(width=300, height=220, title="Time to train")
+    mfu = base.mark_line(point=True, color="#d62728").encode(
+        y=alt.Y("mfu:Q", title="MFU", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)), tooltip=tip,
+    ).properties(width=300, height=220, title="Model FLOPs utilisation")
+    return alt.hconcat(days, mfu)
+
+
+def validation_chart(df: pd.DataFrame) -> alt.HConcatChart:
+    """Predicted against published step time (log-log, y = x line) and the error per run."""
+    lo = float(min(df["published_step_s"].min(), df["predicted_step_s"].min())) * 0.8
+    hi = float(max(df["published_step_s"].max(), df["predicted_step_s"].max())) * 1.25
+    scale = alt.Scale(type="log", domain=[lo, hi])
+    tip = [alt.Tooltip("label:N"), alt.Tooltip("plan:N"), alt.Tooltip("published_step_s:Q", format=".3g"),
+           alt.Tooltip("predicted_step_s:Q", format=".3g"), alt.Tooltip("error:Q", format="+.1%")]
+    pts = alt.Chart(df).mark_point(filled=True, size=60).encode(
+        x=alt.X("published_step_s:Q", title="Published step time [s]", scale=scale),
+        y=alt.Y("predicted_step_s:Q", title="Predicted step time [s]", scale=scale),
+        color=alt.Color("set:N", title="Set"), shape=alt.Shape("accelerator:N", title="GPU"), tooltip=tip)
+    line = alt.Chart(pd.DataFrame({"x": [lo, hi]})).mark_line(color="gray", strokeDash=[4, 3]).encode(
+        x=alt.X("x:Q", scale=scale), y=alt.Y("x:Q", scale=scale))
+    err = alt.Chart(df).mark_bar().encode(
+        y=alt.Y("run_id:N", title=None, sort=None),
+        x=alt.X("error:Q", title="Step-time error (predicted / published - 1)", axis=alt.Axis(format="%")),
+        color=alt.Color("set:N", title="Set"), tooltip=tip)
+    band = alt.Chart(pd.DataFrame({"x": [-0.2, 0.2]})).mark_rule(color="gray", strokeDash=[2, 2]).encode(x="x:Q")
+    return alt.hconcat((line + pts).properties(width=330, height=330, title="Predicted vs published"),
+                       (err + band).properties(width=300, height=14 * len(df), title="Error per run"))

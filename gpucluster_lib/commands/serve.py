@@ -1,0 +1,27 @@
+"""``gpucluster serve SCENARIO.yaml``: size a serving fleet for the scenario's traffic and SLOs."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import add_scenario_arguments, read_scenario
+
+NAME = "serve"
+ORDER = 50
+HELP = "size an inference fleet (GPUs, nodes, racks, MW) for a traffic target and latency SLOs"
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    add_scenario_arguments(p)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..cli import print_json
+    from ..inference import serve
+
+    result = serve(read_scenario(args))  # dispatches CNN/ViT models to gpucluster_lib.vision
+    if args.json:
+        print_json(result.to_dict())
+        return 0
+    print(result.summary() if hasattr(result, "summary") else result.to_dict())
+    return 0

@@ -1,0 +1,137 @@
+"""From one replica to a fleet: replicas, GPUs, nodes, racks, power and cost.
+
+Racks and IT power come from the facility budget of issue #4
+(:func:`gpucluster_lib.facility.budget`, with ``nodes`` = the fleet's nodes: compute racks
+plus network, storage and head nodes, IT power including them); its warnings and errors
+are passed on. Without that module (a documented fallback) a node draws the server's ``max_power_w`` from the catalogue
+(a generic node: the GPUs' TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x
+700 W / 10.2 kW, DGX H100 User Guide), and a rack holds as many nodes as both its power
+limit (``facility.rack_power_limit_kw``) and its height (``facility.rack_units`` less
+:data:`RESERVED_RACK_UNITS` for switches and patch panels) allow.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from ..findings import Finding
+from ..units import KW_PER_MW, W_PER_KW
+
+#: Rack units kept free for leaf switches, management switch and patch panels [U].
+RESERVED_RACK_UNITS = 4
+#: GPU share of a GPU server's maximum power: DGX H100, 8 x 700 W of 10.2 kW.
+GPU_POWER_SHARE = 8 * 700 / 10_200
+#: Height of a node when the scenario names no server [U] (a 4U HGX chassis).
+GENERIC_NODE_U = 4
+
+
+def _num(v: Any) -> float | None:
+    return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
+
+
+@dataclass(frozen=True)
+class FleetSize:
+    replicas: int
+    gpus: int
+    nodes: int
+    racks: int
+    it_power_kw: float
+    facility_power_kw: float
+    capex_usd: float | None
+    source: str  # "facility.budget" or "fallback"
+
+
+def node_power_w(server: dict[str, Any] | None, accelerator: dict[str, Any], gpus_per_node: int) -> float:
+    """Maximum power of one node [W]: the server's max_power_w, else GPU TDP x count / GPU share."""
+    if server is not None and _num(server.get("max_power_w")):
+        return float(server["max_power_w"])
+    return float(accelerator["tdp_w"]) * gpus_per_node / GPU_POWER_SHARE
+
+
+def nodes_per_rack(node_w: float, node_u: float, rack_power_limit_kw: float, rack_units: int) -> int:
+    """Nodes a rack can hold: min(power limit / node power, (height - reserved) / node height)."""
+    by_power = math.floor(rack_power_limit_kw * W_PER_KW / node_w)
+    by_space = math.floor((rack_units - RESERVED_RACK_UNITS) / node_u)
+    return max(min(by_power, by_space), 0)
+
+
+def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
+               findings: list[Finding], use_facility: bool = True) -> FleetSize:
+    """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes."""
+    gpn = hw.gpus_per_node
+    if tp <= gpn:
+        per_node = gpn // tp
+        nodes = math.ceil(replicas / per_node) if replicas else 0
+    else:
+        nodes = replicas * math.ceil(tp / gpn)
+    gpus = replicas * tp
+    racks = it_kw = fac_kw = None
+    source = "fallback"
+    try:  # issue #4's facility budget; the fallback below keeps this module usable without it
+        facility = importlib.import_module("gpucluster_lib.facility") if use_facility else None
+    except ImportError:
+        facility = None
+    if facility is not None and hasattr(facility, "budget") and nodes:
+        b = facility.budget(scenario, catalog, nodes=nodes)
+        racks, it_kw = int(b.racks), float(b.it_power_kw)
+        fac_kw = float(getattr(b, "facility_power_kw", it_kw * scenario.facility.pue))
+        source = "facility.budget"
+        # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there
+        findings.extend(f for f in getattr(b, "findings", []) if f.severity != "info")
+    else:
+        node_w = node_power_w(hw.server, hw.accelerator, gpn)
+        node_u = _num((hw.server or {}).get("rack_units")) or GENERIC_NODE_U
+        fac = scenario.facility
+        npr = nodes_per_rack(node_w, node_u, fac.rack_power_limit_kw, fac.rack_units)
+        if npr == 0:
+            findings.append(Finding(
+                "inference.node_exceeds_rack", "error",
+                f"one node draws {node_w / W_PER_KW:.1f} kW and is {node_u:g}U, more than a rack allows "
+                f"({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U less {RESERVED_RACK_UNITS}U reserved); "
+                "counted one node per rack",
+                fix="raise facility.rack_power_limit_kw (liquid or rear-door cooling) or use a smaller server",
+                field="facility.rack_power_limit_kw"))
+            npr = 1
+        racks = math.ceil(nodes / npr) if nodes else 0
+        it_kw = nodes * node_w / W_PER_KW
+        fac_kw = it_kw * scenario.facility.pue
+        findings.append(Finding(
+            "inference.facility_fallback", "info",
+            f"racks and power estimated here: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
+            f"(server max power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
+            f"facility power = IT x PUE {scenario.facility.pue:g}",
+            fix="the facility budget (issue #4) refines this with PDUs, cooling and redundancy"))
+    capex = capex_usd(scenario, hw, nodes=nodes, gpus=gpus, findings=findings)
+    return FleetSize(replicas, gpus, nodes, racks, it_kw, fac_kw, capex, source)
+
+
+def capex_usd(scenario: Any, hw: Any, *, nodes: int, gpus: int, findings: list[Finding]) -> float | None:
+    """Hardware CapEx [USD]: nodes x server price (systems include their GPUs), else GPUs x GPU price.
+
+    ``costs.server_price`` / ``costs.accelerator_price`` override the catalogue's
+    ``price_usd_estimate``. A chassis price is added to the GPUs' when both are known.
+    """
+    costs = scenario.costs
+    server = hw.server or {}
+    server_price = costs.server_price if costs.server_price is not None else _num(server.get("price_usd_estimate"))
+    gpu_price = costs.accelerator_price if costs.accelerator_price is not None \
+        else _num(hw.accelerator.get("price_usd_estimate"))
+    if server_price is not None and server.get("kind") != "chassis" and server:
+        return nodes * server_price
+    if gpu_price is not None:
+        return gpus * gpu_price + (nodes * server_price if server_price is not None else 0.0)
+    findings.append(Finding(
+        "inference.no_price", "info",
+        f"no price for {server.get('id') or hw.accelerator['id']} in the catalogue: tokens/s per dollar not computed",
+        fix="set costs.server_price (per node) or costs.accelerator_price (per GPU)", field="costs.server_price"))
+    return None
+
+
+def per_mw(tokens_per_s: float, power_kw: float | None) -> float | None:
+    """Tokens/s per MW of power [tokens/s/MW]."""
+    if not power_kw:
+        return None
+    return tokens_per_s / (power_kw / KW_PER_MW)

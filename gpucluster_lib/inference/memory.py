@@ -1,0 +1,112 @@
+"""Memory per GPU of a tensor-parallel serving replica, and the largest batch that fits.
+
+Terms (per GPU, bytes):
+
+* weights: ``P x b_w / TP`` (Megatron-style TP shards every matrix, including the
+  vocabulary-parallel embedding and output layer; Shoeybi et al. 2019, Sec. 3);
+* KV cache per token: ``layers x 2 x (kv_heads / TP) x head_dim x b_kv``: K and V for
+  every layer (Pope et al. 2023, "Efficiently Scaling Transformer Inference", Sec. 2.1),
+  GQA/MQA-aware (Ainslie et al. 2023); when TP exceeds the KV heads each GPU keeps one
+  replicated head (vLLM/TensorRT-LLM behaviour);
+* activation workspace: one engine step of ``max_num_tokens`` tokens (TensorRT-LLM's
+  default 8192) holding the residual stream, the Q/K/V and the two FFN up-projections:
+  ``T x (4 h + (q + 2 kv)/TP + 2 f/TP) x 2 bytes``, plus FP32 logits of ``V / TP`` per
+  sequence;
+* runtime: CUDA context and library buffers outside the engine pool
+  (:class:`~gpucluster_lib.inference.efficiency.ServingEfficiency`).
+
+The engine may use ``memory_utilization`` of the HBM. Each sequence reserves KV for its
+full length ``input + output`` (TensorRT-LLM's *guaranteed no evict* scheduling), so
+``max_batch = floor(free / (kv_per_token x (L_in + L_out) + logits))``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ..models import TransformerArch
+from ..units import GIB
+from .efficiency import ServingEfficiency
+from .precision import ACTIVATION_BYTES
+
+#: TensorRT-LLM default ``max_num_tokens`` per engine step [tokens].
+DEFAULT_MAX_NUM_TOKENS = 8192
+#: Logits are produced in FP32 [bytes].
+LOGIT_BYTES = 4.0
+
+
+def kv_heads_per_gpu(kv_heads: int, tp: int) -> int:
+    """KV heads stored on each GPU: kv_heads / TP, at least one (replicated when TP > kv_heads)."""
+    return max(math.ceil(kv_heads / tp), 1)
+
+
+def kv_cache_bytes_per_token_per_gpu(arch: TransformerArch, tp: int, kv_bytes: float) -> float:
+    """layers x 2 x ceil(kv_heads / TP) x head_dim x b_kv [bytes/token] (Pope et al. 2023 Sec. 2.1)."""
+    return arch.layers * 2 * kv_heads_per_gpu(arch.kv_heads, tp) * arch.head_dim * kv_bytes
+
+
+def workspace_bytes_per_gpu(arch: TransformerArch, tp: int, max_num_tokens: int) -> float:
+    """Activation workspace of one engine step of ``max_num_tokens`` tokens [bytes]."""
+    h = arch.hidden_size
+    per_token = 4 * h + (arch.q_dim + 2 * arch.kv_dim) / tp + 2 * max(arch.ffn_hidden_size,
+                                                                       arch.expert_ffn_hidden_size) / tp
+    return max_num_tokens * per_token * ACTIVATION_BYTES
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Memory of one GPU in a replica [bytes]; ``max_batch`` [sequences]."""
+
+    capacity_bytes: float
+    usable_bytes: float
+    weights_bytes: float
+    workspace_bytes: float
+    runtime_bytes: float
+    kv_bytes_per_token: float
+    bytes_per_sequence: float
+    max_batch: int
+
+    @property
+    def free_for_kv_bytes(self) -> float:
+        return self.usable_bytes - self.weights_bytes - self.workspace_bytes - self.runtime_bytes
+
+    def breakdown(self, batch: int) -> dict[str, float]:
+        """Bytes per GPU by category at ``batch`` sequences."""
+        kv = batch * self.bytes_per_sequence
+        used = self.weights_bytes + self.workspace_bytes + self.runtime_bytes + kv
+        return {"weights": self.weights_bytes, "kv_cache": kv, "workspace": self.workspace_bytes,
+                "runtime": self.runtime_bytes, "free": max(self.capacity_bytes - used, 0.0),
+                "total": self.capacity_bytes}
+
+
+def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_bytes: float, kv_bytes: float,
+                input_tokens: int, output_tokens: int, eff: ServingEfficiency,
+                max_num_tokens: int | None = None) -> MemoryPlan:
+    """Memory per GPU and the largest batch that fits (see module doc for each term).
+
+    Parameters
+    ----------
+    arch : the transformer
+    memory_gib : HBM per GPU [GiB]
+    tp : tensor-parallel size [GPUs]
+    weight_bytes, kv_bytes : bytes per weight and per KV element [bytes]
+    input_tokens, output_tokens : per request [tokens]
+    eff : memory_utilization [fraction] and runtime_overhead_gib [GiB]
+    max_num_tokens : tokens per engine step [tokens]; default max(8192, input_tokens)
+
+    Returns
+    -------
+    MemoryPlan
+        bytes per GPU by category and ``max_batch`` [sequences] (0 when nothing fits).
+    """
+    capacity = memory_gib * GIB
+    usable = capacity * eff.memory_utilization
+    weights = arch.total_params() * weight_bytes / tp
+    workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens))
+    runtime = eff.runtime_overhead_gib * GIB
+    kv_tok = kv_cache_bytes_per_token_per_gpu(arch, tp, kv_bytes)
+    per_seq = kv_tok * (input_tokens + output_tokens) + arch.vocab_size / tp * LOGIT_BYTES
+    free = usable - weights - workspace - runtime
+    max_batch = int(free // per_seq) if free > 0 else 0
+    return MemoryPlan(capacity, usable, weights, workspace, runtime, kv_tok, per_seq, max_batch)

@@ -1,0 +1,407 @@
+"""``serve(scenario)``: size an LLM serving fleet for a traffic target and latency SLOs.
+
+Wiring only: memory (:mod:`.memory`), timing (:mod:`.latency`), efficiencies
+(:mod:`.efficiency`) and the fleet (:mod:`.fleet`) hold the formulas and their sources.
+
+Steps: resolve the model and accelerator; for the tensor-parallel size (given, or each
+power of two up to the node's GPUs when ``inference.tensor_parallel`` is absent) find the
+largest batch that fits, sweep batch sizes, keep the highest-throughput batch that meets
+TTFT and TPOT (continuous batching), then count replicas for the target, and nodes,
+racks and power for those replicas. Design problems are findings, never exceptions.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..findings import Finding, sort_findings
+from ..hardware import catalog_for, fabric_gbps_per_gpu, resolve_hardware
+from ..models import TransformerArch, resolve_transformer
+from ..scenario import Scenario
+from ..units import GB, GBPS_IN_BYTES_PER_S
+from .efficiency import ServingEfficiency, efficiency_from_spec
+from .fleet import FleetSize, per_mw, size_fleet
+from .latency import ReplicaHardware, mixed_step_times, prefill_time
+from .memory import MemoryPlan, memory_plan
+from .precision import (
+    DEFAULT_KV_PRECISION,
+    KV_BYTES,
+    WEIGHT_BYTES,
+    compute_peak_tflops,
+    compute_precision,
+    supported_precisions,
+)
+
+ASSUMPTIONS = (
+    "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
+    "prompt tokens",
+    "tokens/s are output (generated) tokens, as MLPerf Inference reports them",
+    "TTFT = one step of waiting + the prompt's own prefill; queueing under bursty arrivals is not modelled",
+    "each sequence reserves KV cache for input + output tokens (no eviction)",
+    "tensor parallelism only (no pipeline or expert parallelism); replicas are independent",
+    "int4 is weight-only (W4A16): GEMMs run at 16-bit, only the weight bytes shrink",
+    "power and racks: facility budget (issue #4) when present, else server max power and a rack-fit estimate",
+)
+
+
+@dataclass
+class ServingEstimate:
+    """The sizing of one serving fleet (see :func:`serve`). Units in the field names."""
+
+    model: str
+    accelerator: str
+    precision: str
+    compute_precision: str | None
+    kv_cache_precision: str
+    tensor_parallel: int
+    input_tokens: int
+    output_tokens: int
+    ttft_slo_s: float
+    tpot_slo_s: float
+    weights_bytes_per_gpu: float
+    kv_cache_bytes_per_token: float
+    kv_cache_bytes_per_token_per_gpu: float
+    max_batch: int
+    batch: int
+    ttft_s: float | None
+    tpot_s: float | None
+    tokens_per_s_per_gpu: float | None
+    tokens_per_s_per_replica: float | None
+    requests_per_s_per_replica: float | None
+    target_tokens_per_s: float | None
+    replicas: int
+    gpus: int
+    nodes: int
+    racks: int | None
+    it_power_kw: float | None
+    facility_power_kw: float | None
+    fleet_tokens_per_s: float | None
+    tokens_per_s_per_mw: float | None
+    tokens_per_s_per_rack: float | None
+    capex_usd: float | None
+    tokens_per_s_per_usd: float | None
+    meets_slo: bool
+    memory_per_gpu_bytes: dict[str, float]
+    step_time_breakdown_s: dict[str, float]
+    sweep: list[dict[str, Any]]
+    tp_options: list[dict[str, Any]]
+    efficiency: dict[str, float]
+    assumptions: list[str]
+    findings: list[Finding] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
+        out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
+        return out
+
+    @property
+    def tokens_per_s(self) -> float | None:
+        """Output tokens/s served [tokens/s]: the target when the fleet carries it, else the fleet's
+        capacity (replicas x per replica); what cost.py divides the cost by."""
+        if self.fleet_tokens_per_s is None:
+            return None
+        if self.target_tokens_per_s is not None:
+            return min(self.target_tokens_per_s, self.fleet_tokens_per_s)
+        return self.fleet_tokens_per_s
+
+    def summary(self) -> str:
+        """A few lines for the terminal."""
+        def fmt(v: Any, spec: str) -> str:
+            return "n/a" if v is None else format(v, spec)
+
+        lines = [
+            f"{self.model} on {self.accelerator}, {self.precision} (compute {self.compute_precision}), "
+            f"TP {self.tensor_parallel}, {self.input_tokens} in / {self.output_tokens} out tokens",
+            f"  weights {self.weights_bytes_per_gpu / GB:.1f} GB/GPU, KV {self.kv_cache_bytes_per_token:,.0f} B/token, "
+            f"max batch {self.max_batch}, chosen batch {self.batch}",
+            f"  TTFT {fmt(self.ttft_s, '.3f')} s (SLO {self.ttft_slo_s:g}), TPOT "
+            f"{fmt(self.tpot_s and self.tpot_s * 1e3, '.1f')} ms (SLO {self.tpot_slo_s * 1e3:g}), "
+            f"meets SLO: {self.meets_slo}",
+            f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {self.replicas} replicas = {self.gpus} GPUs, "
+            f"{self.nodes} nodes, {fmt(self.racks, 'd')} racks, {fmt(self.it_power_kw, ',.1f')} kW IT",
+        ]
+        lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
+        return "\n".join(lines)
+
+    def sweep_frame(self):
+        """The batch sweep as a pandas DataFrame (one row per batch size)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.sweep)
+
+
+@dataclass
+class _TpResult:
+    tp: int
+    mem: MemoryPlan
+    batches: np.ndarray
+    ttft: np.ndarray
+    tpot: np.ndarray
+    tok_replica: np.ndarray
+    meets: np.ndarray
+    parts: Any
+    chosen: int | None      # index into batches
+    fits: bool
+
+
+def _replica_hardware(scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float) -> ReplicaHardware:
+    acc = hw.accelerator
+    if tp <= hw.gpus_per_node:
+        link = float(acc["scaleup_bandwidth_gb_per_s"]) / 2  # catalogue: bidirectional total
+    else:
+        link = fabric_gbps_per_gpu(scenario, hw, catalog) * GBPS_IN_BYTES_PER_S / GB
+    return ReplicaHardware(peak, float(acc["memory_bandwidth_gb_per_s"]), link, tp)
+
+
+def _batch_grid(max_batch: int, fixed: int | None) -> np.ndarray:
+    """Every batch size 1..max_batch (vectorised, so the best SLO-meeting batch is exact)."""
+    if fixed is not None:
+        return np.array([fixed])
+    return np.arange(1, max(max_batch, 1) + 1)
+
+
+def _display_rows(batches: np.ndarray, chosen: int | None) -> np.ndarray:
+    """Indices shown in the sweep: powers of two, the largest batch and the chosen one."""
+    n = len(batches)
+    idx = {i for i in range(n) if batches[i] & (batches[i] - 1) == 0} | {n - 1}
+    if chosen is not None:
+        idx.add(chosen)
+    return np.array(sorted(idx), dtype=int)
+
+
+def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
+                 gemm_eff: float, eff: ServingEfficiency, weight_bytes: float, kv_bytes: float) -> _TpResult:
+    inf = scenario.inference
+    mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
+                      kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff)
+    rhw = _replica_hardware(scenario, hw, catalog, tp, peak)
+    fits = mem.max_batch >= 1
+    batches = _batch_grid(max(mem.max_batch, 1), inf.batch_size)
+    parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
+                             weights_bytes_per_gpu=mem.weights_bytes, kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token,
+                             hw=rhw, gemm_efficiency=gemm_eff, eff=eff)
+    tpot = parts.total
+    ttft = tpot + prefill_time(arch, inf.input_tokens, weights_bytes_per_gpu=mem.weights_bytes, hw=rhw,
+                               gemm_efficiency=gemm_eff, eff=eff)
+    tok_replica = batches / tpot
+    meets = (ttft <= inf.ttft_slo_s) & (tpot <= inf.tpot_slo_s) & (batches <= mem.max_batch)
+    chosen = int(np.argmax(np.where(meets, tok_replica, -1.0))) if fits and meets.any() else None
+    return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits)
+
+
+def _target_tokens_per_s(scenario: Scenario) -> float | None:
+    inf = scenario.inference
+    if inf.requests_per_s is not None:
+        return inf.requests_per_s * inf.output_tokens
+    return inf.tokens_per_s
+
+
+def _tp_candidates(arch: TransformerArch, hw: Any, given: int | None) -> list[int]:
+    if given is not None:
+        return [given]
+    cands = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= hw.gpus_per_node and arch.attention_heads % t == 0
+             and (arch.kv_heads % t == 0 or t % arch.kv_heads == 0)]
+    return cands or [1]
+
+
+def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding]) -> None:
+    valid = [t for t in (1, 2, 4, 8, 16, 32, 64) if arch.attention_heads % t == 0
+             and (arch.kv_heads % t == 0 or t % arch.kv_heads == 0)]
+    if arch.kv_heads % tp and tp % arch.kv_heads:
+        findings.append(Finding(
+            "inference.tp_kv_heads", "error",
+            f"tensor_parallel {tp} does not divide the {arch.kv_heads} KV heads of {arch.name} (nor is a multiple "
+            f"of them): the KV cache cannot be split evenly",
+            fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
+    elif arch.attention_heads % tp:
+        findings.append(Finding(
+            "inference.tp_attention_heads", "error",
+            f"tensor_parallel {tp} does not divide the {arch.attention_heads} attention heads of {arch.name}",
+            fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
+    elif tp > arch.kv_heads:
+        findings.append(Finding(
+            "inference.kv_heads_replicated", "info",
+            f"tensor_parallel {tp} exceeds the {arch.kv_heads} KV heads: each KV head is stored on "
+            f"{tp // arch.kv_heads} GPUs", field="inference.tensor_parallel"))
+    if tp > hw.gpus_per_node:
+        findings.append(Finding(
+            "inference.tp_across_nodes", "warning",
+            f"tensor_parallel {tp} spans {math.ceil(tp / hw.gpus_per_node)} nodes of {hw.gpus_per_node} GPUs: "
+            "its all-reduces run over the scale-out fabric",
+            fix=f"use tensor_parallel <= {hw.gpus_per_node}", field="inference.tensor_parallel"))
+
+
+def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True) -> ServingEstimate:
+    """Size the serving fleet of ``scenario`` (see module doc).
+
+    Parameters
+    ----------
+    scenario : Scenario
+        ``model`` (a transformer preset or architecture), ``hardware`` (accelerator or
+        server), ``inference`` (precision, tensor_parallel, input/output tokens [tokens],
+        requests_per_s [1/s] or tokens_per_s [output tokens/s], ttft_slo_s and
+        tpot_slo_s [s], optional batch_size and efficiency overrides), ``facility`` and
+        ``costs`` for racks, power and CapEx.
+    catalog : Catalog, optional
+        Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.catalog_for`).
+    facility_budget : bool
+        Racks and IT power from issue #4's facility budget (default); False uses the
+        servers' maximum power and a rack fit (faster; used by the accelerator comparison).
+
+    Returns
+    -------
+    ServingEstimate
+        (a :class:`~gpucluster_lib.vision.VisionServingEstimate` when the model is a CNN/ViT.)
+        Bytes per GPU [bytes], latencies [s], throughputs [output tokens/s], counts,
+        power [kW], the batch sweep, the efficiencies used and the findings. Design
+        problems (does not fit, SLO unmet, bad TP, unsupported precision) are findings;
+        only malformed input raises (:class:`~gpucluster_lib.errors.GpuClusterError`).
+    """
+    from ..vision import is_vision_model, serve_vision
+
+    cat = catalog or catalog_for(scenario)
+    if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens
+        return serve_vision(scenario, cat)
+    hw = resolve_hardware(scenario, cat)
+    arch = resolve_transformer(scenario.model)
+    inf = scenario.inference
+    eff = efficiency_from_spec(inf)
+    findings: list[Finding] = []
+    acc = hw.accelerator
+    precision = inf.precision
+    kv_prec = inf.kv_cache_precision or DEFAULT_KV_PRECISION[precision]
+    weight_bytes, kv_bytes = WEIGHT_BYTES[precision], KV_BYTES[kv_prec]
+    peak = compute_peak_tflops(precision, acc)
+    cprec = compute_precision(precision, acc) if peak is not None else None
+    if peak is None:
+        ok = supported_precisions(acc)
+        findings.append(Finding(
+            "inference.precision_unsupported", "error",
+            f"{acc['id']} has no dense {precision.upper()} figure in the catalogue: it cannot serve at {precision}",
+            fix=f"use inference.precision in {ok}" + (" or an accelerator with FP8 (H100, H200, B200, MI300X)"
+                                                      if precision == "fp8" else ""),
+            field="inference.precision"))
+    if precision == "int4":
+        findings.append(Finding("inference.int4_weight_only", "info",
+                                f"int4 is weight-only: weights take {weight_bytes:.3f} bytes each (4 bits + a 16-bit "
+                                f"scale per 128), GEMMs run at {cprec} peak", field="inference.precision"))
+    if inf.tensor_parallel is not None:
+        _tp_findings(arch, inf.tensor_parallel, hw, findings)
+    target = _target_tokens_per_s(scenario)
+    gemm_eff = eff.gemm_efficiency(cprec or "bf16")
+    results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"), gemm_eff, eff, weight_bytes, kv_bytes)
+               for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
+
+    def gpus_for(r: _TpResult) -> float:
+        if r.chosen is None:
+            return math.inf
+        if target is None:
+            return -r.tok_replica[r.chosen] / r.tp
+        return math.ceil(target / r.tok_replica[r.chosen]) * r.tp
+
+    best = min(results, key=lambda r: (gpus_for(r), r.tp)) if peak is not None else results[-1]
+    if peak is not None and best.chosen is None and inf.tensor_parallel is None:
+        best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
+    tp, mem = best.tp, best.mem
+    per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
+
+    if not best.fits:
+        needed = mem.weights_bytes + mem.workspace_bytes + mem.runtime_bytes + mem.bytes_per_sequence
+        fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
+                   memory_plan(arch, memory_gib=float(acc["memory_gib"]), tp=t, weight_bytes=weight_bytes,
+                               kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
+                               eff=eff).max_batch >= 1]
+        smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
+        fix = []
+        if fitting:
+            fix.append(f"tensor_parallel {fitting[0]}")
+        if smaller:
+            fix.append(f"precision {smaller[0]}")
+        fix.append("an accelerator with more memory")
+        findings.append(Finding(
+            "inference.model_does_not_fit", "error",
+            f"{arch.name} at {precision} needs {needed / GB:.1f} GB per GPU at TP {tp} (weights "
+            f"{mem.weights_bytes / GB:.1f} GB + workspace {mem.workspace_bytes / GB:.1f} GB + runtime "
+            f"{mem.runtime_bytes / GB:.1f} GB + one sequence's KV {mem.bytes_per_sequence / GB:.2f} GB) but "
+            f"{acc['id']} offers {mem.usable_bytes / GB:.1f} GB ({eff.memory_utilization:.0%} of "
+            f"{float(acc['memory_gib']):g} GiB)",
+            fix="use " + " or ".join(fix), field="inference.tensor_parallel"))
+    elif inf.batch_size is not None and inf.batch_size > mem.max_batch:
+        findings.append(Finding(
+            "inference.batch_exceeds_memory", "error",
+            f"batch_size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
+            f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
+            f"{inf.input_tokens + inf.output_tokens} tokens",
+            fix=f"use batch_size <= {mem.max_batch}, a larger tensor_parallel or a smaller KV precision",
+            field="inference.batch_size"))
+    elif best.chosen is None and peak is not None:
+        i0 = 0
+        findings.append(Finding(
+            "inference.slo_unmet", "error",
+            f"no batch size meets TTFT <= {inf.ttft_slo_s:g} s and TPOT <= {inf.tpot_slo_s:g} s at TP {tp}: "
+            f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
+            fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
+            field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
+
+    # no SLO-meeting batch: report the fastest (smallest) batch, flagged meets_slo = False
+    idx = best.chosen if best.chosen is not None else 0
+    meets = best.chosen is not None and best.fits and peak is not None
+    if peak is None or not best.fits:
+        tok_rep = ttft = tpot = None
+        batch = 0
+    else:
+        tok_rep, ttft, tpot = float(best.tok_replica[idx]), float(best.ttft[idx]), float(best.tpot[idx])
+        batch = int(best.batches[idx])
+    if tok_rep and target is not None:
+        replicas = math.ceil(target / tok_rep)
+    elif tok_rep:
+        replicas = max(hw.gpus // tp, 1)
+        findings.append(Finding("inference.no_target", "info",
+                                f"no traffic target: sized the scenario's {hw.gpus} GPUs ({replicas} replicas of TP {tp})",
+                                fix="set inference.requests_per_s or inference.tokens_per_s",
+                                field="inference.requests_per_s"))
+    else:
+        replicas = 0
+    fleet: FleetSize = size_fleet(scenario, cat, hw, replicas=replicas, tp=tp, findings=findings,
+                                  use_facility=facility_budget)
+    fleet_tok = tok_rep * replicas if tok_rep else None
+    rows = _display_rows(best.batches, best.chosen)
+    sweep = [{"batch": int(b), "ttft_s": float(t1), "tpot_s": float(t2), "tokens_per_s_per_replica": float(r),
+              "tokens_per_s_per_gpu": float(r / tp), "meets_slo": bool(m),
+              "kv_cache_bytes_per_gpu": float(b * mem.bytes_per_sequence)}
+             for b, t1, t2, r, m in zip(*(a[rows] for a in (best.batches, best.ttft, best.tpot, best.tok_replica,
+                                                            best.meets)), strict=True)] \
+        if peak is not None else []
+    tp_options = [{"tensor_parallel": r.tp, "max_batch": r.mem.max_batch,
+                   "batch": int(r.batches[r.chosen]) if r.chosen is not None else None,
+                   "tokens_per_s_per_gpu": float(r.tok_replica[r.chosen] / r.tp) if r.chosen is not None else None,
+                   "gpus": (math.ceil(target / r.tok_replica[r.chosen]) * r.tp
+                            if r.chosen is not None and target is not None else None)}
+                  for r in results] if peak is not None else []
+    parts = best.parts
+    breakdown = {k: float(getattr(parts, k)[idx]) for k in ("gemm", "attention", "communication", "overhead")} \
+        if peak is not None and best.fits else {}
+    return ServingEstimate(
+        model=arch.name, accelerator=acc["id"], precision=precision, compute_precision=cprec,
+        kv_cache_precision=kv_prec, tensor_parallel=tp, input_tokens=inf.input_tokens,
+        output_tokens=inf.output_tokens, ttft_slo_s=inf.ttft_slo_s, tpot_slo_s=inf.tpot_slo_s,
+        weights_bytes_per_gpu=mem.weights_bytes, kv_cache_bytes_per_token=per_tok_model,
+        kv_cache_bytes_per_token_per_gpu=mem.kv_bytes_per_token, max_batch=mem.max_batch, batch=batch,
+        ttft_s=ttft, tpot_s=tpot, tokens_per_s_per_gpu=tok_rep / tp if tok_rep else None,
+        tokens_per_s_per_replica=tok_rep, requests_per_s_per_replica=tok_rep / inf.output_tokens if tok_rep else None,
+        target_tokens_per_s=target, replicas=fleet.replicas, gpus=fleet.gpus, nodes=fleet.nodes, racks=fleet.racks,
+        it_power_kw=fleet.it_power_kw, facility_power_kw=fleet.facility_power_kw, fleet_tokens_per_s=fleet_tok,
+        tokens_per_s_per_mw=per_mw(fleet_tok, fleet.it_power_kw) if fleet_tok else None,
+        tokens_per_s_per_rack=fleet_tok / fleet.racks if fleet_tok and fleet.racks else None,
+        capex_usd=fleet.capex_usd,
+        tokens_per_s_per_usd=fleet_tok / fleet.capex_usd if fleet_tok and fleet.capex_usd else None,
+        meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
+        sweep=sweep, tp_options=tp_options, efficiency=eff.to_dict(), assumptions=list(ASSUMPTIONS),
+        findings=findings)
+
+
+__all__ = ["ServingEstimate", "serve"]

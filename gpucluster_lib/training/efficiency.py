@@ -1,0 +1,101 @@
+"""Efficiency parameters: achievable fractions of datasheet peaks, per GPU generation.
+
+All values live in ``data/efficiency.yaml`` with the evidence each one rests on. They
+are the *only* tunable numbers of the training-time engine: the same set is used for
+every estimate and every validation row. A scenario can override any of them
+(``training.gemm_efficiency``, ``parallelism.dp_overlap``, ``training.efficiency``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import ScenarioError
+
+EFFICIENCY_PATH = Path(__file__).resolve().parent.parent.parent / "data" / "efficiency.yaml"
+
+
+@dataclass(frozen=True)
+class Efficiency:
+    """Fractions of peak and software constants used by :mod:`gpucluster_lib.training.core`.
+
+    Fractions are dimensionless; times in [s]; sizes in [bytes] or [GiB] as named.
+    """
+
+    generation: str
+    gemm_efficiency: float
+    fp8_gemm_factor: float
+    memory_efficiency: float
+    flash_attention_efficiency: float
+    nvlink_efficiency: float
+    network_efficiency: float
+    layer_overhead_s: float
+    unfused_attention_bytes_per_score: float
+    elementwise_bytes_per_hidden: float
+    activation_bytes_per_ffn_gelu: float
+    activation_bytes_per_ffn_swiglu: float
+    cross_entropy_bytes_per_logit: float
+    optimizer_bytes_per_param: float
+    flash_backward_factor: float
+    alpha_nvlink_s: float
+    alpha_network_s: float
+    dp_overlap: float
+    zero3_overlap: float
+    cp_overlap: float
+    ep_overlap: float
+    tp_overlap: float
+    step_overhead: float
+    cuda_context_gib: float
+    comm_buffers_gib: float
+    fragmentation: float
+    gemm_half_dim: float
+    validated: bool = True
+
+    def replace(self, **changes: Any) -> Efficiency:
+        return dataclasses.replace(self, **changes)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+FIELDS = tuple(f.name for f in dataclasses.fields(Efficiency) if f.name not in ("generation", "validated"))
+
+
+@lru_cache(maxsize=2)
+def load_table(path: str | None = None) -> dict[str, Any]:
+    with Path(path or EFFICIENCY_PATH).open(encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def generation_of(accelerator: dict[str, Any]) -> str:
+    """Map a catalogue accelerator row to a generation key of ``data/efficiency.yaml``."""
+    arch = str(accelerator.get("architecture") or "").lower()
+    for key in ("ampere", "hopper", "blackwell"):
+        if key in arch:
+            # Ampere GA102 (A10) and Ada are not the GA100 data-centre part; treat as default.
+            if key == "ampere" and "ga100" not in arch:
+                return "default"
+            return key
+    return "default"
+
+
+def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None) -> Efficiency:
+    """The efficiency set for an accelerator row, with scenario overrides applied."""
+    table = load_table()
+    gen = generation_of(accelerator)
+    values = {**table["software"], **table["generations"][gen]}
+    eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"),
+                     **{k: float(v) for k, v in values.items()})
+    if overrides:
+        bad = [k for k in overrides if k not in FIELDS]
+        if bad:
+            raise ScenarioError(f"training.efficiency.{bad[0]}",
+                                f"unknown efficiency parameter; valid: {', '.join(FIELDS)}")
+        eff = eff.replace(**{k: float(v) for k, v in overrides.items()})
+    return eff

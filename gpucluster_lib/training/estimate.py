@@ -1,0 +1,444 @@
+"""Scenario wiring of the training-time engine: one estimate, the plan search, the inverse.
+
+``estimate(scenario)`` resolves the model, the hardware and the efficiency set, takes the
+plan from ``parallelism`` (or searches it when ``auto``), evaluates it with
+:func:`gpucluster_lib.training.core.evaluate`, and returns a :class:`TrainingEstimate`
+whose ``to_dict()`` is the ``gpucluster estimate --json`` contract.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from ..catalog import Catalog
+from ..errors import ScenarioError, UnknownIdError
+from ..findings import Finding, sort_findings
+from ..hardware import ClusterHardware, catalog_for, fabric_gbps_per_gpu, resolve_hardware
+from ..models import TransformerArch, load_presets, resolve_transformer
+from ..scenario import ParallelismSpec, Scenario
+from ..units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
+from . import flops as fl
+from .core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
+from .efficiency import Efficiency, for_accelerator
+from .plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
+
+#: Peak-FLOP/s column of the accelerator table for each training precision.
+PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
+                  "tf32": "tf32_tflops", "fp32": "fp32_tflops"}
+
+
+@dataclass
+class TrainingEstimate:
+    """Result of :func:`estimate`. Times [s], rates [tokens/s], FLOP/s in [TFLOP/s], memory [B]."""
+
+    model: str
+    accelerator: str
+    gpus: int
+    params: int
+    active_params: int
+    step_time_s: float
+    tokens_per_step: int
+    tokens_per_s: float
+    model_tflops_per_gpu: float
+    hardware_tflops_per_gpu: float
+    mfu: float
+    hfu: float
+    memory_per_gpu_bytes: dict[str, float]
+    memory_capacity_bytes: float
+    fits: bool
+    time_breakdown_s: dict[str, float]
+    training_days: float | None
+    plan: Plan
+    findings: list[Finding]
+    assumptions: dict[str, Any] = field(default_factory=dict)
+    searched: bool = False
+    top_plans: pd.DataFrame | None = None
+
+    @property
+    def bubble_fraction(self) -> float:
+        return self.time_breakdown_s["bubble"] / self.step_time_s
+
+    def to_dict(self) -> dict[str, Any]:
+        out = {
+            "model": self.model,
+            "accelerator": self.accelerator,
+            "gpus": self.gpus,
+            "params": self.params,
+            "active_params": self.active_params,
+            "step_time_s": self.step_time_s,
+            "tokens_per_step": self.tokens_per_step,
+            "tokens_per_s": self.tokens_per_s,
+            "model_tflops_per_gpu": self.model_tflops_per_gpu,
+            "hardware_tflops_per_gpu": self.hardware_tflops_per_gpu,
+            "mfu": self.mfu,
+            "hfu": self.hfu,
+            "memory_per_gpu_bytes": dict(self.memory_per_gpu_bytes),
+            "memory_capacity_bytes": self.memory_capacity_bytes,
+            "fits": self.fits,
+            "time_breakdown_s": dict(self.time_breakdown_s),
+            "training_days": self.training_days,
+            "plan": {**self.plan.to_dict(), "auto": self.searched, "micro_batches": self.plan.micro_batches},
+            "findings": [f.to_dict() for f in self.findings],
+            "assumptions": self.assumptions,
+        }
+        if self.top_plans is not None:
+            out["top_plans"] = self.top_plans.head(10).to_dict(orient="records")
+        return out
+
+
+# --------------------------------------------------------------------------- context
+
+
+def _is_vision(scenario: Scenario) -> bool:
+    """A CNN/ViT workload: ``model.kind`` cnn/vit or a preset of ``data/vision_models.yaml``."""
+    spec = scenario.model
+    if spec.kind in ("cnn", "vit"):
+        return True
+    if spec.preset is None or spec.preset in load_presets():
+        return False
+    try:
+        from .. import vision
+    except ImportError:
+        return _vision_has(spec.preset)
+    check = getattr(vision, "is_vision_model", None)
+    return bool(check(spec)) if callable(check) else _vision_has(spec.preset)
+
+
+def _vision_has(preset: str) -> bool:
+    path = Path(__file__).resolve().parent.parent.parent / "data" / "vision_models.yaml"
+    if path.exists():
+        try:
+            with path.open(encoding="utf-8") as fh:
+                return preset in (yaml.safe_load(fh) or {})
+        except yaml.YAMLError:
+            return False
+    return False
+
+
+def _estimate_vision(scenario: Scenario, catalog: Catalog | None) -> Any:
+    try:
+        from .. import vision  # type: ignore[attr-defined]
+    except ImportError:
+        raise ScenarioError("model.kind", "vision workloads (cnn/vit) need gpucluster_lib.vision, which is not "
+                            "installed in this build; use a transformer preset") from None
+    return vision.estimate_training(scenario, catalog)
+
+
+def peak_tflops(acc: dict[str, Any], precision: str) -> float:
+    """Dense peak of the accelerator in the training precision [TFLOP/s]."""
+    col = PRECISION_PEAK[precision]
+    value = acc.get(col)
+    if (value is None or (isinstance(value, float) and math.isnan(value))) and precision == "fp16":
+        value = acc.get("bf16_tflops")
+    if value is None or (isinstance(value, float) and math.isnan(value)) or value <= 0:
+        have = [p for p, c in PRECISION_PEAK.items() if acc.get(c) not in (None, 0) and not
+                (isinstance(acc.get(c), float) and math.isnan(acc.get(c)))]
+        raise ScenarioError("training.precision", f"{acc['id']} has no dense {precision} peak in the catalogue; "
+                            f"choose one of: {', '.join(have) or 'none'}")
+    return float(value)
+
+
+def nvlink_domain(acc: dict[str, Any], gpus_per_node: int) -> int:
+    """GPUs that share the scale-up (NVLink) fabric [GPUs].
+
+    The node by default; an ``N-GPU domain`` in the accelerator's ``scaleup_link`` (GB200
+    NVL72: 72) extends it across trays; an ``NVLink bridge (2 GPUs)`` limits it to the pair.
+    """
+    link = str(acc.get("scaleup_link") or "")
+    m = re.search(r"(\d+)-GPU domain", link)
+    if m:
+        return int(m[1])
+    m = re.search(r"bridge \((\d+)", link)
+    if m:
+        return min(int(m[1]), gpus_per_node)
+    return gpus_per_node
+
+
+def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
+                  arch: TransformerArch | None = None) -> tuple[Context, ClusterHardware, Efficiency]:
+    """Resolve model, hardware and efficiency of a scenario into a :class:`Context`."""
+    cat = catalog or catalog_for(scenario)
+    hw = resolve_hardware(scenario, cat)
+    arch = arch or resolve_transformer(scenario.model)
+    acc = hw.accelerator
+    tr = scenario.training
+    overrides = dict(tr.efficiency)
+    if tr.gemm_efficiency is not None:
+        overrides["gemm_efficiency"] = tr.gemm_efficiency
+    if scenario.parallelism.dp_overlap is not None:
+        overrides["dp_overlap"] = scenario.parallelism.dp_overlap
+    eff = for_accelerator(acc, overrides)
+    peak = peak_tflops(acc, tr.precision) * TERA
+    peak16 = peak_tflops(acc, "bf16") * TERA if tr.precision in ("fp8", "bf16", "fp16") else peak
+    scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
+    nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
+    nic_bw = fabric_gbps_per_gpu(scenario, hw, cat) * GBPS_IN_BYTES_PER_S
+    n = gpus if gpus is not None else hw.gpus
+    ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=nvlink_domain(acc, hw.gpus_per_node),
+                  peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
+                  memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
+                  flash_attention=tr.flash_attention,
+                  flat_collectives=scenario.parallelism.sharded_collectives == "flat",
+                  fp8=tr.precision == "fp8")
+    return ctx, hw, eff
+
+
+# --------------------------------------------------------------------------- search
+
+
+@dataclass
+class SearchResult:
+    """All valid plans, evaluated and ranked (fitting plans first, fastest first)."""
+
+    table: pd.DataFrame
+    enumerated: int
+
+    @property
+    def best(self) -> Plan | None:
+        fit = self.table[self.table["fits"]]
+        return plan_from_codes(fit.iloc[0].to_dict()) if len(fit) else None
+
+    @property
+    def fitting(self) -> int:
+        return int(self.table["fits"].sum())
+
+
+def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any], tokens: float | None) -> pd.DataFrame:
+    a = ctx.arch
+    step = res["step_time_s"]
+    tok_per_step = plans["gbs"] * a.seq_length
+    tps = tok_per_step / step
+    mflops = fl.model_flops_per_token(a) * tps / ctx.gpus
+    df = pd.DataFrame({k: plans[k] for k in PLAN_KEYS})
+    df["step_time_s"] = step
+    df["tokens_per_s"] = tps
+    df["mfu"] = mflops / ctx.peak_flops
+    df["memory_gib"] = res["memory"]["total"] / GIB
+    df["fits"] = res["fits"]
+    df["bubble_s"] = res["breakdown"]["bubble"]
+    df["training_days"] = (tokens / tps / SECONDS_PER_DAY) if tokens else np.nan
+    cap = ctx.memory_capacity / GIB
+    df["reason"] = np.where(res["fits"], "", [f"needs {m:.1f} GiB of {cap:.1f} GiB" for m in df["memory_gib"]])
+    df["recompute"] = [("none", "selective", "full")[int(r)] for r in df["rc"]]
+    df = df.sort_values(["fits", "tokens_per_s", "memory_gib"], ascending=[False, False, True], kind="stable")
+    return df.reset_index(drop=True)
+
+
+def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
+                 spec: ParallelismSpec | None = None, context: Context | None = None) -> SearchResult:
+    """Enumerate every valid plan (fields fixed in ``parallelism`` are kept), evaluate all of them
+    in one vectorised call and rank them by time to train (fitting plans first).
+
+    Parameters
+    ----------
+    scenario : Scenario
+    catalog : Catalog, optional
+    gpus : int, optional
+        GPU count to plan for [GPUs] (default: the scenario's cluster).
+    spec : ParallelismSpec, optional
+        Fixed fields (default: ``scenario.parallelism``).
+    """
+    ctx = context or build_context(scenario, catalog, gpus=gpus)[0]
+    spec = spec or scenario.parallelism
+    tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
+    plans = enumerate_plans(spec, ctx.arch, ctx.gpus, tp_limit)
+    n = len(plans["tp"])
+    if n == 0:
+        raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
+                            f"{_fixed_fields(spec)}; relax them or change the GPU count")
+    res = evaluate(ctx, plans)
+    return SearchResult(table=_rank_table(ctx, plans, res, scenario.training.tokens), enumerated=n)
+
+
+def _fixed_fields(spec: ParallelismSpec) -> str:
+    d = {k: v for k, v in dataclasses.asdict(spec).items() if v not in (None, False) and k != "auto"}
+    return ", ".join(f"{k}={v}" for k, v in d.items()) or "(none)"
+
+
+def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None, catalog: Catalog | None = None,
+                          *, max_nodes: int = 4096) -> dict[str, Any]:
+    """Smallest GPU count (whole nodes of the scenario's accelerator) whose best plan trains
+    ``training.tokens`` within ``deadline_days`` [days].
+
+    Node counts are tried in increasing order over 1, 2, 3, 4, 6, 8, 12, 16, ... (powers of two
+    and 1.5x powers of two) up to ``max_nodes``; returns the first that meets the deadline,
+    with its plan and days, or ``{"gpus": None}`` with the best found.
+    """
+    deadline = deadline_days or scenario.training.deadline_days
+    if deadline is None:
+        raise ScenarioError("training.deadline_days", "give a deadline in days to size the cluster for")
+    if not scenario.training.tokens:
+        raise ScenarioError("training.tokens", "give the token budget to train within the deadline")
+    cat = catalog or catalog_for(scenario)
+    hw = resolve_hardware(scenario, cat)
+    candidates = sorted({n for k in range(0, 13) for n in (2**k, 3 * 2**k // 2) if 1 <= n <= max_nodes})
+    spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
+    best_seen: dict[str, Any] = {"gpus": None, "training_days": math.inf}
+    for nodes in candidates:
+        g = nodes * hw.gpus_per_node
+        try:
+            res = search_plans(scenario, cat, gpus=g, spec=spec)
+        except ScenarioError:
+            continue
+        plan = res.best
+        if plan is None:
+            continue
+        days = float(res.table[res.table["fits"]].iloc[0]["training_days"])
+        if days < best_seen["training_days"]:
+            best_seen = {"gpus": None, "best_gpus": g, "training_days": days, "plan": plan.to_dict()}
+        if days <= deadline:
+            return {"gpus": g, "nodes": nodes, "training_days": days, "plan": plan.to_dict(), "deadline_days": deadline}
+    best_seen["deadline_days"] = deadline
+    return best_seen
+
+
+# --------------------------------------------------------------------------- estimate
+
+
+def estimate(scenario: Scenario, catalog: Catalog | None = None) -> TrainingEstimate:
+    """Training step time, throughput, MFU, memory and time to train for a scenario.
+
+    Vision workloads (``model.kind`` cnn/vit or a vision preset) are handed to
+    ``gpucluster_lib.vision.estimate_training``.
+    """
+    if _is_vision(scenario):
+        return _estimate_vision(scenario, catalog)
+    spec = scenario.model
+    if spec.preset is not None and spec.preset not in load_presets():
+        raise UnknownIdError("model preset", spec.preset, load_presets(), "model.preset")
+    cat = catalog or catalog_for(scenario)
+    ctx, hw, eff = build_context(scenario, cat)
+    arch = ctx.arch
+    par = scenario.parallelism
+    findings: list[Finding] = []
+    top = None
+    if par.auto:
+        result = search_plans(scenario, cat, context=ctx)
+        plan = result.best
+        top = result.table
+        if plan is None:
+            plan = plan_from_codes(result.table.iloc[0].to_dict())  # the least memory-hungry fastest
+            findings.append(Finding("training.no_plan_fits", "error",
+                                    f"none of the {result.enumerated} valid plans fits in {ctx.memory_capacity / GIB:.0f} GiB "
+                                    "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
+                                    "smaller micro-batch / full recomputation / ZeRO-3"))
+        findings.append(Finding("training.plan_search", "info",
+                                f"searched {result.enumerated} valid plans, {result.fitting} fit in memory; "
+                                f"best: {plan.label()}"))
+    else:
+        plan = resolve_plan(par, arch, hw.gpus)
+    res = evaluate(ctx, plan.arrays())
+    step = float(res["step_time_s"][0])
+    breakdown = {k: float(res["breakdown"][k][0]) for k in BREAKDOWN_KEYS}
+    memory = {k: float(res["memory"][k][0]) for k in (*MEMORY_KEYS, "total")}
+    fits = bool(res["fits"][0])
+    tokens_step = plan.global_batch_size * arch.seq_length
+    tps = tokens_step / step
+    mflops = fl.model_flops_per_token(arch) * tps / hw.gpus
+    hflops = fl.hardware_flops_per_token(arch, plan.recompute) * tps / hw.gpus
+    days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
+    findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff)
+    assumptions = {
+        "efficiency": eff.to_dict(),
+        "peak_tflops": ctx.peak_flops / TERA,
+        "memory_bandwidth_gb_per_s": ctx.memory_bw / GB,
+        "nvlink_gb_per_s_per_direction": ctx.nvlink_bw / GB,
+        "fabric_gbps_per_gpu": ctx.nic_bw / GBPS_IN_BYTES_PER_S,
+        "nvlink_domain_gpus": ctx.nvlink_domain,
+        "flash_attention": ctx.flash_attention,
+        "sharded_collectives": "flat" if ctx.flat_collectives else "hierarchical",
+        "precision": scenario.training.precision,
+        "flops_convention": "model FLOPs = 3 x forward GEMM FLOPs incl. full s x s attention (Narayanan 2021 / "
+                            "Korthikanti 2022); hardware FLOPs add recomputation",
+    }
+    return TrainingEstimate(
+        model=arch.name, accelerator=hw.accelerator_id, gpus=hw.gpus, params=arch.total_params(),
+        active_params=arch.active_params(), step_time_s=step, tokens_per_step=tokens_step, tokens_per_s=tps,
+        model_tflops_per_gpu=mflops / TERA, hardware_tflops_per_gpu=hflops / TERA, mfu=mflops / ctx.peak_flops,
+        hfu=hflops / ctx.peak_flops, memory_per_gpu_bytes=memory, memory_capacity_bytes=ctx.memory_capacity,
+        fits=fits, time_breakdown_s=breakdown, training_days=days, plan=plan, findings=sort_findings(findings),
+        assumptions=assumptions, searched=par.auto, top_plans=top)
+
+
+def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, float], fits: bool,
+              breakdown: dict[str, float], step: float, days: float | None, eff: Efficiency) -> list[Finding]:
+    out: list[Finding] = []
+    cap = ctx.memory_capacity
+    if not fits:
+        parts = ", ".join(f"{k} {memory[k] / GIB:.1f}" for k in MEMORY_KEYS)
+        out.append(Finding("training.memory_exceeded", "error",
+                           f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU (first pipeline stage: "
+                           f"{parts} GiB) but the accelerator has {cap / GIB:.1f} GiB",
+                           fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
+                               "a smaller micro-batch, or parallelism: auto", field="parallelism"))
+    if plan.tensor > ctx.nvlink_domain:
+        out.append(Finding("training.tp_across_nodes", "warning",
+                           f"tensor parallelism {plan.tensor} spans nodes (NVLink domain {ctx.nvlink_domain}); "
+                           "its all-reduces run over the scale-out fabric", fix="keep tensor <= GPUs per node",
+                           field="parallelism.tensor"))
+    if plan.zero_stage == 3 and plan.pipeline > 1:
+        out.append(Finding("training.zero3_with_pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
+                           "parameters for every micro-batch; frameworks (DeepSpeed) do not support it",
+                           field="parallelism.zero_stage"))
+    if breakdown["bubble"] > 0.15 * step:
+        out.append(Finding("training.pipeline_bubble", "warning",
+                           f"pipeline bubble is {breakdown['bubble'] / step:.0%} of the step "
+                           f"((p-1)/(v m) with p={plan.pipeline}, v={plan.virtual_stages}, m={plan.micro_batches})",
+                           fix="more micro-batches (larger global batch), virtual stages, or less pipelining",
+                           field="parallelism.pipeline"))
+    comm = sum(breakdown[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
+    if comm > 0.3 * step:
+        out.append(Finding("training.communication_bound", "warning",
+                           f"exposed communication is {comm / step:.0%} of the step",
+                           fix="more bandwidth per GPU, less data/tensor parallelism across nodes, or more overlap"))
+    if not eff.validated:
+        out.append(Finding("training.efficiency_unvalidated", "warning",
+                           f"efficiency parameters for the '{eff.generation}' generation are not validated against "
+                           "published runs; treat the estimate as indicative", field="hardware.accelerator"))
+    dl = scenario.training.deadline_days
+    if days is not None and dl is not None and days > dl:
+        out.append(Finding("training.deadline_missed", "warning",
+                           f"training takes {days:.1f} days, more than the {dl:g}-day deadline",
+                           fix="add GPUs (see min_gpus_for_deadline) or reduce the token budget",
+                           field="training.deadline_days"))
+    if days is None:
+        out.append(Finding("training.no_token_budget", "info", "training.tokens is not set: no time to train",
+                           field="training.tokens"))
+    return out
+
+
+def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: list[int] | None = None) -> pd.DataFrame:
+    """Best plan, time to train and MFU at several cluster sizes (whole nodes) [days, fraction].
+
+    Each size is searched with the scenario's fixed ``parallelism`` fields (``data`` freed).
+    Default sizes: 1/4x to 4x the scenario's node count in powers of two.
+    """
+    cat = catalog or catalog_for(scenario)
+    hw = resolve_hardware(scenario, cat)
+    if node_counts is None:
+        node_counts = sorted({max(1, int(hw.nodes * f)) for f in (0.25, 0.5, 1, 2, 4)})
+    spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
+    rows = []
+    for nodes in node_counts:
+        g = nodes * hw.gpus_per_node
+        try:
+            res = search_plans(scenario, cat, gpus=g, spec=spec)
+        except ScenarioError:
+            continue
+        fit = res.table[res.table["fits"]]
+        if not len(fit):
+            continue
+        best = fit.iloc[0]
+        rows.append({"gpus": g, "nodes": nodes, "plan": plan_from_codes(best.to_dict()).label(),
+                     "tokens_per_s": float(best["tokens_per_s"]), "mfu": float(best["mfu"]),
+                     "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
+    return pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])

@@ -1,0 +1,97 @@
+"""Predicted against published training runs (``data/validation/training_runs.csv``).
+
+Each row is turned into a scenario (model preset, accelerator, GPU count, fabric
+bandwidth, the published parallel plan) and estimated with the default efficiency set; the
+published figure is converted to a step time with the source's own FLOP definition:
+
+* ``eq3_tflops``: Narayanan 2021 Eq. 3 FLOPs per iteration / (TFLOP/s per GPU x GPUs)
+  (Megatron-LM and Megatron-DeepSpeed report hardware FLOPs with full recomputation);
+* ``tokens_per_s``: global batch tokens / throughput (llm-foundry);
+* ``step_time_s``: the iteration time as published;
+* ``mfu``: model FLOPs per step (this package's count) / (MFU x peak x GPUs).
+
+The error is ``predicted / published - 1`` on the step time (positive = too slow).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..catalog import Catalog, load_catalog
+from ..models import resolve_transformer
+from ..scenario import from_dict
+from . import flops as fl
+from .estimate import estimate
+
+RUNS_PATH = Path(__file__).resolve().parent.parent.parent / "data" / "validation" / "training_runs.csv"
+
+
+def load_runs(path: str | Path | None = None) -> pd.DataFrame:
+    return pd.read_csv(path or RUNS_PATH, keep_default_na=False)
+
+
+def scenario_for(row: dict[str, Any]) -> Any:
+    model: dict[str, Any] = {"preset": row["model_preset"]}
+    if str(row.get("layers", "")).strip():
+        model["layers"] = int(row["layers"])
+    gpus = int(row["gpus"])
+    return from_dict({
+        "name": row["run_id"],
+        "model": model,
+        "hardware": {"accelerator": row["accelerator"], "gpus_per_node": 8, "nodes": gpus // 8},
+        "network": {"inter_node_gbps_per_gpu": float(row["fabric_gbps_per_gpu"])},
+        "parallelism": {
+            "tensor": int(row["tp"]), "pipeline": int(row["pp"]), "context": int(row["cp"]),
+            "virtual_stages": int(row["vp"]), "micro_batch_size": int(row["mb"]),
+            "global_batch_size": int(row["gbs"]), "recompute": row["recompute"],
+            "sequence_parallel": str(row["sp"]).lower() == "true", "zero_stage": int(row["zero"]),
+            "sharded_collectives": row["collectives"],
+        },
+        "training": {"precision": row["precision"], "flash_attention": str(row["flash_attention"]).lower() == "true"},
+    })
+
+
+def published_step_time_s(row: dict[str, Any], peak_tflops: float) -> float:
+    """The published figure converted to seconds per step (see the module docstring)."""
+    arch = resolve_transformer(row["model_preset"])  # the real model (layer overrides only model uneven stages)
+    gbs, gpus, v = int(row["gbs"]), int(row["gpus"]), float(row["published_value"])
+    kind = row["published_kind"]
+    if kind == "eq3_tflops":
+        f = fl.narayanan_eq3_flops(gbs, arch.seq_length, arch.layers, arch.hidden_size, arch.vocab_size)
+        return f / (v * 1e12 * gpus)
+    if kind == "tokens_per_s":
+        return gbs * arch.seq_length / v
+    if kind == "step_time_s":
+        return v
+    if kind == "mfu":
+        return fl.model_flops_per_token(arch) * gbs * arch.seq_length / (v * peak_tflops * 1e12 * gpus)
+    raise ValueError(f"unknown published_kind {kind!r}")
+
+
+def compare(runs: pd.DataFrame | None = None, catalog: Catalog | None = None) -> pd.DataFrame:
+    """One row per run: published and predicted step time [s], error, MFU, the plan label."""
+    runs = load_runs() if runs is None else runs
+    cat = catalog or load_catalog()
+    out = []
+    for row in runs.to_dict(orient="records"):
+        sc = scenario_for(row)
+        est = estimate(sc, cat)
+        peak = est.assumptions["peak_tflops"]
+        pub = published_step_time_s(row, peak)
+        out.append({
+            "run_id": row["run_id"], "set": row["set"], "label": row["label"],
+            "accelerator": row["accelerator"], "gpus": int(row["gpus"]),
+            "plan": est.plan.label(), "published_step_s": pub, "predicted_step_s": est.step_time_s,
+            "error": est.step_time_s / pub - 1.0, "predicted_mfu": est.mfu,
+            "published_mfu": est.mfu * est.step_time_s / pub, "fits": est.fits,
+        })
+    return pd.DataFrame(out)
+
+
+def summary(df: pd.DataFrame) -> pd.DataFrame:
+    """Median and maximum absolute step-time error per set."""
+    g = df.assign(abs_error=df["error"].abs()).groupby("set")["abs_error"]
+    return pd.DataFrame({"rows": g.size(), "median_abs_error": g.median(), "max_abs_error": g.max()})

@@ -1,0 +1,232 @@
+"""Training-time panel: model, cluster and plan in; step time, memory, plans and scaling out."""
+
+from __future__ import annotations
+
+import html
+
+import ipywidgets as widgets
+
+from ..charts.training import memory_chart, scaling_chart, time_breakdown_chart, top_plans_frame
+from ..models import load_presets, preset_ids
+from ..training import estimate, min_gpus_for_deadline, scaling, search_plans
+from ..units import GIB
+from .common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    kv_html,
+    message_area,
+    section,
+    show_findings,
+)
+
+TITLE = "Training"
+ORDER = 30
+
+RECOMPUTE = ["none", "selective", "full"]
+PRECISIONS = ["bf16", "fp16", "fp8"]
+
+
+class TrainingPanel:
+    """Widgets bound to ``state.scenario``; every change re-estimates (about 2 ms manual, 30-80 ms auto)."""
+
+    def __init__(self, state: AppState):
+        self.state = state
+        self.msg = message_area()
+        self.findings = widgets.HTML()
+        wide = {"description_width": "120px"}
+        presets = load_presets()
+        tids = preset_ids("transformer")
+        self.preset = widgets.Dropdown(options=[(f"{presets[p]['name']} ({p})", p) for p in tids],
+                                       description="Model", style=wide, layout=widgets.Layout(width="360px"))
+        accs = state.catalog.tables["accelerators"]
+        acc_ids = [r for r, bf in zip(accs["id"], accs["bf16_tflops"], strict=False) if bf == bf and bf]
+        self.accelerator = widgets.Dropdown(options=acc_ids, description="Accelerator", style=wide)
+        self.nodes = widgets.BoundedIntText(min=1, max=100_000, description="Nodes", style=wide)
+        self.precision = widgets.Dropdown(options=PRECISIONS, description="Precision", style=wide)
+        self.tokens_b = widgets.BoundedFloatText(min=0, max=1e6, step=100, description="Tokens [B]", style=wide,
+                                                 tooltip="training token budget in billions; 0 = none")
+        self.auto = widgets.ToggleButtons(options=[("Manual plan", False), ("Search (auto)", True)],
+                                          description="Plan", style=wide)
+        self.tp = widgets.BoundedIntText(min=1, max=1024, description="Tensor (TP)", style=wide)
+        self.pp = widgets.BoundedIntText(min=1, max=1024, description="Pipeline (PP)", style=wide)
+        self.vp = widgets.BoundedIntText(min=1, max=64, description="Virtual stages", style=wide)
+        self.cp = widgets.BoundedIntText(min=1, max=64, description="Context (CP)", style=wide)
+        self.mb = widgets.BoundedIntText(min=1, max=1024, description="Micro-batch", style=wide)
+        self.gbs = widgets.BoundedIntText(min=1, max=10_000_000, description="Global batch", style=wide)
+        self.recompute = widgets.Dropdown(options=RECOMPUTE, description="Recompute", style=wide)
+        self.zero = widgets.Dropdown(options=[0, 1, 2, 3], description="ZeRO stage", style=wide)
+        self.flash = widgets.Checkbox(description="Fused (flash) attention", indent=False)
+        self.summary = widgets.HTML()
+        self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
+        self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
+                                                 style=wide, tooltip="0 = none")
+        self.deadline_btn = widgets.Button(description="Smallest cluster", icon="search",
+                                           tooltip="fewest nodes of this accelerator whose best plan meets the deadline")
+        self.deadline_out = widgets.HTML()
+        self.scale_btn = widgets.Button(description="Compute scaling", icon="line-chart",
+                                        tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
+        self.est = None
+        self._loading = False
+        self._search_key = None
+        self._search_table = None
+        self.time_chart = chart_widget(time_breakdown_chart(self._first()))
+        self.mem_chart = chart_widget(memory_chart(self.est))
+        self.scale_chart = chart_widget(scaling_chart(scaling(self.state.scenario, self.state.catalog,
+                                                              node_counts=[self.state.scenario.hardware.nodes or 1])))
+
+        self.refresh = guarded(self.msg)(self._refresh)
+        self.apply = guarded(self.msg)(self._apply)
+        self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
+        for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
+                  self.flash, *self.plan_widgets):
+            w.observe(lambda _ch: self.apply(), names="value")
+        self.scale_btn.on_click(guarded(self.msg)(self._scaling))
+        self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
+        state.observe(lambda _ch: None if self._loading else self.load(), names="scenario")
+
+        inputs = widgets.VBox([
+            self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
+            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.auto,
+            widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
+                          widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
+        ])
+        self.widget = widgets.VBox([
+            widgets.HTML("<p>How long does this model take to train on this cluster, with which parallel plan, "
+                         "and does it fit in memory? Efficiency assumptions come from <code>data/efficiency.yaml</code> "
+                         "(validated against published runs, see docs/validation.md).</p>"),
+            widgets.HBox([inputs, widgets.VBox([self.summary, self.msg, self.findings],
+                                               layout=widgets.Layout(width="50%"))]),
+            section("Step-time breakdown", self.time_chart),
+            section("Memory per GPU (first pipeline stage)", self.mem_chart),
+            section("Top plans (plan search)", self.plans),
+            section("Scaling: time to train and MFU against GPU count", self.scale_btn, self.scale_chart),
+        ])
+        self.load()
+
+    # -------------------------------------------------------------- state <-> widgets
+    def _first(self):
+        self.est = estimate(self.state.scenario, self.state.catalog)
+        return self.est
+
+    def load(self) -> None:
+        """Copy the scenario into the widgets (without triggering a re-estimate per widget)."""
+        s = self.state.scenario
+        self._loading = True
+        try:
+            if s.model.preset in self.preset.options or s.model.preset in [o[1] for o in self.preset.options]:
+                self.preset.value = s.model.preset
+            est = estimate(s, self.state.catalog)
+            self.est = est
+            if est.accelerator in self.accelerator.options:
+                self.accelerator.value = est.accelerator
+            self.nodes.value = est.gpus // max(1, (s.hardware.gpus_per_node or 8))
+            self.precision.value = s.training.precision if s.training.precision in PRECISIONS else "bf16"
+            self.tokens_b.value = (s.training.tokens or 0) / 1e9
+            self.deadline.value = s.training.deadline_days or 0
+            self.flash.value = s.training.flash_attention
+            self.auto.value = bool(s.parallelism.auto)
+            p = est.plan
+            self.tp.value, self.pp.value, self.vp.value, self.cp.value = (p.tensor, p.pipeline, p.virtual_stages,
+                                                                          p.context)
+            self.mb.value, self.gbs.value = p.micro_batch_size, p.global_batch_size
+            self.recompute.value, self.zero.value = p.recompute, p.zero_stage
+        finally:
+            self._loading = False
+        self.refresh()
+
+    def _apply(self) -> None:
+        if self._loading:
+            return
+        auto = bool(self.auto.value)
+        for w in self.plan_widgets:
+            w.disabled = auto
+        changes = {
+            "model": {"preset": self.preset.value},
+            "training__precision": self.precision.value,
+            "training__tokens": self.tokens_b.value * 1e9 if self.tokens_b.value else None,
+            "training__flash_attention": bool(self.flash.value),
+        }
+        if self.accelerator.value != self.est.accelerator:
+            changes["hardware__accelerator"] = self.accelerator.value
+            changes["hardware__server"] = None
+        changes["hardware__nodes"] = int(self.nodes.value)
+        changes["hardware__gpus"] = None
+        if auto:
+            changes["parallelism"] = {"auto": True, "global_batch_size": int(self.gbs.value)}
+        else:
+            changes["parallelism"] = {"tensor": int(self.tp.value), "pipeline": int(self.pp.value),
+                                      "virtual_stages": int(self.vp.value), "context": int(self.cp.value),
+                                      "micro_batch_size": int(self.mb.value),
+                                      "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
+                                      "zero_stage": int(self.zero.value)}
+        new = self.state.scenario.replace(**changes)
+        est = estimate(new, self.state.catalog)  # raises (shown in msg) before the state changes
+        self.msg.value = ""
+        with self.state.hold_trait_notifications():
+            self._loading = True
+            try:
+                self.state.scenario = new
+            finally:
+                self._loading = False
+        self.est = est
+        self._render()
+
+    def _refresh(self) -> None:
+        if self.est is None:
+            self.est = estimate(self.state.scenario, self.state.catalog)
+        self._render()
+
+    def _render(self) -> None:
+        e = self.est
+        days = "–" if e.training_days is None else f"{e.training_days:,.1f} days"
+        m = e.memory_per_gpu_bytes
+        self.summary.value = kv_html([
+            ("Plan", e.plan.label() + (" (searched)" if e.searched else "")),
+            ("Step time", f"{e.step_time_s:.3f} s ({e.plan.micro_batches} micro-batches)"),
+            ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
+            ("Per GPU", f"{e.model_tflops_per_gpu:.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
+            ("Memory per GPU", f"{m['total'] / GIB:.1f} of {e.memory_capacity_bytes / GIB:.0f} GiB "
+                               f"({'fits' if e.fits else 'does not fit'})"),
+            ("Time to train", days),
+        ])
+        show_findings(self.findings, e.findings, empty="No findings: the plan is valid and fits.")
+        self.time_chart.chart = time_breakdown_chart(e)
+        self.mem_chart.chart = memory_chart(e)
+        table = e.top_plans
+        if table is None:  # manual plan: search once per model/cluster/batch, not per plan edit
+            sc = self.state.scenario
+            key = (repr(sc.model), repr(sc.hardware), repr(sc.network), repr(sc.training),
+                   sc.parallelism.global_batch_size)
+            if self._search_key != key:
+                self._search_table = search_plans(sc, self.state.catalog).table
+                self._search_key = key
+            table = self._search_table
+        self.plans.value = html_table(top_plans_frame(table, 10))
+
+    def _deadline(self, _btn=None) -> None:
+        days = float(self.deadline.value)
+        if days <= 0:
+            self.deadline_out.value = "<i>Enter a deadline in days first.</i>"
+            return
+        self.state.update(training__deadline_days=days)
+        r = min_gpus_for_deadline(self.state.scenario, days, self.state.catalog)
+        if r.get("gpus"):
+            self.deadline_out.value = (f"<b>{r['gpus']:,} GPUs</b> ({r['nodes']} nodes) train in "
+                                       f"{r['training_days']:.1f} days &le; {days:g}")
+        else:
+            best = r.get("best_gpus")
+            self.deadline_out.value = ("<b>Not met</b> up to 4,096 nodes" + (
+                f"; fastest found: {best:,} GPUs, {r['training_days']:.1f} days" if best else ""))
+
+    def _scaling(self, _btn=None) -> None:
+        df = scaling(self.state.scenario, self.state.catalog)
+        if not len(df):
+            self.msg.value = f"<i>{html.escape('No plan fits at any of the sizes tried.')}</i>"
+            return
+        self.scale_chart.chart = scaling_chart(df)
+
+
+def build(state: AppState) -> widgets.Widget:
+    return TrainingPanel(state).widget

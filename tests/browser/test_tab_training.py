@@ -1,0 +1,37 @@
+"""The Training tab in a real browser: a plan change updates the estimate; a bad plan shows a message."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import open_tab
+
+pytestmark = pytest.mark.browser
+
+
+def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
+    from playwright.sync_api import expect
+
+    page = app_page
+    open_tab(page, "Training")
+    summary = page.locator(".gc-kv", has_text="Step time").first
+    expect(summary).to_be_visible(timeout=120_000)
+    expect(summary).to_contain_text("MFU")
+    before = summary.inner_text()
+    chart = page.locator(".vega-embed", has_text="Step time").first
+    expect(chart).to_be_visible()
+    chart_before = chart.inner_text()
+    # selective recomputation: the plan label and the step time change
+    page.locator(".widget-dropdown", has_text="Recompute").locator("select").select_option("selective")
+    expect(summary).to_contain_text("selective")
+    expect(summary).not_to_have_text(before)
+    expect(chart).not_to_have_text(chart_before)  # the stacked bar follows the new step time
+    expect(page.locator(".vega-embed", has_text="Memory per GPU").first).to_be_visible()
+    page.screenshot(path=str(artifacts / "app-training.png"), full_page=True)
+    # a tensor-parallel size that does not divide the heads: a message naming the field, no traceback
+    tp = page.locator(".widget-text", has_text="Tensor (TP)").locator("input")
+    tp.fill("5")
+    tp.press("Enter")
+    expect(page.locator(".gc-error").first).to_contain_text("parallelism.tensor: 5 does not divide attention_heads")
+    assert "Traceback" not in page.locator("body").inner_text()
+    page.screenshot(path=str(artifacts / "app-training-bad-plan.png"), full_page=True)

@@ -1,0 +1,93 @@
+"""Training charts (through ``chart.to_dict()``), the scaling table, and the panel without a browser."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpucluster_lib.charts.training import (
+    memory_chart,
+    scaling_chart,
+    time_breakdown_chart,
+    top_plans_frame,
+    validation_chart,
+)
+from gpucluster_lib.scenario import load_scenario
+from gpucluster_lib.training import estimate, scaling, search_plans
+from gpucluster_lib.units import GIB
+
+ROOT = Path(__file__).resolve().parent.parent
+LLAMA70 = ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+
+
+def _values(spec):
+    name = spec["data"]["name"]
+    return spec["datasets"][name]
+
+
+def test_time_breakdown_chart_stacks_to_the_step_time():
+    est = estimate(load_scenario(GPT3))
+    spec = time_breakdown_chart(est).to_dict()
+    rows = _values(spec)
+    assert sum(r["seconds"] for r in rows) == pytest.approx(est.step_time_s)
+    assert {r["category"] for r in rows} >= {"compute", "recompute", "TP comm", "pipeline bubble"}
+    assert spec["encoding"]["x"]["title"] == "Time per step [s]"
+
+
+def test_memory_chart_fills_up_to_the_gpu_memory_when_it_fits():
+    est = estimate(load_scenario(GPT3))
+    rows = _values(memory_chart(est).to_dict())
+    assert est.fits
+    assert sum(r["gib"] for r in rows) == pytest.approx(est.memory_capacity_bytes / GIB)  # parts + free = 80 GiB
+    too_big = estimate(load_scenario(GPT3).replace(parallelism={"tensor": 1, "pipeline": 1, "global_batch_size": 1024}))
+    rows = _values(memory_chart(too_big).to_dict())
+    assert not too_big.fits and "free" not in {r["part"] for r in rows}
+    assert "DOES NOT FIT" in memory_chart(too_big).to_dict()["title"]
+
+
+def test_scaling_more_gpus_train_faster():
+    s = load_scenario(LLAMA70)
+    df = scaling(s, node_counts=[32, 64, 128])
+    assert list(df["gpus"]) == [256, 512, 1024]
+    assert df["training_days"].is_monotonic_decreasing
+    spec = scaling_chart(df).to_dict()
+    assert len(spec["hconcat"]) == 2
+
+
+def test_top_plans_frame_and_validation_chart():
+    t = top_plans_frame(search_plans(load_scenario(LLAMA70)).table, 5)
+    assert len(t) == 5 and {"TP", "PP", "MFU", "fits", "why not"} <= set(t.columns)
+    from gpucluster_lib.training import validation
+
+    df = validation.compare(validation.load_runs().head(3))
+    assert len(validation_chart(df).to_dict()["hconcat"]) == 2
+
+
+def test_panel_updates_and_shows_errors():
+    pytest.importorskip("gpucluster_lib.ui.common")  # the lead's UI framework
+    from gpucluster_lib.ui import tab_training
+    from gpucluster_lib.ui.common import AppState
+
+    panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
+    assert "TP8 PP8x2 DP16" in panel.summary.value
+    panel.recompute.value = "selective"
+    assert "selective" in panel.summary.value
+    assert panel.state.scenario.parallelism.recompute == "selective"
+    panel.tp.value = 5
+    assert "parallelism.tensor: 5 does not divide attention_heads 96" in panel.msg.value
+    assert panel.state.scenario.parallelism.tensor == 8  # a bad value never reaches the scenario
+
+
+def test_panel_deadline_button():
+    pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_training
+    from gpucluster_lib.ui.common import AppState
+
+    panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
+    days = panel.est.training_days
+    panel.deadline.value = round(days / 2)
+    panel.deadline_btn.click()
+    assert "GPUs" in panel.deadline_out.value and panel.msg.value == ""
+    assert panel.state.scenario.training.deadline_days == round(days / 2)
