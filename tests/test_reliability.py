@@ -22,7 +22,12 @@ GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 @pytest.fixture()
 def no_training(monkeypatch):
     """Force the training-engine fallback (issue 3 missing), whether or not it is merged."""
+    import gpucluster_lib
+
     monkeypatch.setitem(sys.modules, "gpucluster_lib.training", None)
+    # `from . import training` reads the package attribute first: hide it too, or the fixture
+    # depends on whether another test imported the module earlier in the session
+    monkeypatch.delattr(gpucluster_lib, "training", raising=False)
 
 
 # --------------------------------------------------------------------------- checkpoint interval
