@@ -29,10 +29,11 @@ def test_elevation_chart(ref):
     _, b = ref
     d = charts.rack_elevation(b).to_dict()
     rows = d["datasets"]["elevation"]
-    # bottom up: the 4U node (U 0-4), then the 1U fabric switch and 1U head node sharing the rack,
-    # 34U empty, patch panel at U 41 and the management switch at U 42
+    # bottom up: the 4U node (U 0-4), then the network the topology module designs for one node
+    # (QM8700 1U fabric switch + SN2700 1U management switch = 2U, switches.csv), the 1U head node,
+    # 33U empty, patch panel at U 41 and the rack's reserved management-switch slot at U 42
     assert [(r["kind"], r["u0"], r["u1"]) for r in rows] == [
-        ("node", 0, 4), ("switch", 4, 5), ("head", 5, 6), ("empty", 6, 40), ("patch", 40, 41), ("switch", 41, 42)]
+        ("node", 0, 4), ("switch", 4, 6), ("head", 6, 7), ("empty", 7, 40), ("patch", 40, 41), ("switch", 41, 42)]
     assert d["layer"][0]["encoding"]["y"]["scale"]["domain"] == [0, 42]
     assert "limit: power" in d["title"]
 
@@ -42,8 +43,9 @@ def test_breakdown_chart_sums_to_facility_power(ref):
     d = charts.power_breakdown(b).to_dict()
     rows = {r["part"]: r["kw"] for r in d["datasets"]["breakdown"]}
     assert sum(rows.values()) == pytest.approx(b.facility_power_kw, abs=0.01)
-    # cooling overhead through the PUE: (1.5 - 1) x 8.05 kW IT
-    assert rows["Cooling & power overhead (PUE)"] == pytest.approx(0.5 * 8.05, abs=1e-3)
+    # cooling overhead through the PUE: (1.5 - 1) x IT, IT = node 6.5 + QM8700 0.7 + SN2700 0.233
+    # (switches.csv max power) + head node 0.75 = 8.183 kW
+    assert rows["Cooling & power overhead (PUE)"] == pytest.approx(0.5 * (6.5 + 0.7 + 0.233 + 0.75), abs=1e-3)
     assert rows["Head nodes"] == pytest.approx(0.75)
 
 
