@@ -29,6 +29,8 @@ References
 
 from __future__ import annotations
 
+import re
+
 import math
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -379,6 +381,9 @@ def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _P
             if getattr(topo, attr, None) is not None:
                 prices.sources["network"] = f"topology.{attr}"
                 return float(getattr(topo, attr))
+        bom = topo.bom() if hasattr(topo, "bom") else None
+        if bom:
+            return _price_network_bom(bom, cat, prices, d)
         switches = getattr(topo, "switches", {}) or {}
         n_sw = sum(switches.values()) if isinstance(switches, dict) else int(switches)
         cables = getattr(topo, "cables", 0) or 0
@@ -398,6 +403,41 @@ def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _P
                             fix="merge the topology module (issue 5) for the real switch, cable and optic counts",
                             field="network"))
     return n_sw * switch_price() + counts["links"] * link_d["value"]
+
+
+def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, defaults: dict[str, Any]) -> float:
+    """Price the topology's bill of materials: every switch (compute, storage and management
+    networks) and every cable or link [currency].
+
+    A switch costs its scenario override (``costs.prices``), else its catalogue estimate, else
+    the per-port default for its port speed x its port count (``data/cost_defaults.yaml``). A
+    cable or link costs its ``price_usd_each`` from ``data/cabling.yaml`` when known, else the
+    per-link default for its speed (cable + transceivers), except copper patch cords, which are
+    counted at the 100G link default's tenth (an ESTIMATE: RJ45 Cat6A cords cost tens of USD).
+    """
+    total = 0.0
+    for row in bom:
+        count = float(row.get("count") or 0)
+        if not count:
+            continue
+        if row.get("kind") == "switch":
+            sw = cat.get("switches", row["id"])
+            each = prices.item(f"switch:{row['id']}", "switches", row["id"], None)
+            if each is None:
+                per_port = _speed_key(float(sw["port_speed_gbps"]), defaults["switch_per_port_by_gbps"])
+                each = per_port["value"] * int(sw["ports"])
+                prices.sources[f"switch:{row['id']}"] = (f"cost_defaults: {per_port['value']} per "
+                                                         f"{sw['port_speed_gbps']:g}G port x {sw['ports']} ports")
+            total += count * each
+        else:
+            each = row.get("price_usd_each")
+            if each is None:
+                m = re.search(r"(\d+)G$", str(row.get("id", "")))
+                link = _speed_key(float(m[1]) if m else 100.0, defaults["link_by_gbps"])
+                each = link["value"] / 10 if str(row.get("id", "")).startswith("copper") else link["value"]
+            total += count * float(each)
+    prices.sources["network"] = "topology bill of materials (compute, storage and management networks)"
+    return total
 
 
 def _tokens_served(scenario: Scenario, cat: Any, fallbacks: dict[str, str]) -> float | None:

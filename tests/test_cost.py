@@ -273,3 +273,21 @@ def test_more_bad_input_branches(tmp_path):
     bad.write_text("default: x\nregions:\n  x: {kg_co2e_per_kwh: 0.3, source: ''}\n")
     with pytest.raises(ScenarioError, match="grid_intensity.yaml:x: every region needs a source"):
         carbon.load_grid_presets(str(bad))
+
+
+def test_network_capex_prices_the_whole_topology_bill_of_materials():
+    """Compute, storage and management switches and every cable are priced (hand-worked)."""
+    from gpucluster_lib.catalog import load_catalog
+
+    cat = load_catalog()
+    prices = cost._Prices(loads("costs: {prices: {qm9700: 50000}}"), cat)
+    defaults = prices.defaults["network"]
+    bom = [
+        {"kind": "switch", "id": "qm9700", "count": 3},      # scenario override: 3 x 50,000
+        {"kind": "switch", "id": "sn4600c", "count": 2},     # default: 300 USD per 100G port x 64 ports = 19,200 each
+        {"kind": "cable", "id": "OSFP:in-row:400G", "count": 10, "price_usd_each": None},   # 400G link default 1,500
+        {"kind": "cable", "id": "copper-rj45:in-row:10G", "count": 20, "price_usd_each": None},  # 100G default / 10 = 40
+        {"kind": "cable", "id": "DAC:in-rack:400G", "count": 4, "price_usd_each": 120.0},   # its own price
+    ]
+    expected = 3 * 50_000 + 2 * 64 * 300 + 10 * 1_500 + 20 * 40 + 4 * 120
+    assert cost._price_network_bom(bom, cat, prices, defaults) == pytest.approx(expected)
