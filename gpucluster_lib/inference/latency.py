@@ -61,7 +61,13 @@ def prefill_attention_flops(arch: TransformerArch, prompt: float) -> float:
 
 
 def allreduce_time(bytes_: np.ndarray | float, hw: ReplicaHardware, eff: ServingEfficiency) -> np.ndarray:
-    """Ring all-reduce over TP GPUs [s]: 2 (p-1)/p x bytes / (link x e) + latency; 0 for TP 1."""
+    """Ring all-reduce over TP GPUs [s]: 2 (p-1)/p x bytes / (link x e) + latency; 0 for TP 1.
+
+    The bandwidth term of the ring algorithm (Thakur, Rabenseifner and Gropp 2005,
+    "Optimization of collective communication operations in MPICH", IJHPCA 19(1); Patarasuk
+    and Yuan 2009, JPDC 69(2)); ``link_gb_per_s`` is the per-GPU NVLink bandwidth in one
+    direction [GB/s] and ``allreduce_latency_s`` the fixed cost per call [s].
+    """
     if hw.tp <= 1:
         return np.zeros_like(np.asarray(bytes_, dtype=float))
     p = hw.tp

@@ -47,7 +47,16 @@ def kv_cache_bytes_per_token_per_gpu(arch: TransformerArch, tp: int, kv_bytes: f
 
 
 def workspace_bytes_per_gpu(arch: TransformerArch, tp: int, max_num_tokens: int) -> float:
-    """Activation workspace of one engine step of ``max_num_tokens`` tokens [bytes]."""
+    """Activation workspace of one engine step of ``max_num_tokens`` tokens [bytes].
+
+    Per token, the live activations of one layer at a time (the engine reuses the buffers
+    layer after layer): the residual stream and its normalised copy plus the attention output
+    and the FFN input (4 h), this GPU's share of the Q, K and V projections
+    ((q_dim + 2 kv_dim) / tp) and of the FFN's two up-projections (2 f / tp, SwiGLU's gate and
+    up; an upper bound for GeLU). The same per-layer accounting as Korthikanti et al. 2022
+    (arXiv:2205.05198) Sec. 4.1, without the tensors kept for the backward pass, which inference
+    does not need; ``ACTIVATION_BYTES`` per element.
+    """
     h = arch.hidden_size
     per_token = 4 * h + (arch.q_dim + 2 * arch.kv_dim) / tp + 2 * max(arch.ffn_hidden_size,
                                                                        arch.expert_ffn_hidden_size) / tp
