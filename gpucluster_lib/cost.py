@@ -12,13 +12,18 @@ Definitions
 * CapEx: compute (job nodes + hot spares + head nodes), network (switches, links), storage
   (checkpoint file system), facility (building per kW of IT when ``costs.facility_model``
   is ``build``, plus racks with PDUs).
-* OpEx per year: energy (IT kW x PUE x 8760 h x load x price), maintenance (fraction of the
-  IT CapEx), space (colocation per kW-month x 12, when ``colocation``).
+* OpEx per year: energy (typical IT kW of the job nodes, the facility budget's
+  ``it_typical_kw``, x PUE x 8760 h x ``costs.load_fraction`` x price; spare nodes stand by
+  and are not counted), maintenance (fraction of the IT CapEx), space (colocation per
+  kW-month x 12 of the peak IT kW incl. spares, when ``colocation``).
+* Network: the fabric of the job nodes (spares use free ports or replace failed nodes).
 * Annualised cost: IT CapEx / years + building CapEx / facility life + OpEx (straight-line
   depreciation, no salvage value, no discounting).
 * TCO over N years: IT CapEx + N years of building depreciation + N x OpEx.
 * Cost per GPU-hour: annualised cost / (job GPUs x 8760 h); training run: GPUs x expected
   failure-aware days x 24 h x cost per GPU-hour.
+* Cost per million tokens: annualised cost / (tokens/s per GPU of the inference engine x the
+  cluster's GPUs x seconds per year) x 10^6, i.e. if the whole cluster serves at that rate.
 
 References
 ----------
@@ -42,10 +47,13 @@ import yaml
 from .errors import ScenarioError
 from .findings import Finding, sort_findings
 from .scenario import Scenario
-from .units import HOURS_PER_DAY, HOURS_PER_YEAR, W_PER_KW
+from .units import HOURS_PER_DAY, HOURS_PER_YEAR, SECONDS_PER_HOUR, W_PER_KW
 
 COST_DEFAULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "cost_defaults.yaml"
 MONTHS_PER_YEAR = 12
+SECONDS_PER_YEAR = HOURS_PER_YEAR * SECONDS_PER_HOUR  # 8760 h x 3600 s = 31,536,000 s
+#: Tokens in the "million tokens" of a price per million tokens (a count, not bytes).
+TOKENS_PER_MILLION = 10**6
 #: Server power over its GPUs' TDP when a node has no catalogue server (fallback):
 #: DGX A100 6.5 kW / (8 x 400 W) = 2.03, DGX H100 10.2 kW / (8 x 700 W) = 1.82 (User Guides).
 SERVER_POWER_PER_GPU_TDP = 1.9
@@ -306,16 +314,35 @@ class _Prices:
         return float(entry["value"])
 
 
-def _budget(scenario: Scenario, cat: Any, hw: Any, nodes: int, fallbacks: dict[str, str],
-            findings: list[Finding]) -> tuple[float, float, int]:
-    """(IT kW, facility kW, racks) from the facility module (issue 4) or the documented fallback."""
+def _budget(scenario: Scenario, cat: Any, hw: Any, spares: int, fallbacks: dict[str, str],
+            findings: list[Finding]) -> tuple[float, float, float, int]:
+    """(peak IT kW, typical IT kW, facility kW, racks) from the facility module (issue 4) or the
+    documented fallback.
+
+    The facility budget is made for the scenario's job nodes (so its network is the job's
+    fabric and its annual energy is the one ``gpucluster budget`` reports). Spare nodes are
+    bought and racked: their peak power is added to the peak IT power (which sizes the
+    building and the colocation contract) and their racks to the racks. They are NOT counted
+    in the typical power that gives the energy: a spare stands by (powered off or idle) until
+    it replaces a failed node, so the number of running nodes stays the job's.
+    """
     try:
         from . import facility  # issue 4
 
-        b = facility.budget(scenario, cat, nodes=nodes)
-        return float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
+        b = facility.budget(scenario, cat, nodes=hw.nodes)
+        it_kw, fac_kw, racks = float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
+        typ_kw = float(getattr(b, "it_typical_kw", None) or it_kw)
+        node = getattr(b, "node", None)
+        if spares and node is not None:
+            spare_kw = spares * float(node.peak_power_w) / W_PER_KW
+            it_kw += spare_kw
+            fac_kw += spare_kw * float(b.pue)
+            npr = int(b.nodes_per_rack)
+            racks += math.ceil((hw.nodes + spares) / npr) - math.ceil(hw.nodes / npr)
+        return it_kw, typ_kw, fac_kw, racks
     except (ImportError, AttributeError):  # module (or the agreed function) not there yet
         pass
+    nodes = hw.nodes + spares
     server = hw.server or {}
     if server.get("max_power_w"):
         node_w = float(server["max_power_w"])
@@ -325,19 +352,21 @@ def _budget(scenario: Scenario, cat: Any, hw: Any, nodes: int, fallbacks: dict[s
         how = (f"{nodes} nodes x {hw.gpus_per_node} x {hw.accelerator['tdp_w']:g} W TDP x "
                f"{SERVER_POWER_PER_GPU_TDP} (server over GPU power, DGX A100/H100)")
     it_kw = nodes * node_w / W_PER_KW
+    typ_kw = hw.nodes * node_w / W_PER_KW
     fac = scenario.facility
     per_rack_power = max(1, int(fac.rack_power_limit_kw * W_PER_KW // node_w))
     ru = server.get("rack_units")
     per_rack_space = max(1, int(fac.rack_units // ru)) if ru else per_rack_power
     per_rack = min(per_rack_power, per_rack_space)
     racks = math.ceil(nodes / per_rack)
-    note = (f"IT power = {how} = {it_kw:.0f} kW; racks = ceil({nodes} / {per_rack} nodes per rack) "
+    note = (f"IT power = {how} = {it_kw:.0f} kW (energy: the {hw.nodes} job nodes at that power, "
+            f"{typ_kw:.0f} kW); racks = ceil({nodes} / {per_rack} nodes per rack) "
             f"(facility budget, issue 4, not available)")
     fallbacks["it_power_kw"] = note
     findings.append(Finding("cost-fallback-facility", "info", note,
                             fix="merge the facility module (issue 4) for a budget with network and storage power",
                             field="facility"))
-    return it_kw, it_kw * fac.pue, racks
+    return it_kw, typ_kw, it_kw * fac.pue, racks
 
 
 def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _Prices, topology: Any,
@@ -407,48 +436,108 @@ def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _P
 
 def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, defaults: dict[str, Any]) -> float:
     """Price the topology's bill of materials: every switch (compute, storage and management
-    networks) and every cable or link [currency].
+    networks), every cable and every pluggable transceiver [currency], each optic once.
 
     A switch costs its scenario override (``costs.prices``), else its catalogue estimate, else
-    the per-port default for its port speed x its port count (``data/cost_defaults.yaml``). A
-    cable or link costs its ``price_usd_each`` from ``data/cabling.yaml`` when known, else the
-    per-link default for its speed (cable + transceivers), except copper patch cords, which are
-    counted at the 100G link default's tenth (an ESTIMATE: RJ45 Cat6A cords cost tens of USD).
+    the per-port default for its port speed x its port count (``data/cost_defaults.yaml``).
+    A row with ``price_usd_each`` (``data/cabling.yaml``) or a ``costs.prices`` entry costs that.
+    Otherwise, with ``link`` the per-link default for the speed (cable + two transceivers):
+
+    * DAC / AOC (ends built in) and any cable of a (network, role) group without transceiver
+      rows: one link price per cable;
+    * a passive fibre in a group whose transceivers are listed in their own rows: the fibre
+      share of a link only (``optics_split.fibre_share``, an ESTIMATE), because the
+      transceivers are priced below; pricing it at the full link price counted the optics twice;
+    * a transceiver: ``optics_split.transceiver_share`` x link price for each link it carries
+      (a twin-port 2x400G module = 2 link ends), at its own speed (``data/cabling.yaml``), so
+      one fibre + two single-link transceivers = exactly one link price;
+    * a copper RJ45 patch cord: the 100G link default's tenth (an ESTIMATE: Cat6A cords cost
+      tens of USD).
     """
+    from .topology_cabling import load_cabling
+
+    split = defaults["optics_split"]
+    t_share, f_share = float(split["transceiver_share"]["value"]), float(split["fibre_share"]["value"])
+    optics: dict[str, Any] = {}
+    try:
+        optics = load_cabling().transceivers
+    except Exception:  # cabling data unreadable: transceivers fall back to the 100G link share
+        optics = {}
+    with_optics = {(r.get("network"), r.get("role")) for r in bom if r.get("kind") == "transceiver"}
     total = 0.0
     for row in bom:
         count = float(row.get("count") or 0)
         if not count:
             continue
+        rid = str(row.get("id", ""))
         if row.get("kind") == "switch":
-            sw = cat.get("switches", row["id"])
-            each = prices.item(f"switch:{row['id']}", "switches", row["id"], None)
+            sw = cat.get("switches", rid)
+            each = prices.item(f"switch:{rid}", "switches", rid, None)
             if each is None:
                 per_port = _speed_key(float(sw["port_speed_gbps"]), defaults["switch_per_port_by_gbps"])
                 each = per_port["value"] * int(sw["ports"])
-                prices.sources[f"switch:{row['id']}"] = (f"cost_defaults: {per_port['value']} per "
-                                                         f"{sw['port_speed_gbps']:g}G port x {sw['ports']} ports")
+                prices.sources[f"switch:{rid}"] = (f"cost_defaults: {per_port['value']} per "
+                                                   f"{sw['port_speed_gbps']:g}G port x {sw['ports']} ports")
             total += count * each
-        else:
-            each = row.get("price_usd_each")
-            if each is None:
-                m = re.search(r"(\d+)G$", str(row.get("id", "")))
-                link = _speed_key(float(m[1]) if m else 100.0, defaults["link_by_gbps"])
-                each = link["value"] / 10 if str(row.get("id", "")).startswith("copper") else link["value"]
-            total += count * float(each)
+            continue
+        each = row.get("price_usd_each")
+        if each is None and rid in prices.costs.prices:
+            each = float(prices.costs.prices[rid])
+            prices.sources[f"{row.get('kind')}:{rid}"] = f"scenario costs.prices.{rid}"
+        if each is None and row.get("kind") == "transceiver":
+            t = optics.get(rid)
+            speed = float(getattr(t, "speed_gbps", None) or 100.0)
+            ends = int(getattr(t, "links", None) or 1)
+            link = _speed_key(speed, defaults["link_by_gbps"])
+            each = t_share * link["value"] * ends
+            prices.sources[f"transceiver:{rid}"] = (f"cost_defaults: {t_share:g} x {link['value']} per {speed:g}G "
+                                                    f"link x {ends} link end(s) ({split['transceiver_share']['source']})")
+        elif each is None:
+            m = re.search(r"(\d+)G$", rid)
+            link = _speed_key(float(m[1]) if m else 100.0, defaults["link_by_gbps"])
+            medium = rid.split(":", 1)[0].lower()
+            if medium.startswith("copper"):
+                each = link["value"] / 10
+            elif medium.startswith("fibre") and (row.get("network"), row.get("role")) in with_optics:
+                each = f_share * link["value"]
+                prices.sources[f"cable:{rid}"] = (f"cost_defaults: {f_share:g} x {link['value']} link "
+                                                  f"(fibre only; transceivers priced separately) "
+                                                  f"({split['fibre_share']['source']})")
+            else:
+                each = link["value"]
+        total += count * float(each)
     prices.sources["network"] = "topology bill of materials (compute, storage and management networks)"
     return total
 
 
-def _tokens_served(scenario: Scenario, cat: Any, fallbacks: dict[str, str]) -> float | None:
+def _tokens_served(scenario: Scenario, cat: Any, gpus: int, fallbacks: dict[str, str],
+                   findings: list[Finding]) -> float | None:
+    """Output tokens/s the whole cluster serves [tokens/s], the divisor of the cost per million tokens.
+
+    The cost is the whole cluster's, so the tokens must be the whole cluster's too: the
+    inference engine's tokens/s per GPU at the SLO-meeting batch
+    (``inference.serve(...).tokens_per_s_per_gpu``) x the cluster's GPUs, in whole replicas
+    (floor(GPUs / tensor parallel) x tensor parallel). Not the serving fleet sized for the
+    scenario's demand, which may be a small part of the cluster. Without the engine (or when
+    no batch meets the SLO), the scenario's demand stands in (marked as a fallback).
+    """
     try:
         from . import inference  # issue 6
 
         fn = getattr(inference, "serve", None) or inference.estimate
         est = fn(scenario, cat)
-        tps = getattr(est, "tokens_per_s", None) or getattr(est, "output_tokens_per_s", None)
-        if tps:
-            return float(tps)
+        per_gpu = getattr(est, "tokens_per_s_per_gpu", None)
+        if per_gpu:
+            tp = int(getattr(est, "tensor_parallel", None) or 1)
+            serving_gpus = (gpus // tp) * tp if gpus >= tp else gpus
+            tps = float(per_gpu) * serving_gpus
+            findings.append(Finding(
+                "cost-per-token-basis", "info",
+                f"cost per million tokens if the whole cluster serves: {serving_gpus} GPUs x {per_gpu:,.1f} "
+                f"output tokens/s per GPU (inference engine, SLO-meeting batch) = {tps:,.0f} tokens/s, "
+                "against the whole cluster's annualised cost",
+                field="inference"))
+            return tps
     except (ImportError, AttributeError):
         pass
     inf = scenario.inference
@@ -501,10 +590,13 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     nodes_bought = hw.nodes + spares
 
     # ---- power and racks
+    # peak IT power (incl. spare nodes) sizes the building; typical IT power of the running job
+    # nodes (the facility budget's it_typical_kw) gives the energy, as in `gpucluster budget`
     if budget is not None:
         it_kw, fac_kw, racks = float(budget.it_power_kw), float(budget.facility_power_kw), int(budget.racks)
+        it_typ_kw = float(getattr(budget, "it_typical_kw", None) or it_kw)
     else:
-        it_kw, fac_kw, racks = _budget(scenario, cat, hw, nodes_bought, fallbacks, findings)
+        it_kw, it_typ_kw, fac_kw, racks = _budget(scenario, cat, hw, spares, fallbacks, findings)
     pue = fac_kw / it_kw if it_kw > 0 else fac.pue
 
     # ---- CapEx
@@ -523,7 +615,15 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
                                     f"({ovh['source']})")
     head_price = prices.default("head_node", d["compute"]["head_node"], costs.head_node_price, "costs.head_node_price")
     compute = nodes_bought * node_price + scenario.hardware.head_nodes * head_price
-    network = _network_capex(scenario, cat, hw, nodes_bought, prices, topology, fallbacks, findings)
+    # the fabric is sized for the job's nodes: a spare takes a free port or the place of the
+    # failed node it replaces, so spares must not add switches (or a whole scalable unit)
+    network = _network_capex(scenario, cat, hw, hw.nodes, prices, topology, fallbacks, findings)
+    if spares:
+        findings.append(Finding("cost-fabric-job-nodes", "info",
+                                f"network fabric sized and priced for the {hw.nodes} job nodes; the {spares} spare "
+                                "node(s) use free switch ports or take the failed node's place and cabling",
+                                fix="set costs.network_price if your design wires the spares permanently",
+                                field="reliability.spare_nodes"))
     storage_row = None
     try:
         storage_row = cat.get("storage", rel.storage_system)
@@ -548,7 +648,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
              "total": it_capex + facility_capex}
 
     # ---- OpEx
-    energy = energy_cost_per_year(it_kw, pue, fac.energy_price_per_kwh, costs.load_fraction)
+    energy = energy_cost_per_year(it_typ_kw, pue, fac.energy_price_per_kwh, costs.load_fraction)
     maintenance = maintenance_per_year(it_capex, costs.maintenance_fraction)
     if costs.facility_model == "colocation":
         colo = prices.default("colocation_per_kw_month", d["facility"]["colocation_per_kw_month"],
@@ -588,13 +688,14 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         prices.sources["rent"] = f"cost_defaults: {r['source']} ({r['date']})"
     rent_run = run_gpu_h * rent if run_gpu_h is not None else None
     breakeven = break_even_utilization(annual, hw.gpus, rent) if rent > 0 else math.inf
-    tps = _tokens_served(scenario, cat, fallbacks)
-    per_m_tokens = annual / HOURS_PER_YEAR / (tps * 3600) * 1e6 if tps else None
+    tps = _tokens_served(scenario, cat, hw.gpus, fallbacks, findings)
+    per_m_tokens = annual / (tps * SECONDS_PER_YEAR) * TOKENS_PER_MILLION if tps else None
 
     # ---- carbon
-    mwh_year = carbon.energy_mwh_per_year(it_kw, pue, costs.load_fraction)
+    mwh_year = carbon.energy_mwh_per_year(it_typ_kw, pue, costs.load_fraction)
     co2_year = carbon.co2e_tonnes(mwh_year, intensity)
-    run_mwh = carbon.facility_energy_mwh(it_kw, pue, days * HOURS_PER_DAY, costs.load_fraction) if days else None
+    run_mwh = (carbon.facility_energy_mwh(it_typ_kw, pue, days * HOURS_PER_DAY, costs.load_fraction)
+               if days else None)
     run_co2 = carbon.co2e_tonnes(run_mwh, intensity) if run_mwh is not None else None
 
     # ---- findings

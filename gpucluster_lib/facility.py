@@ -535,8 +535,12 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         findings.append(Finding("power_redundancy", "warning",
                                 "facility.power_redundancy is 'N': one UPS or generator failure drops the load",
                                 fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
-    rack_kw = (min(npr, n) * node.peak_power_w + (pa.MGMT_SWITCH_W if reserved_u else 0.0)
-               + (infra_w if shared else 0.0)) / W_PER_KW
+    # the per-rack 1U management switch is part of the IT power only in the fallback network
+    # estimate (estimate_network counts one per compute rack); a topology design or a given
+    # network power carries its own management switches, so adding it here would make one
+    # rack draw more than the whole IT load
+    oob_w = pa.MGMT_SWITCH_W if (reserved_u and net_src == "estimate") else 0.0
+    rack_kw = (min(npr, n) * node.peak_power_w + oob_w + (infra_w if shared else 0.0)) / W_PER_KW
 
     return Budget(
         node=node, nodes=n, rack_units=fac.rack_units, rack_fit=fit, compute_racks=compute_racks,

@@ -322,6 +322,21 @@ def ideal_training_days_6nd(active_params: float, tokens: float, gpus: int, peak
     return 6.0 * active_params * tokens / (gpus * peak_tflops * TERA * mfu) / SECONDS_PER_DAY
 
 
+def efficiency_time_factor(low: float, high: float) -> float:
+    """Mean wall-time factor E[1/e] of a throughput multiplier e ~ Uniform(low, high) [-].
+
+    E[1/e] = ln(high / low) / (high - low) (1 / low when low == high). The default range
+    0.75-1.1 gives ln(1.4667) / 0.35 = 1.0943: on average the run takes 9.4% longer than at
+    the nominal throughput (Jensen: slow samples weigh more than fast ones). The expected
+    days to train include it, so the expectation is the mean of the P10-P90 band.
+    """
+    if not (0 < low <= high):
+        raise ValueError(f"efficiency range must be 0 < low <= high, got ({low!r}, {high!r})")
+    if high == low:
+        return 1.0 / low
+    return math.log(high / low) / (high - low)
+
+
 def days_to_train_band(ideal_days: float, interval_s: float, checkpoint_s: float, restart_s: float,
                        mtbi_s: float, *, failure_range: tuple[float, float] = (0.6, 1.75),
                        efficiency_range: tuple[float, float] = (0.75, 1.1), availability_factor: float = 1.0,
@@ -662,7 +677,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     if ideal is not None:
         if not ideal > 0:
             raise ValueError(f"training_days_ideal must be positive, got {ideal!r}")
-        expected = ideal / g / full_size
+        # the expectation over the same throughput range the band samples (E[1/e]); without it
+        # "expected" sat at the nominal throughput, below the band's mean and P50
+        expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full_size
         n_int = expected * per_day
         if math.isinf(mtbi_s):
             p10 = p50 = p90 = expected
@@ -765,14 +782,15 @@ def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int
             repairs, base.repair_hours, rel.spare_confidence)
         full = poisson_cdf(spares, repairs / HOURS_PER_DAY * base.repair_hours)
         ideal = base.training_days_ideal * base.nodes / n
+        expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full
         if math.isinf(mtbi_s):
-            band = {"p10": ideal / g / full, "p50": ideal / g / full, "p90": ideal / g / full}
+            band = {"p10": expected, "p50": expected, "p90": expected}
         else:
             band = days_to_train_band(ideal, tau, delta, restart, mtbi_s, failure_range=fail_lo_hi,
                                       efficiency_range=eff_lo_hi, availability_factor=full,
                                       planned_loss_fraction=planned, samples=samples)
         rows.append({"nodes": n, "gpus": n * gpn, "mtbi_hours": mtbi_s / SECONDS_PER_HOUR, "goodput": g,
-                     "spare_nodes": spares, "ideal": ideal, "expected": ideal / g / full,
+                     "spare_nodes": spares, "ideal": ideal, "expected": expected,
                      "p10": band["p10"], "p50": band["p50"], "p90": band["p90"]})
     return rows
 

@@ -664,6 +664,16 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                 cc = clos_counts(endpoints, radix, r, forced_tiers, groups=groups, leaves_per_group=1,
                                  down_per_leaf=nodes_per_leaf * ports_per_node)
                 per_leaf = nodes_per_leaf * ports_per_node
+                if per_leaf < dmax and endpoints > radix:
+                    findings.append(Finding(
+                        "topology-node-aligned-limit", "info",
+                        f"node-aligned leaves hold whole nodes: {nodes_per_leaf} x {ports_per_node} ports = "
+                        f"{per_leaf} of {dmax} downlinks used, so two tiers of {radix}-port switches hold "
+                        f"{radix * per_leaf:,} endpoints, not {max_endpoints(radix, 2, r):,} (k^2/2 at "
+                        f"{r:g}:1), and three tiers {radix * (radix // 2) * per_leaf:,}, not "
+                        f"{max_endpoints(radix, 3, r):,}",
+                        "rail-optimized wiring, or a switch whose downlinks are a multiple of the ports per node, "
+                        "uses every leaf port", "network.topology"))
             else:
                 nodes_per_leaf = 1
                 cc = clos_counts(endpoints, radix, r, forced_tiers)
@@ -671,6 +681,10 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
             by_tiers = {"1": radix, "2": radix * per_leaf, "3": radix * (radix // 2) * per_leaf}
         counts = cc
         tiers = cc.tiers
+        if cc.tiers == 3 and cc.last_pod_leaves != cc.leaves_per_pod:
+            findings.append(Finding("topology-partial-pod", "info",
+                                    "; ".join(n for n in cc.notes if "pod" in n and "scalable unit" not in n),
+                                    "", "hardware.nodes"))
         if cc.tiers == 1 and endpoints <= radix:
             nodes_per_leaf = n
         max_ep = by_tiers[str(tiers)] if tiers in (1, 2, 3) else max_endpoints(radix, 3, r)
@@ -722,13 +736,14 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                 add_links("compute", "spine-core", cc.spine_core_links, link_gbps, lay.inter_rack(n), switch_ends=2)
             cap = min(endpoints, cc.leaves * cc.up_per_leaf)
             if tiers == 3:
-                cap = min(cap, cc.spines * cc.up_per_spine)
+                cap = min(cap, cc.spine_core_links)
             bisection = cap / 2 * link_gbps
             x = _locality_factor(n, nodes_per_leaf)
             per_port = effective_port_gbps(link_gbps, cc.oversubscription, x)
             over_tier = {"leaf": round(cc.oversubscription, 3)}
             if tiers == 3:
-                over_tier["spine"] = round((radix - cc.up_per_spine) / cc.up_per_spine, 3)
+                # every spine uplinks as many links as it takes in from its leaves (non-blocking)
+                over_tier["spine"] = round(cc.leaf_spine_links / max(1, cc.spine_core_links), 3)
             if r > 1 and abs(cc.oversubscription - r) > 0.05:
                 findings.append(Finding("topology-oversubscription-rounded", "info",
                                         f"{r:g}:1 asked; whole ports give {cc.down_per_leaf} down / "

@@ -127,6 +127,8 @@ class ClosCounts:
     leaf_spine_links: int = 0
     spine_core_links: int = 0
     fits: bool = True
+    last_pod_leaves: int = 0  # three tiers: leaves of the last pod (= leaves_per_pod when it is full)
+    last_pod_spines: int = 0  # three tiers: spines of the last pod (= spines_per_pod when it is full)
     notes: tuple[str, ...] = field(default=())
 
     @property
@@ -262,22 +264,35 @@ def clos_counts(endpoints: int, radix: int, oversubscription: float = 1.0, tiers
                 notes.append(f"one scalable unit needs {lpg} leaves, more than the {half} a pod spine reaches")
                 lpp = lpg
         pods = max(1, math.ceil(leaves / lpp))
-        sp = up // p1
-        up2 = radix - half
-        g = balanced_divisor(up2, pods, radix)
-        fits = g is not None
-        if g is None:
-            if not force:
-                return None
-            g = up2
-        p2 = up2 // g
-        spines = pods * sp
+        fits = pods <= radix  # every core switch reaches every pod at least once
+        if not fits and not force:
+            return None
+        last = leaves - lpp * (pods - 1)  # leaves of the last (possibly partial) pod
+
+        def pod_spines(n_leaves: int) -> int:
+            # rule 4: the pod's leaf uplinks over k/2 downlinks per spine; a full pod of k/2 leaves -> up
+            return max(1, math.ceil(n_leaves * up / half))
+
+        sp, sp_last = pod_spines(lpp), pod_spines(last)
+        spines = sp * (pods - 1) + sp_last
+        up2 = math.ceil(lpp * up / sp)  # up = down on a spine of a full pod (non-blocking upper tiers)
+        spine_core = leaves * up  # every spine uplinks what it takes in: N links at every tier boundary
+        cores = max(1, math.ceil(spine_core / radix))
+        g = max(1, math.ceil(cores / sp))  # cores per spine position (Al-Fares core groups)
+        p2 = max(1, up2 // g)
+        if last != lpp:
+            notes.append(f"the last of {pods} pods holds {last} of {lpp} leaves: {sp_last} spine"
+                         f"{'s' if sp_last > 1 else ''} there instead of {sp}, uplinked as they are downlinked")
+            if up % sp_last:
+                notes.append(f"in the partial pod a leaf's {up} uplinks spread unevenly over {sp_last} spines "
+                             f"({up // sp_last} or {up // sp_last + 1} links per leaf-spine pair)")
         return ClosCounts(tiers=3, radix=radix, endpoints=endpoints, leaves=leaves, spines=spines,
-                          cores=sp * g, down_per_leaf=down, up_per_leaf=up, links_per_leaf_spine=p1,
+                          cores=cores, down_per_leaf=down, up_per_leaf=up, links_per_leaf_spine=p1,
                           pods=pods, leaves_per_pod=lpp, spines_per_pod=sp, up_per_spine=up2,
                           cores_per_group=g, links_per_spine_core=p2, oversubscription=down / up,
                           node_leaf_links=endpoints, leaf_spine_links=leaves * up,
-                          spine_core_links=spines * up2, fits=fits, notes=tuple(notes))
+                          spine_core_links=spine_core, fits=fits, last_pod_leaves=last,
+                          last_pod_spines=sp_last, notes=tuple(notes))
 
     if tiers is None:
         if endpoints <= radix:
@@ -290,6 +305,42 @@ def clos_counts(endpoints: int, radix: int, oversubscription: float = 1.0, tiers
         c2 = two_tier()
         return c2 if c2 is not None else _mark_unfit(three_tier(force=True))
     return three_tier(force=True)  # type: ignore[return-value]
+
+
+def three_tier_plan(c: ClosCounts):
+    """Port-level wiring of a three-tier :class:`ClosCounts`, partial last pod included.
+
+    Yields ``("leaf-spine", leaf, leaf_port, pod, spine, spine_port)`` and then
+    ``("spine-core", pod, spine, spine_port, core, core_port)``; indices from 0, ports from 1.
+
+    Notes
+    -----
+    In a pod of ``n`` leaves and ``S = ceil(n x up / (k/2))`` spines, the pod's leaf uplinks
+    t = 0, 1, ... (leaf-major) go to spine ``t mod S`` (a full pod of k/2 leaves: leaf uplink q to
+    spine q, Al-Fares 2008 Sec. 3.2), so no spine takes more than k/2. A spine with ``d``
+    downlinks (ports 1..d) has ``d`` uplinks (ports k/2+1..k/2+d). All spine uplinks,
+    numbered pod by pod, spine by spine, go to core ``t mod cores``: a core takes at most
+    ``ceil(N / cores) <= k`` links and reaches every pod that has at least ``cores`` uplinks.
+    """
+    assert c.tiers == 3
+    half = c.radix // 2
+    lpp, up = c.leaves_per_pod, c.up_per_leaf
+    down_count: dict[tuple[int, int], int] = {}
+    for pod in range(c.pods):
+        n = lpp if pod < c.pods - 1 else c.last_pod_leaves
+        s = c.spines_per_pod if pod < c.pods - 1 else c.last_pod_spines
+        for lj in range(n):
+            for q in range(up):
+                t = lj * up + q
+                j = t % s
+                port = down_count.get((pod, j), 0) + 1
+                down_count[(pod, j)] = port
+                yield ("leaf-spine", pod * lpp + lj, c.down_per_leaf + q + 1, pod, j, port)
+    t = 0
+    for (pod, j), d in sorted(down_count.items()):
+        for q in range(d):
+            yield ("spine-core", pod, j, half + q + 1, t % c.cores, t // c.cores + 1)
+            t += 1
 
 
 def _mark_unfit(c: ClosCounts | None) -> ClosCounts:

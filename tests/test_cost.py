@@ -291,3 +291,89 @@ def test_network_capex_prices_the_whole_topology_bill_of_materials():
     ]
     expected = 3 * 50_000 + 2 * 64 * 300 + 10 * 1_500 + 20 * 40 + 4 * 120
     assert cost._price_network_bom(bom, cat, prices, defaults) == pytest.approx(expected)
+
+
+# --------------------------------------------------------------------------- review fixes
+
+
+def _fake_module(monkeypatch, name, **attrs):
+    import gpucluster_lib
+
+    mod = types.ModuleType(f"gpucluster_lib.{name}")
+    for k, v in attrs.items():
+        setattr(mod, k, v)
+    monkeypatch.setitem(sys.modules, f"gpucluster_lib.{name}", mod)
+    monkeypatch.setattr(gpucluster_lib, name, mod, raising=False)
+    return mod
+
+
+def test_cost_per_million_tokens_is_the_whole_cluster_serving(monkeypatch):
+    """The whole cluster's cost over the whole cluster's tokens, not over a small fleet's."""
+    # a 40-GPU fleet sized for the demand serves 25,600 tok/s at 640 tok/s per GPU (TP 8)
+    _fake_module(monkeypatch, "inference", serve=lambda scenario, catalog=None: types.SimpleNamespace(
+        tokens_per_s=25_600.0, tokens_per_s_per_gpu=640.0, tensor_parallel=8))
+    r = cost.assess(load_scenario(LLAMA), budget=budget(), training_days=30)
+    assert r.tokens_per_s_served == pytest.approx(512 * 640)  # 512 GPUs x 640 tok/s = 327,680 tok/s
+    # annualised / (327,680 tok/s x 8760 h x 3600 s) x 10^6 tokens
+    assert r.cost_per_million_tokens == pytest.approx(r.annualized_cost / (327_680 * 8760 * 3600) * 10**6)
+    assert any(f.code == "cost-per-token-basis" and "whole cluster" in f.message for f in r.findings)
+
+
+def test_bom_prices_each_optic_once():
+    """Fibre + listed transceivers = one link price per link; DAC/AOC keep the link price."""
+    from gpucluster_lib.catalog import load_catalog
+
+    cat = load_catalog()
+    prices = cost._Prices(loads("{}"), cat)
+    defaults = prices.defaults["network"]
+    bom = [
+        # 10 leaf-spine links of 400G: 10 fibres + 10 twin-port (2 x 400G) modules = 20 link ends
+        {"kind": "cable", "id": "fibre-mmf:in-row:400G", "network": "compute", "role": "leaf-spine", "count": 10},
+        {"kind": "transceiver", "id": "mma4z00-ns", "network": "compute", "role": "leaf-spine", "count": 10},
+        {"kind": "cable", "id": "DAC:in-rack:400G", "network": "compute", "role": "node-leaf", "count": 4},
+        {"kind": "cable", "id": "AOC:in-row:200G", "network": "storage", "role": "node-leaf", "count": 2},
+    ]
+    # cost_defaults ESTIMATE split of the 400G link (1,500): fibre 10% = 150, transceiver 45% per link end
+    fibre = 10 * 0.10 * 1_500                 # 1,500
+    optics = 10 * 2 * 0.45 * 1_500            # 13,500: 10 twin-port modules x 2 link ends
+    assert fibre + optics == pytest.approx(10 * 1_500)  # = 10 whole links, not 10 links + 10 more optics
+    expected = fibre + optics + 4 * 1_500 + 2 * 900   # DAC at the 400G link, AOC at the 200G link (900)
+    assert cost._price_network_bom(bom, cat, prices, defaults) == pytest.approx(expected)
+
+
+def test_energy_from_typical_power_of_the_budget(fallbacks):
+    b = types.SimpleNamespace(it_power_kw=1000.0, it_typical_kw=800.0, facility_power_kw=1300.0, racks=25)
+    r = cost.assess(load_scenario(GPT3), budget=b, training_days=30)
+    assert r.energy_mwh_per_year == pytest.approx(9_110.4)        # 800 kW x 1.3 x 8760 h / 1000
+    assert r.opex_per_year["energy"] == pytest.approx(911_040)    # 800 x 1.3 x 8760 x 0.10 per kWh
+    assert r.it_power_kw == 1000.0                                 # peak still sizes the building
+
+
+def test_cost_and_budget_agree_on_energy():
+    from gpucluster_lib import facility
+    from gpucluster_lib.hardware import catalog_for
+
+    s = load_scenario(LLAMA)
+    cat = catalog_for(s)
+    b = facility.budget(s, cat)
+    r = cost.assess(s, cat, training_days=30)
+    assert r.energy_mwh_per_year == pytest.approx(b.annual_energy_mwh)  # same nodes, same typical power
+    spares = r.nodes_bought - b.nodes
+    # peak IT = the job's budget + spares at node peak (bought, racked, standing by)
+    assert r.it_power_kw == pytest.approx(b.it_power_kw + spares * b.node.peak_power_w / 1000)
+
+
+def test_fabric_sized_for_job_nodes_not_spares(monkeypatch):
+    seen = []
+
+    def design_topology(scenario, catalog=None, nodes=None):
+        seen.append(nodes)
+        return types.SimpleNamespace(switches={"leaf": 16, "spine": 8}, cables=1024)
+
+    _fake_module(monkeypatch, "topology", design_topology=design_topology)
+    s = load_scenario(LLAMA).replace(reliability__spare_nodes=3, costs__prices={"qm9700": 30_000})
+    r = cost.assess(s, budget=budget(), training_days=30)
+    assert seen == [64]                                     # 64 job nodes, not 64 + 3 spares
+    assert r.nodes_bought == 67                             # spares are still bought
+    assert r.capex["network"] == pytest.approx(24 * 30_000 + 1024 * 1_500)  # 24 switches + 1,024 NDR links
+    assert any(f.code == "cost-fabric-job-nodes" for f in r.findings)

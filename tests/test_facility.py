@@ -296,3 +296,19 @@ def test_cli_bad_input_no_traceback(tmp_path, capsys):
     p.write_text("hardware: {server: dgx-h100}\nfacility: {rack_units: 6}\n")
     assert main(["budget", str(p)]) == 2
     assert "shorter than one 8U node" in capsys.readouterr().err
+
+
+def test_rack_power_never_exceeds_it_power(cat):
+    """The per-rack 100 W management switch is IT power only in the fallback network estimate."""
+    s = load_scenario(REF)
+    # network power given (as from a topology design, whose management switches are in it):
+    # IT = 6.5 kW node + 0.7 kW network + 0.75 kW head node = 7.95 kW; the one shared rack holds
+    # all of it, so the rack draws 7.95 kW, not 7.95 + 0.1 (before the fix: 8.05 kW > IT 7.95 kW)
+    b = budget(s, cat, network_power_w=700.0)
+    assert b.it_power_kw == pytest.approx(6.5 + 0.7 + 0.75)
+    assert b.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.75)
+    # fallback estimate: QM8700 700 W + the 100 W management switch it counts = 8.05 kW IT and rack
+    e = budget(s, cat)
+    assert e.network_source == "estimate"
+    assert e.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.1 + 0.75)
+    assert e.rack_power_kw <= e.it_power_kw + 1e-9

@@ -430,3 +430,34 @@ def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training
     sid, units, write = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [])
     assert (sid, units, write) == ("ddn-ai400x2", 1, 65.0)  # datasheet figures of the default appliance
     assert "storage" in fb
+
+
+# --------------------------------------------------------------------------- expected = mean of the band
+
+
+def test_efficiency_time_factor_by_hand():
+    # e ~ U(0.75, 1.1): E[1/e] = ln(1.1 / 0.75) / (1.1 - 0.75) = 0.382992 / 0.35 = 1.094263
+    assert rel.efficiency_time_factor(0.75, 1.1) == pytest.approx(1.094263, abs=1e-6)
+    assert rel.efficiency_time_factor(0.8, 0.8) == pytest.approx(1.25)  # a point: 1 / 0.8
+    with pytest.raises(ValueError, match="0 < low <= high"):
+        rel.efficiency_time_factor(1.1, 0.75)
+
+
+def test_band_mean_matches_the_efficiency_factor_without_failures():
+    # no failures (M = 1e15 s), failure multiplier fixed: days = 30 x (3636 / 3600) / e, whose mean
+    # is 30 x 1.01 x 1.094263 = 33.157 days (checkpoint overhead tau / (tau + delta) = 3600 / 3636)
+    b = rel.days_to_train_band(30, 3600, 36, 0, 1e15, failure_range=(1, 1))
+    assert b["mean"] == pytest.approx(30 * 3636 / 3600 * 1.094263, rel=0.005)
+    assert b["p10"] >= 30 * 3636 / 3600 / 1.1 * (1 - 1e-9)  # never faster than the fastest throughput
+
+
+def test_expected_days_is_the_expectation_of_the_band(no_training):
+    r = rel.assess(load_scenario(GPT3), training_days_ideal=30.0)
+    # expected = ideal x E[1/e] / goodput / P(full size) = 30 x 1.094263 / g / P
+    p_full = r.training_days_expected / (30.0 * 1.094263 / r.goodput)
+    assert 0.99 <= p_full <= 1.0  # P(full size) with the recommended spares (confidence 0.99)
+    # before the fix, expected (30 / g / P ~ 30.8) sat below P50 and near P10; now it is inside the band
+    assert r.training_days_p10 < r.training_days_expected < r.training_days_p90
+    assert abs(r.training_days_expected - r.training_days_p50) / r.training_days_p50 < 0.05
+    (row,) = rel.scaling_table(load_scenario(GPT3), node_counts=[128], base=r)
+    assert row["expected"] == pytest.approx(r.training_days_expected)

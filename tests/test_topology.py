@@ -24,6 +24,7 @@ from gpucluster_lib.topology_clos import (
     leaf_port_split,
     max_endpoints,
     ring_counts,
+    three_tier_plan,
     tree_counts,
 )
 
@@ -79,6 +80,63 @@ def test_radix_limits_al_fares():
 def test_three_tier_k40_full():
     c = clos_counts(16000, 40)
     assert (c.leaves, c.spines, c.cores) == (800, 800, 400)  # k^2/2, k^2/2, k^2/4 with k = 40 -> 2000 switches
+
+
+def test_three_tier_partial_pod_k40():
+    # non-blocking tree: N links at every tier boundary (hw_reference 5.4); k = 40, down = up = 20
+    c = clos_counts(1024, 40)
+    assert c.tiers == 3  # 1024 > k^2/2 = 800
+    assert c.leaves == 52  # ceil(1024 / 20)
+    assert (c.pods, c.leaves_per_pod, c.last_pod_leaves) == (3, 20, 12)  # pods of k/2 = 20 leaves: 20 + 20 + 12
+    assert (c.spines_per_pod, c.last_pod_spines) == (20, 12)  # full: 20 x 20 / 20; partial: ceil(12 x 20 / 20)
+    assert c.spines == 52  # 20 + 20 + 12 (was 3 x 20 = 60)
+    assert c.leaf_spine_links == c.spine_core_links == 1040  # 52 leaves x 20 up, whole leaves (rule 2)
+    assert c.cores == 26  # ceil(1040 / 40) (was 40)
+    assert c.ports_free == (52 + 52 + 26) * 40 - 1024 - 2 * 1040 - 2 * 1040  # = 16 unused leaf downlinks
+
+
+def test_gpt3_example_node_aligned_partial_pod():
+    # data/scenarios/gpt3-175b-1024-a100.yaml: 128 DGX A100 x 8 HDR ports, node-aligned fat tree on QM8700 (k = 40)
+    d = design_topology(scen(server="dgx-a100-640gb", nodes=128, topology="fat-tree", switch="qm8700",
+                             nic="connectx-6-hdr"))
+    assert d.tiers == 3
+    assert d.switches["leaf"] == 64  # 20 // 8 = 2 nodes per leaf: 16 down / 16 up; 128 / 2
+    # pods of 20 leaves: 20 + 20 + 20 + 4; spines 3 x ceil(20 x 16 / 20) + ceil(4 x 16 / 20) = 3 x 16 + 4
+    assert d.switches["spine"] == 52
+    assert d.switches["core"] == 26  # ceil(1024 spine uplinks / 40) (was 32, with 1280 spine-core links)
+    assert d.links == {"node_leaf": 1024, "leaf_spine": 1024, "spine_core": 1024}  # N at every tier boundary
+    assert d.oversubscription_by_tier == {"leaf": 1.0, "spine": 1.0}
+    assert d.bisection_bandwidth_gbps == 1024 / 2 * 200  # HDR 200 Gb/s, full bisection
+    f = codes(d)
+    assert "640" in f["topology-node-aligned-limit"].message  # 40 leaves x 16 used downlinks, not k^2/2 = 800
+    assert d.max_endpoints_by_tiers["2"] == 640
+    assert "4 of 20 leaves: 4 spines" in f["topology-partial-pod"].message
+
+
+def test_node_aligned_limit_only_when_leaf_ports_idle():
+    d = design_topology(scen(nodes=128, topology="fat-tree"))  # QM9700: 32 // 8 = 4 nodes, all 32 downlinks used
+    assert "topology-node-aligned-limit" not in codes(d)
+    d = design_topology(scen(nodes=64, topology="fat-tree", switch="qm8700", nic="connectx-6-hdr",
+                             server="dgx-a100-640gb"))
+    # 512 endpoints <= 640: two tiers, 32 leaves of 16 down; the finding still states the 640 limit
+    assert d.tiers == 2 and "640 endpoints, not 800" in codes(d)["topology-node-aligned-limit"].message
+
+
+@pytest.mark.parametrize("args", [(1024, 40), (4096, 64), (3072, 64), (1024, 64, 2.0, 3)])
+def test_three_tier_plan_uses_every_port_once(args):
+    c = clos_counts(*args)
+    rows = list(three_tier_plan(c))
+    ls = [r for r in rows if r[0] == "leaf-spine"]
+    sc = [r for r in rows if r[0] == "spine-core"]
+    assert len(ls) == c.leaf_spine_links and len(sc) == c.spine_core_links
+    assert len({(r[3], r[4]) for r in ls}) == c.spines and len({r[4] for r in sc}) == c.cores
+    leaf_ports = [(r[1], r[2]) for r in ls]
+    spine_ports = [(r[3], r[4], r[5]) for r in ls] + [(r[1], r[2], r[3]) for r in sc]
+    core_ports = [(r[4], r[5]) for r in sc]
+    for ports in (leaf_ports, spine_ports, core_ports):
+        assert len(ports) == len(set(ports))
+    assert max(p for r in ls for p in (r[2], r[5])) <= c.radix and max(p for r in sc for p in (r[3], r[5])) <= c.radix
+    assert len({(r[1], r[4]) for r in sc}) == c.pods * c.cores  # every core reaches every pod
 
 
 def test_balanced_divisor_rule():
