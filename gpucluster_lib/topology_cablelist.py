@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .topology_clos import ClosCounts, RingCounts
+from .topology_clos import ClosCounts, RingCounts, three_tier_plan
 
 if TYPE_CHECKING:
     from .topology import TopologyDesign
@@ -105,26 +105,28 @@ def cable_list(d: TopologyDesign) -> pd.DataFrame:
             rows.append(("compute", "node-leaf", dev, port, leaf, lport, cab, lc, sp))
         cab, lc, sp = meta("leaf-spine")
         leaves = _leaf_names(d, c)
-        p = c.links_per_leaf_spine
-        spines_per = c.spines_per_pod
-        lpp = c.leaves_per_pod or len(leaves)
-        for li, leaf in enumerate(leaves):
-            pod, lj = divmod(li, lpp)
-            for q in range(c.up_per_leaf):
-                j, k = divmod(q, p)
-                rows.append(("compute", "leaf-spine", leaf, c.down_per_leaf + q + 1, _spine_name(c, pod, j % spines_per),
-                             lj * p + k + 1, cab, lc, sp))
         if c.tiers == 3:
-            cab, lc, sp = meta("spine-core")
-            p2 = c.links_per_spine_core
-            half = c.radix - c.up_per_spine
-            for pod in range(c.pods):
-                for j in range(c.spines_per_pod):
-                    for q in range(c.up_per_spine):
-                        gi, k = divmod(q, p2)
-                        core = j * c.cores_per_group + gi
-                        rows.append(("compute", "spine-core", _spine_name(c, pod, j), half + q + 1,
-                                     f"core{core + 1:03d}", pod * p2 + k + 1, cab, lc, sp))
+            # port-level plan shared with the counts (partial last pod included)
+            cab2, lc2, sp2 = meta("spine-core")
+            for row in three_tier_plan(c):
+                if row[0] == "leaf-spine":
+                    _, li, lport, pod, j, sport = row
+                    rows.append(("compute", "leaf-spine", leaves[li], lport, _spine_name(c, pod, j), sport,
+                                 cab, lc, sp))
+                else:
+                    _, pod, j, sport, core, cport = row
+                    rows.append(("compute", "spine-core", _spine_name(c, pod, j), sport, f"core{core + 1:03d}",
+                                 cport, cab2, lc2, sp2))
+        else:
+            p = c.links_per_leaf_spine
+            spines_per = c.spines_per_pod
+            lpp = c.leaves_per_pod or len(leaves)
+            for li, leaf in enumerate(leaves):
+                pod, lj = divmod(li, lpp)
+                for q in range(c.up_per_leaf):
+                    j, k = divmod(q, p)
+                    rows.append(("compute", "leaf-spine", leaf, c.down_per_leaf + q + 1,
+                                 _spine_name(c, pod, j % spines_per), lj * p + k + 1, cab, lc, sp))
     df = pd.DataFrame(rows, columns=COLUMNS)
     extra = [{"network": g.network, "tier": g.tier, "a_end": "*", "a_port": None, "b_end": "*", "b_port": None,
               "cable": g.cable, "length_class": g.length_class, "speed_gbps": g.speed_gbps, "count": g.cables}

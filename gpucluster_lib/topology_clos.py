@@ -24,9 +24,13 @@ Design rules (stated once, used everywhere)
    Clos, so that up/down routing spreads evenly): the spine count is the smallest divisor S of
    ``up`` with ``leaves x up / S <= k`` (this reproduces NVIDIA's 16 spines for 3 SUs, where
    ``ceil(768 / 64) = 12`` would not divide the 32 uplinks evenly).
-4. Three tiers follow Al-Fares et al. 2008, Sec. 3.2 (k-ary fat tree): pods of k/2 leaves and
-   ``up`` pod spines, each pod spine with k/2 ports down and k/2 up; core switches in groups,
-   one group per pod-spine position, again balanced (rule 3).
+4. Three tiers follow Al-Fares et al. 2008, Sec. 3.2 (k-ary fat tree): pods of k/2 leaves (whole
+   groups) and ``up`` pod spines, each with k/2 ports down and k/2 up. A partial pod of n leaves
+   gets ``ceil(n x up / (k/2))`` spines (its leaf uplinks over k/2 downlinks each), every spine
+   uplinks as many links as it takes in, and the cores are ``ceil(spine uplinks / k)``: a
+   non-blocking tree has N links at every tier boundary (NVIDIA DGX B200 SuperPOD, 16 SUs:
+   4,096 / 4,096 / 4,096 links, 128 leaf / 128 spine / 64 core). Port-level wiring:
+   :func:`three_tier_plan`.
 
 References
 ----------
@@ -211,9 +215,12 @@ def clos_counts(endpoints: int, radix: int, oversubscription: float = 1.0, tiers
     -----
     Two tiers: leaves L = ceil(E / down); spines S = smallest divisor of ``up`` with
     L x up / S <= k (rule 3); links node-leaf = E, leaf-spine = L x up.
-    Three tiers: pods of ``floor(k/2 / p1)`` leaves (whole groups), ``up`` pod spines each with
-    k/2 up; core groups of g = smallest divisor of k/2 with P x (k/2) / g <= k switches, one
-    per pod-spine position: cores = up x g. Checked against NVIDIA's DGX B200 SuperPOD table
+    Three tiers: pods of ``floor(k/2 / p1)`` leaves (whole groups); a pod of n leaves has
+    ``ceil(n x up / (k/2))`` spines (``up`` in a full pod of k/2 leaves), each with as many
+    uplinks as downlinks; spine-core links = leaf-spine links = L x up; cores =
+    ceil(L x up / k); ``fits`` needs P <= k pods (every core reaches every pod). Examples:
+    1,024 endpoints at k = 40 -> 52 leaves in pods of 20 + 20 + 12, 20 + 20 + 12 = 52 spines,
+    1,040 links per tier, 26 cores. Checked against NVIDIA's DGX B200 SuperPOD table
     (16 SUs: 128 leaves, 128 spines, 64 cores, 4096 links per tier).
     """
     _check_radix(radix)

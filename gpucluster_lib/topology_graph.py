@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from .topology_clos import ClosCounts, RingCounts, TreeCounts
+from .topology_clos import ClosCounts, RingCounts, TreeCounts, three_tier_plan
 
 if TYPE_CHECKING:
     from .topology import TopologyDesign
@@ -152,20 +152,29 @@ def _clos_graph(g: nx.Graph, d: TopologyDesign, c: ClosCounts, expand: str | Non
         else:
             _add(g, "spines", f"Spines ({c.spines})", "spine", 2, count=c.spines, ports=d.radix)
     else:
+        def pod_spines(p: int) -> int:  # the last pod may be partial (fewer spines)
+            return c.last_pod_spines if p == c.pods - 1 and c.last_pod_spines else c.spines_per_pod
+
         for p in range(c.pods):
-            _add(g, f"spines-p{p}", f"Pod {p + 1} ({c.spines_per_pod})", "spine", 2, count=c.spines_per_pod,
+            _add(g, f"spines-p{p}", f"Pod {p + 1} ({pod_spines(p)})", "spine", 2, count=pod_spines(p),
                  ports=d.radix)
         if c.cores <= MAX_SWITCHES_SHOWN:
+            links: dict[tuple[int, int], int] = {}
+            for row in three_tier_plan(c):
+                if row[0] == "spine-core":
+                    key = (row[1], row[4])
+                    links[key] = links.get(key, 0) + 1
+            per_core: dict[int, int] = {}
+            for (_, core), n in links.items():
+                per_core[core] = per_core.get(core, 0) + n
             for k in range(c.cores):
-                _add(g, f"c{k}", f"core{k + 1:03d}", "core", 3, ports=d.radix, ports_used=c.pods * c.links_per_spine_core)
-            for p in range(c.pods):
-                for j in range(c.spines_per_pod):
-                    for gi in range(c.cores_per_group):
-                        _link(g, f"spines-p{p}", f"c{j * c.cores_per_group + gi}", c.links_per_spine_core)
+                _add(g, f"c{k}", f"core{k + 1:03d}", "core", 3, ports=d.radix, ports_used=per_core.get(k, 0))
+            for (p, core), n in sorted(links.items()):
+                _link(g, f"spines-p{p}", f"c{core}", n)
         else:
             _add(g, "cores", f"Core ({c.cores})", "core", 3, count=c.cores, ports=d.radix)
             for p in range(c.pods):
-                _link(g, f"spines-p{p}", "cores", c.spines_per_pod * c.up_per_spine)
+                _link(g, f"spines-p{p}", "cores", pod_spines(p) * c.up_per_spine)
 
     def leaf_name(li: int) -> str:
         if rail:

@@ -546,3 +546,22 @@ def test_cost_module_contract():
     assert sum(d.switches.values()) == 48 and sum(d.cables.values()) == 2048
     kinds = {row["kind"] for row in d.bom()}
     assert kinds == {"switch", "cable", "transceiver"}
+
+
+def test_cable_list_matches_counts_for_a_partial_pod_three_tier_fabric():
+    """128 DGX A100 on QM8700 (k=40): pods of 20+20+20+4 leaves; non-blocking needs N = 1,024 links
+    at every tier; spines 3 x 16 + ceil(4 x 16 / 20) = 52, cores ceil(1024 / 40) = 26."""
+    from pathlib import Path
+
+    from gpucluster_lib.scenario import load_scenario
+    from gpucluster_lib.topology_cablelist import cable_list
+
+    root = Path(__file__).resolve().parent.parent
+    d = design_topology(load_scenario(root / "data/scenarios/gpt3-175b-1024-a100.yaml"))
+    df = cable_list(d)
+    comp = df[df["network"] == "compute"]
+    assert comp.groupby("tier").size().to_dict() == {"node-leaf": 1024, "leaf-spine": 1024, "spine-core": 1024}
+    sc = comp[comp["tier"] == "spine-core"]
+    assert sc["a_end"].nunique() == 52 and sc["b_end"].nunique() == 26
+    ends = list(zip(comp["a_end"], comp["a_port"], strict=True)) + list(zip(comp["b_end"], comp["b_port"], strict=True))
+    assert len(ends) == len(set(ends))  # no switch port used twice
