@@ -454,8 +454,8 @@ def test_band_mean_matches_the_efficiency_factor_without_failures():
 def test_expected_days_is_the_expectation_of_the_band(no_training):
     r = rel.assess(load_scenario(GPT3), training_days_ideal=30.0)
     # expected = ideal x E[1/e] / goodput / P(full size) = 30 x 1.094263 / g / P
-    p_full = r.training_days_expected / (30.0 * 1.094263 / r.goodput)
-    assert 0.99 <= p_full <= 1.0  # P(full size) with the recommended spares (confidence 0.99)
+    ratio = r.training_days_expected / (30.0 * 1.094263 / r.goodput)  # = 1 / P(full size)
+    assert 1.0 <= ratio <= 1 / 0.99  # P(full size) >= 0.99 with the recommended spares (spare_confidence)
     # before the fix, expected (30 / g / P ~ 30.8) sat below P50 and near P10; now it is inside the band
     assert r.training_days_p10 < r.training_days_expected < r.training_days_p90
     assert abs(r.training_days_expected - r.training_days_p50) / r.training_days_p50 < 0.05
