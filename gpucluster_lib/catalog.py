@@ -316,7 +316,7 @@ def _check_row(table: str, file: str, line: int, row: dict[str, Any]) -> None:
     """Cross-column plausibility rules."""
     if table == "accelerators":
         order = [c for c in ("tf32_tflops", "bf16_tflops", "fp8_tflops") if row.get(c) is not None]
-        for lo, hi in zip(order, order[1:]):
+        for lo, hi in zip(order, order[1:], strict=False):
             if row[lo] > row[hi] * 1.001:
                 raise CatalogError(file, line, lo, f"{lo} {row[lo]:g} exceeds {hi} {row[hi]:g}: "
                                    "lower precisions are never slower")
@@ -520,7 +520,7 @@ def merge_tables(base: pd.DataFrame, user: pd.DataFrame, user_file: str, *, over
     keep = ~base["id"].isin(clash)
     merged = pd.concat([base[keep], user], ignore_index=True)
     merged.attrs.update(base.attrs)
-    merged.attrs["lines"] = [ln for ln, k in zip(base_lines, keep) if k] + list(range(2, len(user) + 2))
+    merged.attrs["lines"] = [ln for ln, k in zip(base_lines, keep, strict=True) if k] + list(range(2, len(user) + 2))
     return merged
 
 

@@ -34,9 +34,8 @@ References
 
 from __future__ import annotations
 
-import re
-
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path

@@ -47,7 +47,7 @@ def test_required_ids_present(cat, table):
 
 
 def test_every_row_is_sourced(cat):
-    for table, df in cat.tables.items():
+    for table in cat.tables:
         for r in cat.records(table):
             assert r["source"] and r["source_date"], (table, r["id"])
 

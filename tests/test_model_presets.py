@@ -27,8 +27,8 @@ def test_total_params_match_published(preset, published):
 
 def test_gpt3_matches_narayanan_closed_form():
     # Narayanan 2021 Sec. 5.1: P = 12 l h^2 (1 + 13/(12h) + (V+s)/(12 l h)), l=96, h=12288, V=51200, s=2048
-    l, h, V, s = 96, 12288, 51200, 2048
-    closed = 12 * l * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * l * h))
+    n_layers, h, V, s = 96, 12288, 51200, 2048
+    closed = 12 * n_layers * h**2 * (1 + 13 / (12 * h) + (V + s) / (12 * n_layers * h))
     # the closed form omits the final LayerNorm (2h = 24,576 parameters)
     assert resolve_transformer("gpt3-175b").total_params() == pytest.approx(closed + 2 * h, abs=1)
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import altair as alt
 import pandas as pd
-
-from functools import lru_cache
 
 from . import records, vendor_scale, with_values
 

@@ -8,9 +8,9 @@ import ipywidgets as widgets
 import pandas as pd
 
 from ..catalog import PRECISION_COLUMNS
+from ..charts.hardware import accelerator_scatter, accelerator_scatter_spec
 from ..errors import GpuClusterError
 from ..hardware import resolve_hardware
-from ..charts.hardware import accelerator_scatter, accelerator_scatter_spec
 from ..picker import RANKINGS, SUMMARY_COLUMNS, PickerFilter, pick, servers_for
 from .common import AppState, chart_widget, guarded, html_table, message_area, section, table_widget
 
