@@ -5,22 +5,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import nbformat
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import code, md, write  # noqa: E402
 
 NB = Path(__file__).resolve().parent.parent / "notebooks" / "06_reliability_cost.ipynb"
-
-
-def md(text: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(text.strip("\n"))
-
-
-def code(text: str, tags: list[str] | None = None) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = tags
-    return cell
 
 
 CELLS = [
@@ -120,14 +111,7 @@ round(reliability.mtbi_hours(reliability.interruptions_per_day(16_384, sum(rates
 
 
 def main() -> None:
-    nb = nbformat.v4.new_notebook()
-    for i, cell in enumerate(CELLS):
-        cell["id"] = f"cell-{i:02d}"
-    nb.cells = CELLS
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    NB.parent.mkdir(exist_ok=True)
-    nbformat.write(nb, NB)
+    write(NB, CELLS)
     print(f"written {NB}")
 
 

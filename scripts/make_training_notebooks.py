@@ -6,32 +6,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
-import nbformat
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from nbgen import code, md, write  # noqa: E402
 
 NB = Path(__file__).resolve().parent.parent / "notebooks"
-
-
-def md(text: str) -> nbformat.NotebookNode:
-    return nbformat.v4.new_markdown_cell(text.strip("\n"))
-
-
-def code(text: str, tags: list[str] | None = None) -> nbformat.NotebookNode:
-    cell = nbformat.v4.new_code_cell(text.strip("\n"))
-    if tags:
-        cell.metadata["tags"] = tags
-    return cell
-
-
-def write(path: Path, cells: list[nbformat.NotebookNode]) -> None:
-    nb = nbformat.v4.new_notebook()
-    for i, cell in enumerate(cells):
-        cell["id"] = f"cell-{i:02d}"
-    nb.cells = cells
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.metadata["language_info"] = {"name": "python"}
-    nbformat.write(nb, path)
 
 
 write(NB / "03_training_time.ipynb", [
