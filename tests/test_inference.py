@@ -301,6 +301,9 @@ def test_capex_rules_and_missing_price():
     # nothing priced: None and an info finding naming the overrides
     assert capex_usd(sc, SimpleNamespace(server=None, accelerator=acc), nodes=3, gpus=24, findings=found) is None
     assert found[-1].code == "inference.no_price" and "costs.server_price" in found[-1].fix
+    # a 1-GPU replica still occupies a whole 8-GPU node: 1 node x 8 GPUs x 25k, not 1 x 25k
+    assert capex_usd(sc_gpu, SimpleNamespace(server=None, accelerator=acc, gpus_per_node=8), nodes=1, gpus=1,
+                     findings=found) == 8 * 25_000
 
 
 def test_no_target_sizes_the_scenario_cluster():

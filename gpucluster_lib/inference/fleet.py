@@ -109,10 +109,14 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
 
 
 def capex_usd(scenario: Any, hw: Any, *, nodes: int, gpus: int, findings: list[Finding]) -> float | None:
-    """Hardware CapEx [USD]: nodes x server price (systems include their GPUs), else GPUs x GPU price.
+    """Hardware CapEx [USD]: nodes x server price (systems include their GPUs), else the GPUs of
+    whole nodes x GPU price.
 
-    ``costs.server_price`` / ``costs.accelerator_price`` override the catalogue's
-    ``price_usd_estimate``. A chassis price is added to the GPUs' when both are known.
+    A fleet occupies whole nodes, so a replica smaller than a node still buys the node's GPUs
+    (``nodes x gpus_per_node``, not ``gpus``). ``costs.server_price`` /
+    ``costs.accelerator_price`` override the catalogue's ``price_usd_estimate``. A chassis price
+    is added to the GPUs' when both are known; without a system price the rest of the node
+    (CPUs, memory, NICs) is not priced here (``gpucluster cost`` prices it).
     """
     costs = scenario.costs
     server = hw.server or {}
@@ -122,7 +126,8 @@ def capex_usd(scenario: Any, hw: Any, *, nodes: int, gpus: int, findings: list[F
     if server_price is not None and server.get("kind") != "chassis" and server:
         return nodes * server_price
     if gpu_price is not None:
-        return gpus * gpu_price + (nodes * server_price if server_price is not None else 0.0)
+        bought = max(gpus, nodes * int(getattr(hw, "gpus_per_node", 0) or 0))
+        return bought * gpu_price + (nodes * server_price if server_price is not None else 0.0)
     findings.append(Finding(
         "inference.no_price", "info",
         f"no price for {server.get('id') or hw.accelerator['id']} in the catalogue: tokens/s per dollar not computed",
