@@ -411,3 +411,21 @@ def test_vision_preset_is_dispatched_to_the_vision_module():
                    "training": {"epochs": 90}})
     d = estimate(s).to_dict()
     assert d["model"].startswith("ResNet-50") and d["epochs"] == 90 and d["training_days"] > 0
+
+
+def test_mfu_above_the_published_ceiling_is_flagged():
+    """MosaicML llm-foundry: best published training MFU 64.23% (MPT-7B, 8x A100 80GB): estimates
+    above 65% carry a warning, estimates below do not."""
+    from pathlib import Path
+
+    from gpucluster_lib.training import estimate
+    from gpucluster_lib.training.estimate import MFU_PUBLISHED_CEILING
+
+    assert MFU_PUBLISHED_CEILING == 0.65
+    seen = set()
+    for path in sorted((Path(__file__).resolve().parent.parent / "data" / "scenarios").glob("*.yaml")):
+        est = estimate(load_scenario(path))
+        flagged = any(f.code == "training.mfu_above_published" for f in est.findings)
+        assert flagged == (est.mfu > 0.65), path.name
+        seen.add(flagged)
+    assert seen == {True, False}  # the examples exercise both branches

@@ -360,6 +360,15 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None) -> TrainingEsti
         "flops_convention": "model FLOPs = 3 x forward GEMM FLOPs incl. full s x s attention (Narayanan 2021 / "
                             "Korthikanti 2022); hardware FLOPs add recomputation",
     }
+    mfu = mflops / ctx.peak_flops
+    if mfu > MFU_PUBLISHED_CEILING:
+        findings = sort_findings([*findings, Finding(
+            "training.mfu_above_published", "warning",
+            f"estimated MFU {mfu:.1%} is above the best published training MFU we know of "
+            f"({MFU_PUBLISHED_CEILING:.0%}: MPT-7B on 8x A100 80GB, 64.2%, MosaicML llm-foundry benchmarks); "
+            "treat this estimate as optimistic",
+            fix="calibrate training.gemm_efficiency (or training.efficiency) to a measured run on your stack",
+            field="training.gemm_efficiency")])
     return TrainingEstimate(
         model=arch.name, accelerator=hw.accelerator_id, gpus=hw.gpus, params=arch.total_params(),
         active_params=arch.active_params(), step_time_s=step, tokens_per_step=tokens_step, tokens_per_s=tps,
@@ -367,6 +376,12 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None) -> TrainingEsti
         hfu=hflops / ctx.peak_flops, memory_per_gpu_bytes=memory, memory_capacity_bytes=ctx.memory_capacity,
         fits=fits, time_breakdown_s=breakdown, training_days=days, plan=plan, findings=sort_findings(findings),
         assumptions=assumptions, searched=par.auto, top_plans=top)
+
+
+#: Highest training MFU in published runs we know of, rounded up: MosaicML llm-foundry benchmark
+#: table "A100 80GB (1600 Gbps RoCE)", MPT-7B on 8 GPUs, 64.23% MFU (validation row 100).
+#: Estimates above it get a warning, not a cap.
+MFU_PUBLISHED_CEILING = 0.65
 
 
 def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, float], fits: bool,
