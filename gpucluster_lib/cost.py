@@ -10,7 +10,9 @@ in ``CostResult.fallbacks``.
 Definitions
 -----------
 * CapEx: compute (job nodes + hot spares + head nodes), network (switches, links), storage
-  (checkpoint file system), facility (building per kW of IT when ``costs.facility_model``
+  (the central file system of :func:`gpucluster_lib.storage.size_storage`, the appliances the
+  facility budget powers and racks: appliances x catalogue price, else x capacity x the
+  per-TB default; none for a single node on local NVMe), facility (building per kW of IT when ``costs.facility_model``
   is ``build``, plus racks with PDUs).
 * OpEx per year: energy (typical IT kW of the job nodes, the facility budget's
   ``it_typical_kw``, x PUE x 8760 h x ``costs.load_fraction`` x price; spare nodes stand by
@@ -234,6 +236,8 @@ class CostResult:
     price_sources: dict[str, str] = field(default_factory=dict)
     fallbacks: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: the priced storage appliances: {"system", "units"} of :func:`gpucluster_lib.storage.size_storage`
+    storage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gpucluster cost --json`` contract."""
@@ -246,6 +250,7 @@ class CostResult:
             "facility_power_kw": self.facility_power_kw,
             "racks": self.racks,
             "capex": dict(self.capex),
+            "storage": dict(self.storage),
             "opex_per_year": dict(self.opex_per_year),
             "annualized_cost": self.annualized_cost,
             "tco": self.tco,
@@ -623,17 +628,23 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
                                 "node(s) use free switch ports or take the failed node's place and cabling",
                                 fix="set costs.network_price if your design wires the spares permanently",
                                 field="reliability.spare_nodes"))
-    storage_row = None
-    try:
-        storage_row = cat.get("storage", rel.storage_system)
-    except Exception:
-        storage_row = None
-    unit_price = prices.item("storage", "storage", rel.storage_system, None)
-    if unit_price is None:
-        per_tb = prices.default("storage_per_tb", d["storage"]["per_tb"], costs.storage_per_tb, "costs.storage_per_tb")
-        cap_tb = float(storage_row["capacity_tb"]) if storage_row else reliability.FALLBACK_STORAGE_CAPACITY_TB
-        unit_price = per_tb * cap_tb
-    storage = rel.storage_units * unit_price
+    # storage: the same appliances as the facility budget and the checkpoint write time
+    # (gpucluster_lib.storage.size_storage); a single node on local NVMe buys none
+    store = getattr(rel, "storage", None)
+    if store is None:
+        from .storage import size_storage
+        store = size_storage(scenario, cat, nodes=hw.nodes, checkpoint_bytes=rel.checkpoint_bytes)
+    storage = 0.0
+    if store.appliances:
+        unit_price = prices.item("storage", "storage", store.system, None)
+        if unit_price is None:
+            per_tb = prices.default("storage_per_tb", d["storage"]["per_tb"], costs.storage_per_tb,
+                                    "costs.storage_per_tb")
+            cap_tb = store.appliance_capacity_tb or reliability.FALLBACK_STORAGE_CAPACITY_TB
+            unit_price = per_tb * cap_tb
+            prices.sources["storage"] = (f"{store.appliances} x {store.system}: {cap_tb:g} TB x "
+                                         f"{per_tb:g} per TB ({prices.sources['storage_per_tb']})")
+        storage = store.appliances * unit_price
     rack_price = prices.default("rack", d["facility"]["rack_with_pdus"], costs.rack_price, "costs.rack_price")
     if costs.facility_model == "build":
         per_kw = prices.default("facility_per_kw", d["facility"]["build_per_kw"], costs.facility_per_kw,
@@ -722,6 +733,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         energy_mwh_per_year=mwh_year, grid_kg_co2e_per_kwh=intensity, grid_source=grid_src,
         co2e_tonnes_per_year=co2_year, training_run_energy_mwh=run_mwh, training_run_co2e_tonnes=run_co2,
         price_sources=dict(sorted(prices.sources.items())), fallbacks=fallbacks, findings=sort_findings(findings),
+        storage={"system": store.system, "units": store.appliances},
     )
 
 

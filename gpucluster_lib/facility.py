@@ -34,6 +34,7 @@ from .findings import Finding, sort_findings
 from .hardware import catalog_for, resolve_hardware
 from .node import NodeDesign, build_node
 from .scenario import Scenario
+from .storage import StorageDesign, size_storage
 from .units import (
     BTU_PER_H_PER_TON,
     BTU_PER_H_PER_W,
@@ -42,6 +43,7 @@ from .units import (
     HOURS_PER_YEAR,
     KW_PER_MW,
     SENSIBLE_HEAT_FACTOR_BTU_PER_H_CFM_F,
+    TB,
     UPS_POWER_FACTOR,
     W_PER_KW,
 )
@@ -320,6 +322,8 @@ class Budget:
     rack_power_kw: float
     elevation: list[RackItem] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    #: the shared storage design (:func:`gpucluster_lib.storage.size_storage`)
+    storage: StorageDesign | None = None
 
     @property
     def nodes_per_rack(self) -> int:
@@ -375,6 +379,8 @@ class Budget:
             "network_rack_units": self.network_rack_units,
             "network_source": self.network_source,
             "storage_power_w": round(self.storage_power_w, 1),
+            **({"storage": {**self.storage.to_dict(), "power_w": round(self.storage_power_w, 1),
+                            "rack_units": self.storage_rack_units}} if self.storage is not None else {}),
             "head_nodes": self.head_nodes,
             "it_power_kw": round(self.it_power_kw, 3),
             "it_typical_kw": round(self.it_typical_kw, 3),
@@ -486,20 +492,31 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     # ---- network, storage, head nodes
     net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, node, n, compute_racks, network_power_w,
                                                  network_rack_units, findings)
+    # shared storage: the same design as the checkpoint write time and the storage CapEx
+    store = size_storage(scenario, cat, nodes=n)
     if fac.storage_power_kw is not None:
         storage_w = fac.storage_power_kw * W_PER_KW
-        appliances = math.ceil(storage_w / pa.STORAGE_APPLIANCE_W) if storage_w else 0
+        appliances = math.ceil(storage_w / store.appliance_power_w - 1e-9) if storage_w else 0
+        if appliances != store.appliances:
+            findings.append(Finding("storage_power_override", "info",
+                                    f"facility.storage_power_kw {fac.storage_power_kw:g} kW is racked as {appliances} "
+                                    f"x {store.appliance_rack_units}U appliance(s); reliability and cost use "
+                                    f"{store.appliances} x {store.system}",
+                                    fix="set reliability.storage_units to the same appliance count",
+                                    field="facility.storage_power_kw"))
     else:
-        appliances = math.ceil(n / pa.STORAGE_NODES_PER_APPLIANCE) if n > 1 else 0
-        storage_w = appliances * pa.STORAGE_APPLIANCE_W
+        appliances = store.appliances
+        storage_w = store.power_w
         if appliances:
+            need = (f"one {store.checkpoint_bytes / TB:.2f} TB checkpoint within {store.checkpoint_target_s:g} s at "
+                    f"{store.appliance_write_gb_per_s:g} GB/s each: {store.by_bandwidth}; "
+                    f"{store.checkpoints_kept} kept: {store.by_capacity}; basis {store.basis}")
             findings.append(Finding("storage_estimate", "info",
-                                    f"shared storage estimated as {appliances} x {pa.STORAGE_APPLIANCE_RACK_UNITS}U "
-                                    f"all-flash appliance(s) of {pa.STORAGE_APPLIANCE_W / W_PER_KW:g} kW "
-                                    f"(one per {pa.STORAGE_NODES_PER_APPLIANCE} nodes)",
+                                    f"shared storage sized as {appliances} x {store.appliance_rack_units}U {store.system} "
+                                    f"of {store.appliance_power_w / W_PER_KW:g} kW ({need})",
                                     fix="set facility.storage_power_kw to your storage system's power",
                                     field="facility.storage_power_kw"))
-    storage_ru = appliances * pa.STORAGE_APPLIANCE_RACK_UNITS
+    storage_ru = appliances * store.appliance_rack_units
     heads = scenario.hardware.head_nodes
     head_w = heads * pa.HEAD_NODE_PEAK_W
     head_ru = heads * pa.HEAD_NODE_RACK_UNITS
@@ -561,7 +578,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         elevation=rack_elevation(node, min(npr, n), fac.rack_units, reserved_u,
                                  extra=_infra_items(net_ru, storage_ru, heads, infra_w - storage_w - head_w, storage_w)
                                  if shared else ()),
-        findings=sort_findings(findings),
+        findings=sort_findings(findings), storage=store,
     )
 
 
@@ -691,10 +708,22 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     if fac_store is not None:
         storage_w = np.full_like(n, fac_store)
         storage_ru = np.full_like(n, b.storage_rack_units)
+    elif b.storage is not None:
+        # the storage design does not depend on the node count beyond one node / more
+        st = b.storage
+        if scenario is not None:
+            cat = catalog or catalog_for(scenario)
+            one = size_storage(scenario, cat, nodes=1, checkpoint_bytes=st.checkpoint_bytes).appliances
+            many = size_storage(scenario, cat, nodes=2, checkpoint_bytes=st.checkpoint_bytes).appliances
+        else:
+            one = st.appliances if b.nodes == 1 else 0
+            many = st.appliances if st.appliances else max(st.by_bandwidth, st.by_capacity, 1)
+        appl = np.where(n > 1, many, one)
+        storage_w = appl * st.appliance_power_w
+        storage_ru = appl * st.appliance_rack_units
     else:
-        appl = np.where(n > 1, np.ceil(n / pa.STORAGE_NODES_PER_APPLIANCE), 0)
-        storage_w = appl * pa.STORAGE_APPLIANCE_W
-        storage_ru = appl * pa.STORAGE_APPLIANCE_RACK_UNITS
+        storage_w = np.zeros_like(n)
+        storage_ru = np.zeros_like(n)
     head_w = b.head_power_w
     head_ru = b.head_nodes * pa.HEAD_NODE_RACK_UNITS
     usable_u = max(1, b.rack_units - (scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS))

@@ -130,10 +130,8 @@ HEAD_NODE_PEAK_W = 750.0
 HEAD_NODE_TYPICAL_W = 450.0
 HEAD_NODE_RACK_UNITS = 1
 HEAD_NODE_KG = 20.0
-#: Shared storage when the scenario gives no storage power: one 2U all-flash parallel file
-#: system appliance of 2.5 kW per 20 nodes (one per DGX A100 SuperPOD scalable unit) for
-#: clusters of more than one node; a single node uses its local NVMe. ESTIMATE.
-STORAGE_NODES_PER_APPLIANCE = 20
+#: Shared storage appliance figures used when its catalogue row has none: 2.5 kW and 2U per
+#: all-flash parallel file system appliance. ESTIMATE. (How many appliances: gpucluster_lib.storage.)
 STORAGE_APPLIANCE_W = 2500.0
 STORAGE_APPLIANCE_RACK_UNITS = 2
 STORAGE_APPLIANCE_KG = 45.0

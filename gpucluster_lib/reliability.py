@@ -44,6 +44,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from . import storage as storage_mod
 from .errors import ScenarioError, UnknownIdError
 from .findings import Finding, sort_findings
 from .scenario import Scenario, parse_redundancy
@@ -63,12 +64,11 @@ FAILURE_RATES_PATH = DATA_DIR / "failure_rates.yaml"
 #: Bytes per parameter in a training checkpoint with mixed-precision Adam [5]: bf16 weights
 #: (2) + fp32 master weights (4) + Adam momentum (4) + variance (4); gradients are not saved.
 CHECKPOINT_BYTES_PER_PARAM = 14
-#: Checkpoint file system used when the scenario names none (storage.csv id).
-DEFAULT_STORAGE_SYSTEM = "ddn-ai400x2"
-#: Write bandwidth [GB/s] and capacity [TB] of one DEFAULT_STORAGE_SYSTEM when the catalogue lacks it
-#: (DDN AI400X2 datasheet as quoted in the catalogue: 65 GB/s write, 368.6 TB).
-FALLBACK_STORAGE_WRITE_GB_PER_S = 65.0
-FALLBACK_STORAGE_CAPACITY_TB = 368.6
+#: Checkpoint file system defaults, re-exported from :mod:`gpucluster_lib.storage` (the one
+#: storage sizing shared with the facility budget and the cost).
+DEFAULT_STORAGE_SYSTEM = storage_mod.DEFAULT_STORAGE_SYSTEM
+FALLBACK_STORAGE_WRITE_GB_PER_S = storage_mod.FALLBACK_STORAGE_WRITE_GB_PER_S
+FALLBACK_STORAGE_CAPACITY_TB = storage_mod.FALLBACK_STORAGE_CAPACITY_TB
 #: Fraction of peak used when the training module (issue 3) is missing: 6 N T / (GPUs x peak x 0.4).
 FALLBACK_MFU = 0.4
 #: Monte Carlo samples and seed of the days-to-train band (deterministic).
@@ -242,9 +242,7 @@ def storage_units_for_checkpoint(size_bytes: float, target_s: float, unit_write_
     """
     _check_positive(size_bytes=size_bytes, target_s=target_s, unit_write_gb_per_s=unit_write_gb_per_s,
                     unit_capacity_tb=unit_capacity_tb, kept=kept)
-    by_bw = math.ceil(size_bytes / (target_s * unit_write_gb_per_s * GB) - 1e-9)
-    by_cap = math.ceil(kept * size_bytes / (unit_capacity_tb * 1e12) - 1e-9)
-    return max(by_bw, by_cap, 1)
+    return max(*storage_mod.appliances_needed(size_bytes, target_s, unit_write_gb_per_s, unit_capacity_tb, kept), 1)
 
 
 def poisson_cdf(k: int, mean: float) -> float:
@@ -457,6 +455,8 @@ class ReliabilityResult:
     psu_node_outages_per_year_without_redundancy: float | None
     fallbacks: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
+    #: the shared storage design (:func:`gpucluster_lib.storage.size_storage`)
+    storage: storage_mod.StorageDesign | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gpucluster reliability --json`` contract."""
@@ -481,7 +481,9 @@ class ReliabilityResult:
             "young_interval_s": self.young_interval_s,
             "restart_s": self.restart_s,
             "goodput": self.goodput,
-            "storage": {"system": self.storage_system, "units": self.storage_units},
+            "storage": {"system": self.storage_system, "units": self.storage_units,
+                        **({k: v for k, v in self.storage.to_dict().items() if k not in ("system", "units")}
+                           if self.storage is not None else {})},
             "training_days_ideal": self.training_days_ideal,
             "training_days_expected": self.training_days_expected,
             "training_days_p10": self.training_days_p10,
@@ -566,32 +568,23 @@ def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbac
 
 
 def _storage(scenario: Scenario, catalog: Any, ckpt_bytes: float, fallbacks: dict[str, str],
-             findings: list[Finding]) -> tuple[str, int, float]:
-    """(storage id, units, aggregate write GB/s) of the checkpoint file system."""
-    rel = scenario.reliability
-    sid = rel.storage_system or DEFAULT_STORAGE_SYSTEM
-    row = None
-    try:
-        row = catalog.get("storage", sid, path="reliability.storage_system")
-    except (UnknownIdError, KeyError):
-        if rel.storage_system:
-            raise
-    except Exception:  # catalogue without a storage table yet
-        if rel.storage_system:
-            raise
-    if row is None:
-        write, cap = FALLBACK_STORAGE_WRITE_GB_PER_S, FALLBACK_STORAGE_CAPACITY_TB
-        fallbacks["storage"] = (f"{sid} not in the catalogue: {write:g} GB/s write and {cap:g} TB per unit "
-                                "(DDN AI400X2 datasheet figures)")
-    else:
-        write, cap = float(row["write_gb_per_s"]), float(row["capacity_tb"])
-        if not write > 0:
-            raise ScenarioError("reliability.storage_system", f"{sid} has no write bandwidth in the catalogue")
-    units = rel.storage_units or storage_units_for_checkpoint(ckpt_bytes, rel.checkpoint_target_s, write, cap,
-                                                              rel.checkpoints_kept)
-    if rel.checkpoint_write_gbps is not None:
-        return sid, units, rel.checkpoint_write_gbps
-    return sid, units, units * write
+             findings: list[Finding], nodes: int | None = None) -> storage_mod.StorageDesign:
+    """The checkpoint file system: :func:`gpucluster_lib.storage.size_storage` (shared with the
+    facility budget and the cost), its fallbacks copied into ``fallbacks``."""
+    if nodes is None:
+        from .hardware import resolve_hardware
+        nodes = resolve_hardware(scenario, catalog).nodes
+    design = storage_mod.size_storage(scenario, catalog, nodes=nodes, checkpoint_bytes=ckpt_bytes)
+    if "storage" in design.sources:
+        fallbacks["storage"] = design.sources["storage"]
+    if design.basis == "local":
+        findings.append(Finding("rel-storage-local", "info",
+                                f"a single node writes its {ckpt_bytes / GB:.0f} GB checkpoint to local NVMe at "
+                                f"{design.checkpoint_write_gb_per_s:g} GB/s ({design.checkpoint_write_s:.0f} s); "
+                                "no central storage appliance",
+                                fix="set reliability.storage_system to add a shared file system",
+                                field="reliability.storage_system"))
+    return design
 
 
 def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: float | None = None) -> ReliabilityResult:
@@ -628,7 +621,8 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     arch = resolve_transformer(scenario.model)
     params = arch.total_params()
     ckpt = checkpoint_bytes(params, rel.checkpoint_bytes_per_param or CHECKPOINT_BYTES_PER_PARAM)
-    sid, units, write_gbps = _storage(scenario, cat, ckpt, fallbacks, findings)
+    store = _storage(scenario, cat, ckpt, fallbacks, findings, hw.nodes)
+    sid, units, write_gbps = store.system, store.appliances, store.checkpoint_write_gb_per_s
     delta = checkpoint_write_s(ckpt, write_gbps)
     restart_s = (rel.restart_minutes if rel.restart_minutes is not None else data["restart_minutes"]) * SECONDS_PER_MINUTE
     if math.isinf(mtbi_s):
@@ -741,7 +735,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         node_repairs_per_day=node_repairs_per_day, repair_hours=repair_h, head_nodes=head_nodes,
         head_node_availability=head_a, control_plane_downtime_hours_per_year=downtime_h, psu_redundancy=psu_text,
         psu_node_outages_per_year=psu_f, psu_node_outages_per_year_without_redundancy=psu_f0,
-        fallbacks=fallbacks, findings=sort_findings(findings),
+        fallbacks=fallbacks, findings=sort_findings(findings), storage=store,
     )
 
 

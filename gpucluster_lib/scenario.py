@@ -240,7 +240,7 @@ class FacilitySpec:
     reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
     racks_per_row: int = f(10, gt=0, le=60)
     storage_power_kw: float | None = f(None, ge=0, unit="kW",
-                                       doc="IT power of shared storage; default one 2.5 kW 2U appliance per 20 nodes")
+                                       doc="IT power of shared storage; default: the appliances gpucluster_lib.storage sizes for checkpoint I/O")
 
 
 @dataclass(frozen=True)

@@ -131,7 +131,8 @@ def test_gpt3_capex_by_hand(fallbacks):
     r = cost.assess(s, budget=budget(), training_days=30)
     assert r.capex["compute"] == 132 * 200_000 + 2 * 20_000      # 128 + 4 spares, 2 head nodes
     assert r.capex["network"] == 5_000_000
-    assert r.capex["storage"] == pytest.approx(100 * 368.6)        # one DDN AI400X2, 368.6 TB x 100
+    # storage.size_storage: 2.4446e12 B / (60 s x 65 GB/s) = 0.63 -> one DDN AI400X2, 368.6 TB x 100
+    assert r.capex["storage"] == pytest.approx(100 * 368.6) and r.storage["units"] == 1
     assert r.capex["facility"] == 1000 * 10_000 + 25 * 5_000       # 1 MW x 10k/kW + 25 racks
     it = r.capex["compute"] + r.capex["network"] + r.capex["storage"]
     assert r.opex_per_year["maintenance"] == pytest.approx(0.08 * it)  # default 8% of IT CapEx

@@ -417,7 +417,7 @@ def test_storage_without_write_bandwidth(no_training):
     fake = _t.SimpleNamespace(get=lambda table, id_, path="": dict(row))
     s = load_scenario(GPT3).replace(reliability__storage_system="slow-nas")
     with pytest.raises(ScenarioError, match="reliability.storage_system: slow-nas has no write bandwidth"):
-        rel._storage(s, fake, 1e12, {}, [])
+        rel._storage(s, fake, 1e12, {}, [], nodes=128)
 
 
 def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training):
@@ -427,8 +427,9 @@ def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training
         raise UnknownIdError("storage option", id_, ["other"], path)
 
     fb: dict[str, str] = {}
-    sid, units, write = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [])
-    assert (sid, units, write) == ("ddn-ai400x2", 1, 65.0)  # datasheet figures of the default appliance
+    d = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [], nodes=128)
+    # datasheet figures of the default appliance: 2.45e12 / (60 s x 65e9) = 0.63 -> 1 unit at 65 GB/s
+    assert (d.system, d.appliances, d.checkpoint_write_gb_per_s) == ("ddn-ai400x2", 1, 65.0)
     assert "storage" in fb
 
 
