@@ -48,13 +48,16 @@ import yaml
 from .errors import ScenarioError
 from .findings import Finding, sort_findings
 from .scenario import Scenario
-from .units import HOURS_PER_DAY, HOURS_PER_YEAR, SECONDS_PER_HOUR, W_PER_KW
+from .units import (
+    HOURS_PER_DAY,
+    HOURS_PER_YEAR,
+    MONTHS_PER_YEAR,
+    SECONDS_PER_YEAR,
+    TOKENS_PER_MILLION,
+    W_PER_KW,
+)
 
 COST_DEFAULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "cost_defaults.yaml"
-MONTHS_PER_YEAR = 12
-SECONDS_PER_YEAR = HOURS_PER_YEAR * SECONDS_PER_HOUR  # 8760 h x 3600 s = 31,536,000 s
-#: Tokens in the "million tokens" of a price per million tokens (a count, not bytes).
-TOKENS_PER_MILLION = 10**6
 #: Server power over its GPUs' TDP when a node has no catalogue server (fallback):
 #: DGX A100 6.5 kW / (8 x 400 W) = 2.03, DGX H100 10.2 kW / (8 x 700 W) = 1.82 (User Guides).
 SERVER_POWER_PER_GPU_TDP = 1.9

@@ -41,6 +41,12 @@ SECONDS_PER_DAY = 86_400
 HOURS_PER_DAY = 24
 DAYS_PER_YEAR = 365
 HOURS_PER_YEAR = HOURS_PER_DAY * DAYS_PER_YEAR  # 8760 h, non-leap year
+SECONDS_PER_YEAR = HOURS_PER_YEAR * SECONDS_PER_HOUR  # 31,536,000 s
+MONTHS_PER_YEAR = 12
+
+# --- counts -------------------------------------------------------------------
+#: Tokens in the "million tokens" of a price per million tokens (a count, not bytes).
+TOKENS_PER_MILLION = 10**6
 
 # --- power and heat -----------------------------------------------------------
 #: 1 W = 3.412142 BTU_IT/h, since 1 BTU_IT = 1055.05585 J [1]: 3600 / 1055.05585.
