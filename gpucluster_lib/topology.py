@@ -763,6 +763,22 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     per_gpu = injection * per_port / link_gbps if n > 1 else injection
     compute_switches = sum(g.count for g in switch_groups)
 
+    def add_side_network(name: str, cc: Any, sw: dict[str, Any], radix: int, endpoints: int,
+                         link: Any, ports_per_node: int) -> None:
+        """Switches and links of a storage or management network sized by ``clos_counts``."""
+        if cc.tiers == 1:
+            add_switches(name, "switch", sw, 1, radix, endpoints)
+            add_links(name, "node-switch", endpoints, link, "in-rack" if racks == 1 else lay.inter_rack(n),
+                      switch_ends=1)
+            return
+        add_switches(name, "leaf", sw, cc.leaves, radix, cc.node_leaf_links + cc.leaf_spine_links)
+        add_switches(name, "spine", sw, cc.spines, radix, cc.leaf_spine_links + cc.spine_core_links)
+        add_switches(name, "core", sw, cc.cores, radix, cc.spine_core_links)
+        add_links(name, "node-leaf", endpoints, link, lay.access(max(1, cc.down_per_leaf // max(1, ports_per_node))),
+                  switch_ends=1)
+        add_links(name, "leaf-spine", cc.leaf_spine_links, link, lay.inter_rack(n), switch_ends=2)
+        add_links(name, "spine-core", cc.spine_core_links, link, lay.inter_rack(n), switch_ends=2)
+
     # -- storage network ---------------------------------------------------------
     storage_cc = None
     storage_switches = 0
@@ -785,20 +801,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         s_link, s_b = _link(ssw, s_speed)
         s_radix = int(ssw["ports"]) * s_b
         storage_cc = clos_counts(s_ep, s_radix, net.storage_oversubscription)
-        if storage_cc.tiers == 1:
-            add_switches("storage", "switch", ssw, 1, s_radix, s_ep)
-            add_links("storage", "node-switch", s_ep, s_link, "in-rack" if racks == 1 else lay.inter_rack(n),
-                      switch_ends=1)
-        else:
-            add_switches("storage", "leaf", ssw, storage_cc.leaves, s_radix,
-                         storage_cc.node_leaf_links + storage_cc.leaf_spine_links)
-            add_switches("storage", "spine", ssw, storage_cc.spines, s_radix,
-                         storage_cc.leaf_spine_links + storage_cc.spine_core_links)
-            add_switches("storage", "core", ssw, storage_cc.cores, s_radix, storage_cc.spine_core_links)
-            add_links("storage", "node-leaf", s_ep, s_link,
-                      lay.access(max(1, storage_cc.down_per_leaf // max(1, spn))), switch_ends=1)
-            add_links("storage", "leaf-spine", storage_cc.leaf_spine_links, s_link, lay.inter_rack(n), switch_ends=2)
-            add_links("storage", "spine-core", storage_cc.spine_core_links, s_link, lay.inter_rack(n), switch_ends=2)
+        add_side_network("storage", storage_cc, ssw, s_radix, s_ep, s_link, spn)
         storage_switches = storage_cc.switches if storage_cc.tiers > 1 else 1
 
     # -- management network -------------------------------------------------------
@@ -816,20 +819,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                                     "network.mgmt_switch"))
         m_radix = int(msw["ports"]) * m_b
         mgmt_cc = clos_counts(m_ep, m_radix, MGMT_OVERSUBSCRIPTION)
-        if mgmt_cc.tiers == 1:
-            add_switches("management", "switch", msw, 1, m_radix, m_ep)
-            add_links("management", "node-switch", m_ep, m_link, "in-rack" if racks == 1 else lay.inter_rack(n),
-                      switch_ends=1)
-        else:
-            add_switches("management", "leaf", msw, mgmt_cc.leaves, m_radix,
-                         mgmt_cc.node_leaf_links + mgmt_cc.leaf_spine_links)
-            add_switches("management", "spine", msw, mgmt_cc.spines, m_radix,
-                         mgmt_cc.leaf_spine_links + mgmt_cc.spine_core_links)
-            add_switches("management", "core", msw, mgmt_cc.cores, m_radix, mgmt_cc.spine_core_links)
-            add_links("management", "node-leaf", m_ep, m_link,
-                      lay.access(max(1, mgmt_cc.down_per_leaf // max(1, mpn))), switch_ends=1)
-            add_links("management", "leaf-spine", mgmt_cc.leaf_spine_links, m_link, lay.inter_rack(n), switch_ends=2)
-            add_links("management", "spine-core", mgmt_cc.spine_core_links, m_link, lay.inter_rack(n), switch_ends=2)
+        add_side_network("management", mgmt_cc, msw, m_radix, m_ep, m_link, mpn)
         if mpn < 2:
             findings.append(Finding("topology-mgmt-ports", "warning",
                                     f"{mpn} management port per node: the BMC and the OS need one each",
