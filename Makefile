@@ -57,8 +57,8 @@ test-browser: $(STAMP)
 	$(PY) -m pytest -p no:cacheprovider -m browser tests
 
 report: $(STAMP)
-	$(VENV)/bin/gpucluster report data/scenarios/gpt3-175b-1024-a100.yaml -o reports/gpt3-175b-1024-a100.html
-	$(VENV)/bin/gpucluster report data/scenarios -o reports/batch
+	$(VENV)/bin/gpucluster report gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml -o reports/gpt3-175b-1024-a100.html
+	$(VENV)/bin/gpucluster report gpucluster_lib/data/scenarios -o reports/batch
 	@echo "open reports/gpt3-175b-1024-a100.html and reports/batch/index.html"
 
 bench: $(STAMP)

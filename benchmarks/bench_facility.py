@@ -14,9 +14,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gpucluster_lib.charts import facility as charts
-from gpucluster_lib.facility import budget, default_node_counts, growth_table
-from gpucluster_lib.hardware import catalog_for
-from gpucluster_lib.node import build_node
+from gpucluster_lib.facility.site import budget, default_node_counts, growth_table
+from gpucluster_lib.hardware.resolve import catalog_for
+from gpucluster_lib.hardware.node import build_node
 from gpucluster_lib.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -34,7 +34,7 @@ def median_ms(fn: Callable[[], object], repeat: int = REPEAT) -> float:
 
 
 def bench_scenario(name: str) -> None:
-    s = load_scenario(ROOT / "data" / "scenarios" / f"{name}.yaml")
+    s = load_scenario(ROOT / "gpucluster_lib" / "data" / "scenarios" / f"{name}.yaml")
     cat = catalog_for(s)
     b = budget(s, cat)
     counts = default_node_counts(b.nodes)
@@ -60,7 +60,7 @@ def main() -> None:
         from gpucluster_lib.ui.common import AppState
     except ImportError:  # the UI layer is optional for the library benchmark
         return
-    state = AppState.from_path(ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml")
+    state = AppState.from_path(ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml")
     panel = tab_power.PowerPanel(state)
 
     def change() -> None:

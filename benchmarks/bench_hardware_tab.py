@@ -9,7 +9,7 @@ import statistics
 import time
 from pathlib import Path
 
-from gpucluster_lib.picker import PickerFilter, pick
+from gpucluster_lib.hardware.picker import PickerFilter, pick
 from gpucluster_lib.ui.common import AppState
 from gpucluster_lib.ui.tab_hardware import HardwarePanel
 
@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def main() -> None:
-    panel = HardwarePanel(AppState.from_path(ROOT / "data/scenarios/gpt3-175b-1024-a100.yaml"))
+    panel = HardwarePanel(AppState.from_path(ROOT / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"))
     cat = panel.state.catalog
     t = []
     for _ in range(20):

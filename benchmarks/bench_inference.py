@@ -17,15 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-from gpucluster_lib.hardware import catalog_for, resolve_hardware
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import compare_accelerators
 from gpucluster_lib.inference.efficiency import DEFAULT_EFFICIENCY
 from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times
 from gpucluster_lib.inference.memory import memory_plan
-from gpucluster_lib.models import resolve_transformer
+from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import load_scenario
-from gpucluster_lib.vision import estimate_inference
+from gpucluster_lib.workloads.vision import estimate_inference
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -41,7 +41,7 @@ def timeit(fn, repeat: int = 20) -> float:
 
 
 def main() -> None:
-    s = load_scenario(ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
+    s = load_scenario(ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
     cat = catalog_for(s)
     auto = s.replace(inference__tensor_parallel=None)
     print(f"serve, TP 8 fixed:                 {timeit(lambda: serve(s, cat)):7.2f} ms")

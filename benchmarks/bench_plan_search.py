@@ -75,7 +75,7 @@ def main() -> None:
     print(f"  best plan: TP{best.tp} PP{best.pp}x{best.vp} DP{best.dp} CP{best.cp} mb{best.mb} {best.recompute} "
           f"ZeRO-{best.zero}: {best.step_time_s:.1f} s/step, MFU {best.mfu:.1%}")
 
-    scen = load_scenario(ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
+    scen = load_scenario(ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
     manual = scen.replace(parallelism={"tensor": 8, "pipeline": 4, "virtual_stages": 5, "micro_batch_size": 1,
                                        "global_batch_size": 512, "recompute": "selective"})
     t_manual = best_of(lambda: estimate(manual, cat), repeat=20)

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-DEFAULT = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+DEFAULT = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 def timed(fn, repeat: int = 15) -> float:
@@ -31,8 +31,9 @@ def timed(fn, repeat: int = 15) -> float:
 
 
 def main(path: str | Path = DEFAULT) -> dict[str, float]:
-    from gpucluster_lib import cost, reliability
-    from gpucluster_lib.hardware import catalog_for
+    from gpucluster_lib.economics import cost as cost
+    from gpucluster_lib.reliability import core as reliability
+    from gpucluster_lib.hardware.resolve import catalog_for
     from gpucluster_lib.scenario import load_scenario
 
     s = load_scenario(path)

@@ -15,7 +15,7 @@ from pathlib import Path
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.charts.topology import graph_frames, topology_chart
 from gpucluster_lib.scenario import load_scenario
-from gpucluster_lib.topology import design_topology, growth_table
+from gpucluster_lib.network.topology import design_topology, growth_table
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -30,7 +30,7 @@ def timed(fn, repeat: int = 5) -> float:
 
 
 def main() -> None:
-    s = load_scenario(ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
+    s = load_scenario(ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml")
     cat = load_catalog()
     design_topology(s, cat)  # warm caches (catalogue, cabling.yaml)
     print(f"{'nodes':>6} {'design':>8} {'graph':>8} {'compute':>8} {'altair':>8} {'cables':>8}  [ms, median of 5]")

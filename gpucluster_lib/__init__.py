@@ -3,10 +3,10 @@
 The public API is re-exported here; everything else is importable from its module.
 """
 
-from .catalog import Catalog, load_catalog
-from .errors import CatalogError, GpuClusterError, ScenarioError, UnknownIdError
-from .findings import Finding
-from .scenario import Scenario, dumps, from_dict, load_scenario, loads
+from gpucluster_lib.catalog import Catalog, load_catalog
+from gpucluster_lib.errors import CatalogError, GpuClusterError, ScenarioError, UnknownIdError
+from gpucluster_lib.findings import Finding
+from gpucluster_lib.scenario import Scenario, dumps, from_dict, load_scenario, loads
 
 __all__ = [
     "Catalog",

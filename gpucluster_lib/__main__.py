@@ -1,3 +1,3 @@
-from .cli import main
+from gpucluster_lib.cli import main
 
 raise SystemExit(main())

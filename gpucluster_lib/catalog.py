@@ -28,10 +28,11 @@ from typing import Any
 
 import pandas as pd
 
-from .errors import CatalogError, UnknownIdError
+from gpucluster_lib.resources import data_root
+from gpucluster_lib.errors import CatalogError, UnknownIdError
 
 #: Shipped data folder (``data/`` at the repository root). ``GPUCLUSTER_DATA`` overrides it.
-DATA_DIR = Path(os.environ.get("GPUCLUSTER_DATA", Path(__file__).resolve().parent.parent / "data"))
+DATA_DIR = data_root()
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")

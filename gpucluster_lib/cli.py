@@ -17,8 +17,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import __version__, commands
-from .errors import GpuClusterError
+from gpucluster_lib import __version__, commands
+from gpucluster_lib.errors import GpuClusterError
 
 
 def _modules() -> list[Any]:

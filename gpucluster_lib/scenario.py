@@ -35,7 +35,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
-from .errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError
 
 # --------------------------------------------------------------------------- helpers
 
@@ -240,7 +240,7 @@ class FacilitySpec:
     reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
     racks_per_row: int = f(10, gt=0, le=60)
     storage_power_kw: float | None = f(None, ge=0, unit="kW",
-                                       doc="IT power of shared storage; default: the appliances gpucluster_lib.storage sizes for checkpoint I/O")
+                                       doc="IT power of shared storage; default: the appliances gpucluster_lib.facility.storage sizes for checkpoint I/O")
 
 
 @dataclass(frozen=True)

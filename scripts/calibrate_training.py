@@ -2,7 +2,7 @@
 
 Coordinate descent over a few physically bounded parameters (bounds in PARAMS), minimising
 the mean absolute step-time error plus a penalty on rows beyond 15%, over the rows of
-data/validation/training_runs.csv whose ``set`` is ``calibration`` only (the ``external``
+gpucluster_lib/data/validation/training_runs.csv whose ``set`` is ``calibration`` only (the ``external``
 rows are never used for fitting). Prints the values to copy into data/efficiency.yaml.
 
     PYTHONPATH=. python scripts/calibrate_training.py

@@ -16,7 +16,7 @@ HEADER = """# Scenario reference
 A scenario is one YAML file with the sections below, each optional where a default exists.
 Loading is strict: an unknown key, a wrong type or an out-of-range value is refused with its
 key path (`hardware.nodes: must be a positive integer, got -4`); an unknown catalogue id is
-refused with the closest ids. Examples: `data/scenarios/`.
+refused with the closest ids. Examples: `gpucluster_lib/data/scenarios/`.
 
 Shorthands: `model: llama3-70b` is `model: {preset: llama3-70b}`; `parallelism: auto` is
 `parallelism: {auto: true}`.

@@ -20,7 +20,7 @@ cells = [
     nbformat.v4.new_markdown_cell("## Counts for this scenario and for 128 and 1,024 nodes of the same design"),
     nbformat.v4.new_code_cell(
         "import pandas as pd\n"
-        "from gpucluster_lib.topology import design_topology\n\n"
+        "from gpucluster_lib.network.topology import design_topology\n\n"
         "rows = []\n"
         "for n in (state.scenario.hardware.nodes, 128, 1024):\n"
         "    d = design_topology(state.scenario, state.catalog, nodes=n)\n"

@@ -50,7 +50,8 @@ The same calls the panel makes (`gpucluster reliability` / `gpucluster cost` pri
 """),
     code("""
 import pandas as pd
-from gpucluster_lib import cost, reliability
+from gpucluster_lib.economics import cost as cost
+from gpucluster_lib.reliability import core as reliability
 
 rel = reliability.assess(state.scenario, state.catalog)
 cst = cost.assess(state.scenario, state.catalog, reliability_result=rel)

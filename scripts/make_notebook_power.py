@@ -42,12 +42,12 @@ widgets.VBox([style_widget(), tab_power.build(state)])
     md("""
 ## The budget without widgets
 
-`gpucluster_lib.facility.budget` is what the panel and `gpucluster budget SCENARIO.yaml --json` call.
+`gpucluster_lib.facility.site.budget` is what the panel and `gpucluster budget SCENARIO.yaml --json` call.
 The node's component estimate is shown beside the vendor maximum where the catalogue has one.
 """),
     code("""
 import pandas as pd
-from gpucluster_lib.facility import budget
+from gpucluster_lib.facility.site import budget
 
 b = budget(state.scenario, state.catalog)
 keys = ["nodes", "nodes_per_rack", "binding_constraint", "racks", "rack_units_used", "network_source",

@@ -36,17 +36,17 @@ widgets.VBox([style_widget(), tab_hardware.build(state)])
 ## The same ranking, without widgets
 
 The ten accelerators with at least 80 GiB of memory, ranked by dense BF16 peak
-(`gpucluster_lib.picker.pick`); this table is what the regression test compares.
+(`gpucluster_lib.hardware.picker.pick`); this table is what the regression test compares.
 """),
     code("""
-from gpucluster_lib.picker import SUMMARY_COLUMNS, PickerFilter, pick
+from gpucluster_lib.hardware.picker import SUMMARY_COLUMNS, PickerFilter, pick
 
 pick(state.catalog, PickerFilter(precision="bf16", min_memory_gib=80))[SUMMARY_COLUMNS].head(10)
 """),
     md("## Servers that carry the scenario's accelerator"),
     code("""
-from gpucluster_lib.hardware import resolve_hardware
-from gpucluster_lib.picker import servers_for
+from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.hardware.picker import servers_for
 
 hw = resolve_hardware(state.scenario, state.catalog)
 servers_for(state.catalog, hw.accelerator_id)[["id", "fit", "gpu_count", "cpu_id", "rack_units", "max_power_w", "psu_redundancy"]]
@@ -75,7 +75,7 @@ import altair as alt
 from IPython.display import HTML, display
 
 from gpucluster_lib import load_scenario
-from gpucluster_lib.report import key_figures_html, report_header_html, report_sections, section_html
+from gpucluster_lib.report.render import key_figures_html, report_header_html, report_sections, section_html
 
 alt.renderers.enable("svg")  # static, deterministic, offline
 scenario = load_scenario(scenario_path)

@@ -78,7 +78,7 @@ write(NB / "validation.ipynb", [
     md("""
 # Validation: predicted against published training runs
 
-Every row of `data/validation/training_runs.csv` is turned into a scenario (model preset, accelerator,
+Every row of `gpucluster_lib/data/validation/training_runs.csv` is turned into a scenario (model preset, accelerator,
 GPU count, fabric bandwidth, the published parallel plan) and estimated with the default efficiency
 set of `data/efficiency.yaml`. The published figure is converted to seconds per step with the
 source's own FLOP definition (Narayanan 2021 Eq. 3 hardware FLOPs for Megatron-LM and

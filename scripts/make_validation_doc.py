@@ -28,7 +28,7 @@ def main() -> None:
     cal = "\n".join(_rows(df[df["set"] == "calibration"]))
     ext = "\n".join(_rows(df[df["set"] == "external"]))
 
-    gpt3 = load_scenario(ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml")
+    gpt3 = load_scenario(ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml")
     g = {f: training.estimate(gpt3.replace(training__flash_attention=f)) for f in (False, True)}
 
     def ds(overlap: float):
@@ -57,7 +57,7 @@ def main() -> None:
     narrative = NARRATIVE.read_text(encoding="utf-8")
     text = f"""# Validation of the training-time engine
 
-Every run in `data/validation/training_runs.csv` is turned into a scenario (model preset,
+Every run in `gpucluster_lib/data/validation/training_runs.csv` is turned into a scenario (model preset,
 accelerator, GPU count, fabric bandwidth per GPU, the published parallel plan) and estimated with
 `gpucluster_lib.training.estimate` and the default efficiency set (`data/efficiency.yaml`). The
 published figure is converted to seconds per step with the source's own FLOP definition, never ours:
@@ -96,7 +96,7 @@ plausible bounds, then rounded); the same values serve every row and every user 
 {narrative}
 ## GPT-3 175B on 1024 A100 (Narayanan 2021 Sec. 5.1)
 
-`gpucluster estimate data/scenarios/gpt3-175b-1024-a100.yaml`: TP8 x PP8 (2 virtual stages) x DP16,
+`gpucluster estimate gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml`: TP8 x PP8 (2 virtual stages) x DP16,
 full recomputation, global batch 1536, 300B tokens. The paper's estimate is 8TP/(nX) = **34 days**
 at 140 TFLOP/s per GPU.
 

@@ -38,4 +38,4 @@ def artifacts() -> Path:
 
 @pytest.fixture(scope="session")
 def examples(root: Path) -> list[Path]:
-    return sorted((root / "data" / "scenarios").glob("*.yaml"))
+    return sorted((root / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml"))

@@ -9,14 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_lib import carbon, cost
+from gpucluster_lib.economics import carbon as carbon
+from gpucluster_lib.economics import cost as cost
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.scenario import load_scenario, loads
 
 ROOT = Path(__file__).resolve().parent.parent
-GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
-LLAMA = ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+LLAMA = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
 
 
 @pytest.fixture()
@@ -205,9 +206,9 @@ def test_bad_cost_values_at_load():
 
 
 def test_modules_used_when_present(monkeypatch):
-    fac = types.ModuleType("gpucluster_lib.facility")
+    fac = types.ModuleType("gpucluster_lib.facility.site")
     fac.budget = lambda scenario, catalog=None, nodes=None: budget(2000, 1.25, 40)
-    topo = types.ModuleType("gpucluster_lib.topology")
+    topo = types.ModuleType("gpucluster_lib.network.topology")
     topo.design_topology = lambda scenario, catalog=None, nodes=None: types.SimpleNamespace(
         switches={"leaf": 10, "spine": 5, "core": 0}, cables=100, transceivers=200, network_power_w=1)
     import gpucluster_lib
@@ -351,8 +352,8 @@ def test_energy_from_typical_power_of_the_budget(fallbacks):
 
 
 def test_cost_and_budget_agree_on_energy():
-    from gpucluster_lib import facility
-    from gpucluster_lib.hardware import catalog_for
+    from gpucluster_lib.facility import site as facility
+    from gpucluster_lib.hardware.resolve import catalog_for
 
     s = load_scenario(LLAMA)
     cat = catalog_for(s)

@@ -13,7 +13,7 @@ from gpucluster_lib import units
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.facility import (
+from gpucluster_lib.facility.site import (
     airflow_cfm,
     budget,
     cfm_per_kw,
@@ -28,7 +28,7 @@ from gpucluster_lib.facility import (
 )
 from gpucluster_lib.scenario import from_dict, load_scenario
 
-REF = "data/scenarios/reference-8x-a100.yaml"
+REF = "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
 
 
 @pytest.fixture(scope="module")
@@ -39,7 +39,7 @@ def cat():
 @pytest.fixture(autouse=True)
 def no_topology(monkeypatch):
     """Pin the network to the documented fallback estimate (issue 5's module may be merged)."""
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.topology", None)
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", None)
 
 
 def superpod(**facility):
@@ -157,7 +157,7 @@ def test_superpod_full_hall(cat):
     assert (b.nodes_per_rack, b.binding_constraint, b.compute_racks) == (4, "power", 35)
     # fallback network: 140 fabric switches x 700 W + 35 management switches x 100 W = 101.5 kW
     assert b.network_power_w == pytest.approx(140 * 700 + 35 * 100)
-    # storage (gpucluster_lib.storage): no model, so no checkpoint to size by -> the one-appliance
+    # storage (gpucluster_lib.facility.storage): no model, so no checkpoint to size by -> the one-appliance
     # minimum for > 1 node: 1 ddn-ai400x2 x 2.5 kW (ESTIMATE, no power in storage.csv), 2U;
     # head nodes 2 x 0.75 kW
     assert (b.storage.appliances, b.storage.basis) == (1, "minimum")
@@ -253,10 +253,10 @@ def test_growth_table_matches_budget(cat):
 
 
 def test_topology_module_is_used_when_present(monkeypatch, cat):
-    fake = types.ModuleType("gpucluster_lib.topology")
+    fake = types.ModuleType("gpucluster_lib.network.topology")
     fake.design_topology = lambda scenario, catalog=None, *, nodes=None: types.SimpleNamespace(
         network_power_w=1000.0 * nodes, network_rack_units=nodes // 4)
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.topology", fake)
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", fake)
     b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat)
     assert b.network_source == "topology" and b.network_power_w == 140_000
     assert b.it_power_kw == pytest.approx(140 * 6.5 + 140)

@@ -8,15 +8,15 @@ import pytest
 
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.charts import facility as charts
-from gpucluster_lib.facility import budget, default_node_counts, growth_table
+from gpucluster_lib.facility.site import budget, default_node_counts, growth_table
 from gpucluster_lib.scenario import load_scenario
 
-REF = "data/scenarios/reference-8x-a100.yaml"
+REF = "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
 
 
 @pytest.fixture(autouse=True)
 def no_topology(monkeypatch):
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.topology", None)
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", None)
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ from gpucluster_lib.inference.fleet import nodes_per_rack
 from gpucluster_lib.inference.latency import weights_read_bytes
 from gpucluster_lib.inference.memory import kv_cache_bytes_per_token_per_gpu
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, compute_peak_tflops
-from gpucluster_lib.models import resolve_transformer
+from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import from_dict, load_scenario
 
-LLAMA3_SCENARIO = "data/scenarios/llama3-70b-512-h100.yaml"
+LLAMA3_SCENARIO = "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
 
 
 def scenario(**inference):
@@ -265,10 +265,10 @@ def test_node_exceeding_rack_power():
 def test_fallback_rack_estimate_without_facility_module(monkeypatch):
     import sys
 
-    from gpucluster_lib.hardware import catalog_for, resolve_hardware
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
     from gpucluster_lib.inference.fleet import size_fleet
 
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.facility", None)  # import fails -> fallback
+    monkeypatch.setitem(sys.modules, "gpucluster_lib.facility.site", None)  # import fails -> fallback
     s = load_scenario(LLAMA3_SCENARIO)
     cat = catalog_for(s)
     found = []
@@ -315,7 +315,7 @@ def test_no_target_sizes_the_scenario_cluster():
 
 def test_report_hook_and_vision_dispatch():
     from gpucluster_lib.inference import report_charts
-    from gpucluster_lib.vision import VisionServingEstimate
+    from gpucluster_lib.workloads.vision import VisionServingEstimate
 
     est = serve(load_scenario(LLAMA3_SCENARIO))
     titles = [c.to_dict()["title"] for c in report_charts(est)]

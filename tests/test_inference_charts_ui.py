@@ -9,12 +9,12 @@ from gpucluster_lib.charts.inference import (
     memory_breakdown,
     throughput_latency,
 )
-from gpucluster_lib.hardware import catalog_for
+from gpucluster_lib.hardware.resolve import catalog_for
 from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import compare_accelerators
 from gpucluster_lib.scenario import load_scenario
 
-SCENARIO = "data/scenarios/llama3-70b-512-h100.yaml"
+SCENARIO = "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
 
 
 @pytest.fixture(scope="module")

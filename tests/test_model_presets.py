@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpucluster_lib import ScenarioError, UnknownIdError, loads
-from gpucluster_lib.models import resolve_transformer
+from gpucluster_lib.workloads.transformer import resolve_transformer
 
 
 @pytest.mark.parametrize(

@@ -6,7 +6,7 @@ import pytest
 
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.node import (
+from gpucluster_lib.hardware.node import (
     build_node,
     check_cooling,
     check_pcie,
@@ -54,7 +54,7 @@ def test_dgx_h100_peak_and_typical(cat):
 
 
 def test_reference_server_3plus1_supplies_cover_8x_a100(cat):
-    n = build_node(load_scenario("data/scenarios/reference-8x-a100.yaml"), cat)
+    n = build_node(load_scenario("gpucluster_lib/data/scenarios/reference-8x-a100.yaml"), cat)
     assert n.psu_usable_w == 3 * 3000  # seed: 4x 3000 W PSUs in 3+1 -> 9 kW N-capacity
     gpus = next(c for c in n.components if c.category == "gpu")
     assert gpus.peak_w == 8 * 400  # 8x A100 SXM4 at 400 W TDP (NVIDIA A100 datasheet)

@@ -13,7 +13,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-EXAMPLES = sorted((ROOT / "data" / "scenarios").glob("*.yaml"))
+EXAMPLES = sorted((ROOT / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml"))
 pytestmark = pytest.mark.notebook
 
 

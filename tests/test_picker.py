@@ -6,7 +6,7 @@ import pytest
 
 from gpucluster_lib import ScenarioError, load_catalog
 from gpucluster_lib.charts.hardware import accelerator_scatter
-from gpucluster_lib.picker import PickerFilter, pick, servers_for, with_metrics
+from gpucluster_lib.hardware.picker import PickerFilter, pick, servers_for, with_metrics
 
 
 @pytest.fixture(scope="module")

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_lib import reliability as rel
+from gpucluster_lib.reliability import core as rel
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.scenario import load_scenario, loads
 
 ROOT = Path(__file__).resolve().parent.parent
-GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 @pytest.fixture()

@@ -7,12 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_lib import cost, reliability
+from gpucluster_lib.economics import cost as cost
+from gpucluster_lib.reliability import core as reliability
 from gpucluster_lib.charts import cost as cc
 from gpucluster_lib.charts import reliability as rc
 from gpucluster_lib.scenario import load_scenario
 
-GPT3 = Path(__file__).resolve().parent.parent / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+GPT3 = Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from gpucluster_lib.report import BatchResult, expand_inputs, index_html, render_batch
+from gpucluster_lib.report.render import BatchResult, expand_inputs, index_html, render_batch
 
 pytestmark = pytest.mark.notebook
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.notebook
 def test_single_report_is_html_without_code(tmp_path, root):
     out = tmp_path / "r.html"
     proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report",
-                           str(root / "data/scenarios/gpt3-175b-1024-a100.yaml"), "-o", str(out)],
+                           str(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"), "-o", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     html = out.read_text()
@@ -31,7 +31,7 @@ def test_single_report_is_html_without_code(tmp_path, root):
 def test_batch_reports_folder_with_one_bad_scenario(tmp_path, root):
     src = tmp_path / "in"
     src.mkdir()
-    shutil.copy(root / "data/scenarios/reference-8x-a100.yaml", src / "a-good.yaml")
+    shutil.copy(root / "gpucluster_lib/data/scenarios/reference-8x-a100.yaml", src / "a-good.yaml")
     (src / "b-bad.yaml").write_text("name: bad\nhardware: {nodes: -4}\n")
     out = tmp_path / "out"
     proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report", str(src), "-o", str(out), "--json",
@@ -56,7 +56,7 @@ def test_batch_progress_and_order_with_fake_renderer(tmp_path, root):
         target.write_text("ok")
         return target
 
-    results = render_batch([root / "data/scenarios"], tmp_path, progress=False, render=fake)
+    results = render_batch([root / "gpucluster_lib/data/scenarios"], tmp_path, progress=False, render=fake)
     assert calls == sorted(calls) and len(calls) >= 3
     assert [r.ok for r in results].count(False) == 1
     assert re.search(r"RuntimeError: kernel died", (tmp_path / "index.html").read_text())
@@ -78,7 +78,7 @@ def test_index_html_escapes_names(tmp_path):
 
 def test_key_figures_pick_headline_numbers_and_count_findings():
     from gpucluster_lib.findings import Finding
-    from gpucluster_lib.report import Section, key_figures_html
+    from gpucluster_lib.report.render import Section, key_figures_html
 
     sections = [
         Section("Training time", "", [], [Finding("memory_fit", "error", "does not fit")],

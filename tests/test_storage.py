@@ -1,4 +1,4 @@
-"""Central storage sizing (gpucluster_lib.storage): one design for budget, reliability and cost.
+"""Central storage sizing (gpucluster_lib.facility.storage): one design for budget, reliability and cost.
 
 Hand-worked values; appliance figures from data/storage.csv (ddn-ai400x2: 65 GB/s write,
 368.6 TB, 2U, no power -> the 2.5 kW ESTIMATE of power_assumptions; generic-nfs-2u-nvme:
@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_lib import cost, reliability
+from gpucluster_lib.economics import cost as cost
+from gpucluster_lib.reliability import core as reliability
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.facility import budget, growth_table
+from gpucluster_lib.facility.site import budget, growth_table
 from gpucluster_lib.scenario import load_scenario
-from gpucluster_lib.storage import (
+from gpucluster_lib.facility.storage import (
     LOCAL_NVME_WRITE_GB_PER_S,
     appliances_needed,
     scenario_checkpoint_bytes,
@@ -24,9 +25,9 @@ from gpucluster_lib.storage import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
-LLAMA = ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
-REF = ROOT / "data" / "scenarios" / "reference-8x-a100.yaml"
+GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+LLAMA = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+REF = ROOT / "gpucluster_lib" / "data" / "scenarios" / "reference-8x-a100.yaml"
 GPT3_CKPT = 2.444621856768e12  # 174.6e9 params (gpt3-175b preset) x 14 B (ZeRO Sec. 3.1 less gradients)
 
 

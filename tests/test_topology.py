@@ -14,11 +14,11 @@ import pytest
 from gpucluster_lib import cli
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import CatalogError, ScenarioError, UnknownIdError
-from gpucluster_lib.hardware import fabric_gbps_per_gpu, resolve_hardware
+from gpucluster_lib.hardware.resolve import fabric_gbps_per_gpu, resolve_hardware
 from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.topology import design_topology, effective_port_gbps, growth_table
-from gpucluster_lib.topology_cabling import load_cabling, parse_cabling
-from gpucluster_lib.topology_clos import (
+from gpucluster_lib.network.topology import design_topology, effective_port_gbps, growth_table
+from gpucluster_lib.network.cabling import load_cabling, parse_cabling
+from gpucluster_lib.network.clos import (
     balanced_divisor,
     clos_counts,
     leaf_port_split,
@@ -96,7 +96,7 @@ def test_three_tier_partial_pod_k40():
 
 
 def test_gpt3_example_node_aligned_partial_pod():
-    # data/scenarios/gpt3-175b-1024-a100.yaml: 128 DGX A100 x 8 HDR ports, node-aligned fat tree on QM8700 (k = 40)
+    # gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml: 128 DGX A100 x 8 HDR ports, node-aligned fat tree on QM8700 (k = 40)
     d = design_topology(scen(server="dgx-a100-640gb", nodes=128, topology="fat-tree", switch="qm8700",
                              nic="connectx-6-hdr"))
     assert d.tiers == 3
@@ -511,7 +511,7 @@ def test_length_classes_from_layout():
 
 
 def test_bandwidth_cache_follows_the_scenario():
-    from gpucluster_lib.topology import per_gpu_allreduce_gbps
+    from gpucluster_lib.network.topology import per_gpu_allreduce_gbps
 
     cat = load_catalog()
     s = scen(nodes=128, scalable_unit_nodes=32)
@@ -554,10 +554,10 @@ def test_cable_list_matches_counts_for_a_partial_pod_three_tier_fabric():
     from pathlib import Path
 
     from gpucluster_lib.scenario import load_scenario
-    from gpucluster_lib.topology_cablelist import cable_list
+    from gpucluster_lib.network.cablelist import cable_list
 
     root = Path(__file__).resolve().parent.parent
-    d = design_topology(load_scenario(root / "data/scenarios/gpt3-175b-1024-a100.yaml"))
+    d = design_topology(load_scenario(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"))
     df = cable_list(d)
     comp = df[df["network"] == "compute"]
     assert comp.groupby("tier").size().to_dict() == {"node-leaf": 1024, "leaf-spine": 1024, "spine-core": 1024}

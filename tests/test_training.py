@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.models import resolve_transformer
+from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import from_dict, load_scenario
 from gpucluster_lib.training import estimate, min_gpus_for_deadline, search_plans
 from gpucluster_lib.training import flops as fl
@@ -27,8 +27,8 @@ from gpucluster_lib.training.memory import (
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
-LLAMA70 = ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+LLAMA70 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
 
 
 def scen(**sections):
@@ -406,7 +406,7 @@ def test_tp_across_nodes_is_a_warning_not_an_error():
 
 
 def test_vision_preset_is_dispatched_to_the_vision_module():
-    pytest.importorskip("gpucluster_lib.vision")  # issue 6
+    pytest.importorskip("gpucluster_lib.workloads.vision")  # issue 6
     s = from_dict({"model": {"preset": "resnet50"}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 1},
                    "training": {"epochs": 90}})
     d = estimate(s).to_dict()
@@ -423,7 +423,7 @@ def test_mfu_above_the_published_ceiling_is_flagged():
 
     assert MFU_PUBLISHED_CEILING == 0.65
     seen = set()
-    for path in sorted((Path(__file__).resolve().parent.parent / "data" / "scenarios").glob("*.yaml")):
+    for path in sorted((Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml")):
         est = estimate(load_scenario(path))
         flagged = any(f.code == "training.mfu_above_published" for f in est.findings)
         assert flagged == (est.mfu > 0.65), path.name

@@ -18,8 +18,8 @@ from gpucluster_lib.training import estimate, scaling, search_plans
 from gpucluster_lib.units import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
-LLAMA70 = ROOT / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
-GPT3 = ROOT / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+LLAMA70 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 def _values(spec):

@@ -10,7 +10,7 @@ from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.vision import (
+from gpucluster_lib.workloads.vision import (
     IMAGENET_1K_TRAIN_IMAGES,
     estimate_inference,
     estimate_training,

@@ -8,7 +8,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from ..units import HOURS_PER_YEAR
+from gpucluster_lib.units import HOURS_PER_YEAR
 
 
 def _d(result: Any) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from ..facility import Budget
+from gpucluster_lib.facility.site import Budget
 
 KIND_COLOURS = {"node": "#76b900", "switch": "#1f77b4", "head": "#9467bd", "storage": "#8c564b",
                 "patch": "#bbbbbb", "empty": "#f4f4f4"}

@@ -7,7 +7,7 @@ from functools import lru_cache
 import altair as alt
 import pandas as pd
 
-from . import records, vendor_scale, with_values
+from gpucluster_lib.charts import records, vendor_scale, with_values
 
 PRECISION_LABEL = {"int8": "TOP/s"}
 
@@ -15,7 +15,7 @@ PRECISION_LABEL = {"int8": "TOP/s"}
 def accelerator_scatter(df: pd.DataFrame, precision: str, highlight: str | None = None) -> alt.Chart:
     """Dense peak at ``precision`` against memory bandwidth; size = memory, colour = vendor.
 
-    ``df`` is :func:`gpucluster_lib.picker.pick` output (needs ``peak_tflops``).
+    ``df`` is :func:`gpucluster_lib.hardware.picker.pick` output (needs ``peak_tflops``).
     """
     return _scatter(_scatter_data(df, highlight), precision, tuple(sorted(set(df["vendor"]))))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import altair as alt
 import pandas as pd
 
-from ..units import GB
+from gpucluster_lib.units import GB
 
 MEMORY_ORDER = ["weights", "kv_cache", "workspace", "runtime", "free"]
 MEMORY_COLOURS = ["#4c78a8", "#f58518", "#72b7b2", "#b279a2", "#d9d9d9"]

@@ -12,7 +12,7 @@ import pandas as pd
 def days_band_chart(rows: list[dict[str, Any]], current_gpus: int | None = None) -> alt.LayerChart:
     """P10-P90 band and P50 of failure-aware days to train against GPUs, with the failure-free line.
 
-    ``rows`` from :func:`gpucluster_lib.reliability.scaling_table`.
+    ``rows`` from :func:`gpucluster_lib.reliability.core.scaling_table`.
     """
     df = pd.DataFrame(rows)
     if df.empty:
@@ -36,7 +36,7 @@ def days_band_chart(rows: list[dict[str, Any]], current_gpus: int | None = None)
 def interval_goodput_chart(curve: list[dict[str, Any]]) -> alt.LayerChart:
     """Goodput against checkpoint interval; the chosen (Daly) interval is marked.
 
-    ``curve`` from :func:`gpucluster_lib.reliability.goodput_curve`.
+    ``curve`` from :func:`gpucluster_lib.reliability.core.goodput_curve`.
     """
     df = pd.DataFrame(curve)
     x = alt.X("interval_min:Q", title="Checkpoint interval [min]", scale=alt.Scale(type="log"))

@@ -10,7 +10,7 @@ import altair as alt
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..topology import TopologyDesign
+    from gpucluster_lib.network.topology import TopologyDesign
 
 ROLE_COLOURS = {
     "compute": "#4c78a8", "leaf": "#f58518", "spine": "#54a24b", "core": "#e45756",
@@ -20,8 +20,8 @@ TIER_NAMES = {0: "compute nodes", 1: "leaf", 2: "spine", 3: "core"}
 
 
 def graph_frames(d: TopologyDesign, *, expand: str | None = None) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(nodes, edges) DataFrames of :func:`gpucluster_lib.topology_graph.build_graph`."""
-    from ..topology_graph import build_graph
+    """(nodes, edges) DataFrames of :func:`gpucluster_lib.network.graph.build_graph`."""
+    from gpucluster_lib.network.graph import build_graph
 
     g = build_graph(d, expand=expand)
     nodes = pd.DataFrame([{"key": k, **a} for k, a in g.nodes(data=True)])

@@ -7,7 +7,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
-from ..units import GIB
+from gpucluster_lib.units import GIB
 
 BREAKDOWN_LABELS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm",

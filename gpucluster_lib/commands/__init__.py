@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..scenario import Scenario, load_scenario
+from gpucluster_lib.scenario import Scenario, load_scenario
 
 
 def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:

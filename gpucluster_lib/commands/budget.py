@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, read_scenario
 
 NAME = "budget"
 ORDER = 20
@@ -40,8 +40,8 @@ def _text(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..facility import budget
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.facility.site import budget
 
     scenario = read_scenario(args)
     b = budget(scenario, nodes=args.nodes)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from ..catalog import TABLES, load_catalog
+from gpucluster_lib.catalog import TABLES, load_catalog
 
 NAME = "catalog"
 ORDER = 10
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
+    from gpucluster_lib.cli import print_json
 
     cat = load_catalog(args.extra)
     if args.json:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, read_scenario
 
 NAME = "estimate"
 ORDER = 30
@@ -20,9 +20,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..errors import ScenarioError
-    from ..training import estimate, min_gpus_for_deadline
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.training import estimate, min_gpus_for_deadline
 
     scenario = read_scenario(args)
     result = estimate(scenario)

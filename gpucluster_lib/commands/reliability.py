@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, read_scenario
 
 NAME = "reliability"
 ORDER = 60
@@ -16,8 +16,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..reliability import assess
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.reliability.core import assess
 
     r = assess(read_scenario(args))
     if args.json:

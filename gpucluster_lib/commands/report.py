@@ -25,8 +25,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..report import render_batch, render_report
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.report.render import render_batch, render_report
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")
     if single:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from . import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, read_scenario
 
 NAME = "serve"
 ORDER = 50
@@ -16,10 +16,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..inference import serve
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.inference import serve
 
-    result = serve(read_scenario(args))  # dispatches CNN/ViT models to gpucluster_lib.vision
+    result = serve(read_scenario(args))  # dispatches CNN/ViT models to gpucluster_lib.workloads.vision
     if args.json:
         print_json(result.to_dict())
         return 0

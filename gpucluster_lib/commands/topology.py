@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from . import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, read_scenario
 
 NAME = "topology"
 ORDER = 40
@@ -22,9 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..cli import print_json
-    from ..errors import ScenarioError
-    from ..topology import design_topology
+    from gpucluster_lib.cli import print_json
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.network.topology import design_topology
 
     scenario = read_scenario(args)
     if args.nodes is not None and args.nodes < 1:
@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
         suffix = Path(args.drawing).suffix.lower()
         if suffix not in (".svg", ".png", ".html"):
             raise ScenarioError("--drawing", f"must end in .svg, .png or .html, got {args.drawing!r}")
-        from ..charts.topology import topology_chart
+        from gpucluster_lib.charts.topology import topology_chart
 
         topology_chart(d, expand=args.expand).save(args.drawing)
     if args.json:

@@ -1,7 +1,7 @@
 """From one replica to a fleet: replicas, GPUs, nodes, racks, power and cost.
 
 Racks and IT power come from the facility budget of issue #4
-(:func:`gpucluster_lib.facility.budget`, with ``nodes`` = the fleet's nodes: compute racks
+(:func:`gpucluster_lib.facility.site.budget`, with ``nodes`` = the fleet's nodes: compute racks
 plus network, storage and head nodes, IT power including them); its warnings and errors
 are passed on. Without that module (a documented fallback) a node draws the server's ``max_power_w`` from the catalogue
 (a generic node: the GPUs' TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x
@@ -17,8 +17,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from ..findings import Finding
-from ..units import KW_PER_MW, W_PER_KW
+from gpucluster_lib.findings import Finding
+from gpucluster_lib.units import KW_PER_MW, W_PER_KW
 
 #: Rack units kept free for leaf switches, management switch and patch panels [U].
 RESERVED_RACK_UNITS = 4
@@ -71,7 +71,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     racks = it_kw = fac_kw = None
     source = "fallback"
     try:  # issue #4's facility budget; the fallback below keeps this module usable without it
-        facility = importlib.import_module("gpucluster_lib.facility") if use_facility else None
+        facility = importlib.import_module("gpucluster_lib.facility.site") if use_facility else None
     except ImportError:
         facility = None
     if facility is not None and hasattr(facility, "budget") and nodes:

@@ -18,16 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from ..findings import Finding, sort_findings
-from ..hardware import catalog_for, fabric_gbps_per_gpu, resolve_hardware
-from ..models import TransformerArch, resolve_transformer
-from ..scenario import Scenario
-from ..units import GB, GBPS_IN_BYTES_PER_S
-from .efficiency import ServingEfficiency, efficiency_from_spec
-from .fleet import FleetSize, per_mw, size_fleet
-from .latency import ReplicaHardware, mixed_step_times, prefill_time
-from .memory import MemoryPlan, memory_plan
-from .precision import (
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import catalog_for, fabric_gbps_per_gpu, resolve_hardware
+from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transformer
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S
+from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
+from gpucluster_lib.inference.fleet import FleetSize, per_mw, size_fleet
+from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times, prefill_time
+from gpucluster_lib.inference.memory import MemoryPlan, memory_plan
+from gpucluster_lib.inference.precision import (
     DEFAULT_KV_PRECISION,
     KV_BYTES,
     WEIGHT_BYTES,
@@ -247,7 +247,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         tpot_slo_s [s], optional batch_size and efficiency overrides), ``facility`` and
         ``costs`` for racks, power and CapEx.
     catalog : Catalog, optional
-        Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.catalog_for`).
+        Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.resolve.catalog_for`).
     facility_budget : bool
         Racks and IT power from issue #4's facility budget (default); False uses the
         servers' maximum power and a rack fit (faster; used by the accelerator comparison).
@@ -255,13 +255,13 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     Returns
     -------
     ServingEstimate
-        (a :class:`~gpucluster_lib.vision.VisionServingEstimate` when the model is a CNN/ViT.)
+        (a :class:`~gpucluster_lib.workloads.vision.VisionServingEstimate` when the model is a CNN/ViT.)
         Bytes per GPU [bytes], latencies [s], throughputs [output tokens/s], counts,
         power [kW], the batch sweep, the efficiencies used and the findings. Design
         problems (does not fit, SLO unmet, bad TP, unsupported precision) are findings;
         only malformed input raises (:class:`~gpucluster_lib.errors.GpuClusterError`).
     """
-    from ..vision import is_vision_model, serve_vision
+    from gpucluster_lib.workloads.vision import is_vision_model, serve_vision
 
     cat = catalog or catalog_for(scenario)
     if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens

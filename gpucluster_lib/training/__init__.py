@@ -12,9 +12,9 @@ Modules: :mod:`.flops` (FLOP counts), :mod:`.core` (vectorised step time and mem
 fractions of peak from ``data/efficiency.yaml``), :mod:`.estimate` (scenario wiring).
 """
 
-from .core import Context, evaluate
-from .efficiency import Efficiency, for_accelerator
-from .estimate import (
+from gpucluster_lib.training.core import Context, evaluate
+from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
+from gpucluster_lib.training.estimate import (
                        SearchResult,
                        TrainingEstimate,
                        build_context,
@@ -23,7 +23,7 @@ from .estimate import (
                        scaling,
                        search_plans,
 )
-from .plans import Plan, resolve_plan
+from gpucluster_lib.training.plans import Plan, resolve_plan
 
 __all__ = ["Context", "Efficiency", "Plan", "SearchResult", "TrainingEstimate", "build_context", "estimate",
            "evaluate", "for_accelerator", "min_gpus_for_deadline", "resolve_plan", "scaling", "search_plans"]

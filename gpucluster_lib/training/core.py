@@ -59,11 +59,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..models import TransformerArch
-from ..units import GIB
-from .comm import ring_allgather_s, ring_allreduce_s
-from .efficiency import Efficiency
-from .memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
+from gpucluster_lib.workloads.transformer import TransformerArch
+from gpucluster_lib.units import GIB
+from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
+from gpucluster_lib.training.efficiency import Efficiency
+from gpucluster_lib.training.memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
 
 #: Bytes per element of 16-bit activations, weights and gradients.
 BYTES_16 = 2

@@ -16,9 +16,10 @@ from typing import Any
 
 import yaml
 
-from ..errors import ScenarioError
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import ScenarioError
 
-EFFICIENCY_PATH = Path(__file__).resolve().parent.parent.parent / "data" / "efficiency.yaml"
+EFFICIENCY_PATH = data_path("efficiency.yaml")
 
 
 @dataclass(frozen=True)

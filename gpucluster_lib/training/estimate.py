@@ -19,17 +19,18 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from ..catalog import Catalog
-from ..errors import ScenarioError, UnknownIdError
-from ..findings import Finding, sort_findings
-from ..hardware import ClusterHardware, catalog_for, fabric_gbps_per_gpu, resolve_hardware
-from ..models import TransformerArch, load_presets, resolve_transformer
-from ..scenario import ParallelismSpec, Scenario
-from ..units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
-from . import flops as fl
-from .core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
-from .efficiency import Efficiency, for_accelerator
-from .plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, fabric_gbps_per_gpu, resolve_hardware
+from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
+from gpucluster_lib.scenario import ParallelismSpec, Scenario
+from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
+from gpucluster_lib.training import flops as fl
+from gpucluster_lib.training.core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
+from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
+from gpucluster_lib.training.plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
 
 #: Peak-FLOP/s column of the accelerator table for each training precision.
 PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
@@ -106,7 +107,7 @@ def _is_vision(scenario: Scenario) -> bool:
     if spec.preset is None or spec.preset in load_presets():
         return False
     try:
-        from .. import vision
+        from gpucluster_lib.workloads import vision as vision
     except ImportError:
         return _vision_has(spec.preset)
     check = getattr(vision, "is_vision_model", None)
@@ -114,7 +115,7 @@ def _is_vision(scenario: Scenario) -> bool:
 
 
 def _vision_has(preset: str) -> bool:
-    path = Path(__file__).resolve().parent.parent.parent / "data" / "vision_models.yaml"
+    path = data_path("vision_models.yaml")
     if path.exists():
         try:
             with path.open(encoding="utf-8") as fh:
@@ -126,9 +127,9 @@ def _vision_has(preset: str) -> bool:
 
 def _estimate_vision(scenario: Scenario, catalog: Catalog | None) -> Any:
     try:
-        from .. import vision  # type: ignore[attr-defined]
+        from gpucluster_lib import vision  # type: ignore[attr-defined]
     except ImportError:
-        raise ScenarioError("model.kind", "vision workloads (cnn/vit) need gpucluster_lib.vision, which is not "
+        raise ScenarioError("model.kind", "vision workloads (cnn/vit) need gpucluster_lib.workloads.vision, which is not "
                             "installed in this build; use a transformer preset") from None
     return vision.estimate_training(scenario, catalog)
 
@@ -308,7 +309,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None) -> TrainingEsti
     """Training step time, throughput, MFU, memory and time to train for a scenario.
 
     Vision workloads (``model.kind`` cnn/vit or a vision preset) are handed to
-    ``gpucluster_lib.vision.estimate_training``.
+    ``gpucluster_lib.workloads.vision.estimate_training``.
     """
     if _is_vision(scenario):
         return _estimate_vision(scenario, catalog)

@@ -17,7 +17,7 @@ References
 
 from __future__ import annotations
 
-from ..models import TransformerArch
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 RECOMPUTE_MODES = ("none", "selective", "full")
 

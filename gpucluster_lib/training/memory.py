@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import TransformerArch
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: 16-bit weights and gradients, 12 bytes of fp32 optimizer state per parameter [1].
 WEIGHT_BYTES, GRAD_BYTES, OPTIMIZER_BYTES = 2, 2, 12

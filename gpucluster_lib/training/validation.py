@@ -20,13 +20,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..catalog import Catalog, load_catalog
-from ..models import resolve_transformer
-from ..scenario import from_dict
-from . import flops as fl
-from .estimate import estimate
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.catalog import Catalog, load_catalog
+from gpucluster_lib.workloads.transformer import resolve_transformer
+from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.training import flops as fl
+from gpucluster_lib.training.estimate import estimate
 
-RUNS_PATH = Path(__file__).resolve().parent.parent.parent / "data" / "validation" / "training_runs.csv"
+RUNS_PATH = data_path("validation", "training_runs.csv")
 
 
 def load_runs(path: str | Path | None = None) -> pd.DataFrame:

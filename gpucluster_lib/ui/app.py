@@ -16,17 +16,18 @@ from types import ModuleType
 
 import ipywidgets as widgets
 
-from .. import scenario as scn
-from ..catalog import TABLES, catalog_from_bytes
-from ..errors import ScenarioError
-from . import common
-from .common import AppState, guarded, message_area, show_info
+from gpucluster_lib.resources import examples_dir
+from gpucluster_lib import scenario as scn
+from gpucluster_lib.catalog import TABLES, catalog_from_bytes
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.ui import common
+from gpucluster_lib.ui.common import AppState, guarded, message_area, show_info
 
-SCENARIO_DIR = Path(__file__).resolve().parent.parent.parent / "data" / "scenarios"
+SCENARIO_DIR = examples_dir()
 
 
 def tab_modules() -> list[ModuleType]:
-    from .. import ui
+    from gpucluster_lib import ui
 
     mods = [importlib.import_module(f"{ui.__name__}.{m.name}")
             for m in pkgutil.iter_modules(ui.__path__) if m.name.startswith("tab_")]

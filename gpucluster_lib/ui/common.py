@@ -20,11 +20,11 @@ import ipywidgets as widgets
 import pandas as pd
 import traitlets
 
-from ..catalog import Catalog
-from ..errors import GpuClusterError
-from ..findings import Finding, findings_html
-from ..hardware import catalog_for
-from ..scenario import Scenario, load_scenario
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.hardware.resolve import catalog_for
+from gpucluster_lib.scenario import Scenario, load_scenario
 
 log = logging.getLogger("gpucluster_lib.ui")
 
@@ -67,7 +67,7 @@ class AppState(traitlets.HasTraits):
 
 # ---------------------------------------------------------------- messages
 
-from ..ui_style import STYLE  # noqa: E402  (shared with the HTML reports)
+from gpucluster_lib.report.style import STYLE  # noqa: E402  (shared with the HTML reports)
 
 
 def style_widget() -> widgets.HTML:

@@ -7,12 +7,12 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from ..catalog import PRECISION_COLUMNS
-from ..charts.hardware import accelerator_scatter, accelerator_scatter_spec
-from ..errors import GpuClusterError
-from ..hardware import resolve_hardware
-from ..picker import RANKINGS, SUMMARY_COLUMNS, PickerFilter, pick, servers_for
-from .common import AppState, chart_widget, guarded, html_table, message_area, section, table_widget
+from gpucluster_lib.catalog import PRECISION_COLUMNS
+from gpucluster_lib.charts.hardware import accelerator_scatter, accelerator_scatter_spec
+from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.hardware.picker import RANKINGS, SUMMARY_COLUMNS, PickerFilter, pick, servers_for
+from gpucluster_lib.ui.common import AppState, chart_widget, guarded, html_table, message_area, section, table_widget
 
 TITLE = "Hardware"
 ORDER = 10
@@ -27,7 +27,7 @@ SERVER_COLUMNS = ["id", "name", "fit", "gpu_count", "cpu_id", "cpu_count", "syst
 
 
 class HardwarePanel:
-    """Widgets plus the callbacks that tie them to :mod:`gpucluster_lib.picker`."""
+    """Widgets plus the callbacks that tie them to :mod:`gpucluster_lib.hardware.picker`."""
 
     def __init__(self, state: AppState):
         self.state = state

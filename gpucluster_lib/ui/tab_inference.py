@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from ..charts.inference import accelerator_comparison, memory_breakdown, throughput_latency
-from ..inference import serve
-from ..inference.compare import compare_accelerators, system_for
-from ..inference.precision import WEIGHT_BYTES, supported_precisions
-from ..models import preset_ids
-from ..units import GB
-from ..vision import estimate_inference, load_vision_presets
-from .common import (
+from gpucluster_lib.charts.inference import accelerator_comparison, memory_breakdown, throughput_latency
+from gpucluster_lib.inference import serve
+from gpucluster_lib.inference.compare import compare_accelerators, system_for
+from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
+from gpucluster_lib.workloads.transformer import preset_ids
+from gpucluster_lib.units import GB
+from gpucluster_lib.workloads.vision import estimate_inference, load_vision_presets
+from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
     guarded,
@@ -115,7 +115,7 @@ class InferencePanel:
     # ---------------------------------------------------------------- state <-> widgets
     def _sync_from_scenario(self) -> None:
         s = self.state.scenario
-        from ..hardware import resolve_hardware
+        from gpucluster_lib.hardware.resolve import resolve_hardware
 
         hw = resolve_hardware(s, self.state.catalog)
         self._busy = True
@@ -155,7 +155,7 @@ class InferencePanel:
             "inference__output_tokens": int(self.output_tokens.value),
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
         }
-        from ..hardware import resolve_hardware
+        from gpucluster_lib.hardware.resolve import resolve_hardware
 
         if self.accelerator.value != resolve_hardware(s, self.state.catalog).accelerator_id:
             server = system_for(self.state.catalog, self.accelerator.value)
@@ -174,7 +174,7 @@ class InferencePanel:
         self._render(est)
 
     def _vision(self) -> None:
-        from ..hardware import resolve_hardware
+        from gpucluster_lib.hardware.resolve import resolve_hardware
 
         self.vision_msg.value = self.vision_out.value = ""
         acc = resolve_hardware(self.state.scenario, self.state.catalog).accelerator

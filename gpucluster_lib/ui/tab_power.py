@@ -7,11 +7,11 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from ..charts import facility as charts
-from ..facility import Budget, budget, default_node_counts, growth_table
-from ..findings import Finding, findings_html
-from ..scenario import Scenario, parse_redundancy
-from .common import AppState, chart_widget, guarded, html_table, kv_html, message_area, section
+from gpucluster_lib.charts import facility as charts
+from gpucluster_lib.facility.site import Budget, budget, default_node_counts, growth_table
+from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.scenario import Scenario, parse_redundancy
+from gpucluster_lib.ui.common import AppState, chart_widget, guarded, html_table, kv_html, message_area, section
 
 TITLE = "Power & space"
 ORDER = 20
@@ -295,7 +295,7 @@ class PowerPanel:
 
 
 def _node_findings(findings: list[Finding]) -> list[Finding]:
-    from ..node import CHECK_CODES
+    from gpucluster_lib.hardware.node import CHECK_CODES
 
     return [f for f in findings if f.code in CHECK_CODES]
 

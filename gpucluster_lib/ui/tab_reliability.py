@@ -1,6 +1,6 @@
 """Reliability & cost panel: interruptions, checkpointing, days-to-train band, CapEx/OpEx/TCO,
-build versus rent and carbon. All numbers come from :mod:`gpucluster_lib.reliability`
-and :mod:`gpucluster_lib.cost`; this module only links widgets to the scenario."""
+build versus rent and carbon. All numbers come from :mod:`gpucluster_lib.reliability.core`
+and :mod:`gpucluster_lib.economics.cost`; this module only links widgets to the scenario."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 import altair as alt
 import ipywidgets as widgets
 
-from .. import cost as cost_mod
-from .. import reliability as rel_mod
-from ..carbon import load_grid_presets
-from ..charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
-from ..charts.reliability import component_chart, days_band_chart, interval_goodput_chart
-from ..findings import sort_findings
-from .common import AppState, chart_widget, guarded, kv_html, message_area, section, show_findings
+from gpucluster_lib.economics import cost as cost_mod
+from gpucluster_lib.reliability import core as rel_mod
+from gpucluster_lib.economics.carbon import load_grid_presets
+from gpucluster_lib.charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+from gpucluster_lib.charts.reliability import component_chart, days_band_chart, interval_goodput_chart
+from gpucluster_lib.findings import sort_findings
+from gpucluster_lib.ui.common import AppState, chart_widget, guarded, kv_html, message_area, section, show_findings
 
 TITLE = "Reliability & cost"
 ORDER = 60

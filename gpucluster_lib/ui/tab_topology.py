@@ -7,16 +7,16 @@ import html
 import ipywidgets as widgets
 import pandas as pd
 
-from ..charts.topology import (
+from gpucluster_lib.charts.topology import (
     PrebuiltChart,
     growth_chart,
     growth_spec,
     topology_chart,
     topology_spec,
 )
-from ..topology import KINDS, design_topology, growth_table
-from ..topology_cablelist import cable_summary
-from .common import (
+from gpucluster_lib.network.topology import KINDS, design_topology, growth_table
+from gpucluster_lib.network.cablelist import cable_summary
+from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
     guarded,
@@ -36,7 +36,7 @@ GROWTH_NODES = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096]
 
 
 class TopologyPanel:
-    """Widgets and callbacks tying the scenario's ``network`` section to :mod:`gpucluster_lib.topology`."""
+    """Widgets and callbacks tying the scenario's ``network`` section to :mod:`gpucluster_lib.network.topology`."""
 
     def __init__(self, state: AppState):
         self.state = state
@@ -106,8 +106,8 @@ class TopologyPanel:
         d = design_topology(scenario, self.state.catalog)
         self.msg.value = ""
         show_findings(self.findings, d.findings, empty="The design holds the cluster.")
-        from ..topology_clos import ClosCounts
-        from ..topology_graph import _units  # the aggregated groups offered for expanding
+        from gpucluster_lib.network.clos import ClosCounts
+        from gpucluster_lib.network.graph import _units  # the aggregated groups offered for expanding
 
         groups = ["(none)"]
         if isinstance(d.counts, ClosCounts) and d.counts.tiers > 1 and d.nodes > 32:

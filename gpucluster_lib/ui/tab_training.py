@@ -6,11 +6,11 @@ import html
 
 import ipywidgets as widgets
 
-from ..charts.training import memory_chart, scaling_chart, time_breakdown_chart, top_plans_frame
-from ..models import load_presets, preset_ids
-from ..training import estimate, min_gpus_for_deadline, scaling, search_plans
-from ..units import GIB
-from .common import (
+from gpucluster_lib.charts.training import memory_chart, scaling_chart, time_breakdown_chart, top_plans_frame
+from gpucluster_lib.workloads.transformer import load_presets, preset_ids
+from gpucluster_lib.training import estimate, min_gpus_for_deadline, scaling, search_plans
+from gpucluster_lib.units import GIB
+from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
     guarded,

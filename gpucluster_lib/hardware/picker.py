@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .catalog import PRECISION_COLUMNS, Catalog
-from .errors import ScenarioError
+from gpucluster_lib.catalog import PRECISION_COLUMNS, Catalog
+from gpucluster_lib.errors import ScenarioError
 
 RANKINGS: dict[str, str] = {
     "peak TFLOP/s": "peak_tflops",

@@ -10,7 +10,7 @@ in ``CostResult.fallbacks``.
 Definitions
 -----------
 * CapEx: compute (job nodes + hot spares + head nodes), network (switches, links), storage
-  (the central file system of :func:`gpucluster_lib.storage.size_storage`, the appliances the
+  (the central file system of :func:`gpucluster_lib.facility.storage.size_storage`, the appliances the
   facility budget powers and racks: appliances x catalogue price, else x capacity x the
   per-TB default; none for a single node on local NVMe), facility (building per kW of IT when ``costs.facility_model``
   is ``build``, plus racks with PDUs).
@@ -45,10 +45,11 @@ from typing import Any
 
 import yaml
 
-from .errors import ScenarioError
-from .findings import Finding, sort_findings
-from .scenario import Scenario
-from .units import (
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.units import (
     HOURS_PER_DAY,
     HOURS_PER_YEAR,
     MONTHS_PER_YEAR,
@@ -57,7 +58,7 @@ from .units import (
     W_PER_KW,
 )
 
-COST_DEFAULTS_PATH = Path(__file__).resolve().parent.parent / "data" / "cost_defaults.yaml"
+COST_DEFAULTS_PATH = data_path("cost_defaults.yaml")
 #: Server power over its GPUs' TDP when a node has no catalogue server (fallback):
 #: DGX A100 6.5 kW / (8 x 400 W) = 2.03, DGX H100 10.2 kW / (8 x 700 W) = 1.82 (User Guides).
 SERVER_POWER_PER_GPU_TDP = 1.9
@@ -239,7 +240,7 @@ class CostResult:
     price_sources: dict[str, str] = field(default_factory=dict)
     fallbacks: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    #: the priced storage appliances: {"system", "units"} of :func:`gpucluster_lib.storage.size_storage`
+    #: the priced storage appliances: {"system", "units"} of :func:`gpucluster_lib.facility.storage.size_storage`
     storage: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
@@ -334,7 +335,7 @@ def _budget(scenario: Scenario, cat: Any, hw: Any, spares: int, fallbacks: dict[
     it replaces a failed node, so the number of running nodes stays the job's.
     """
     try:
-        from . import facility  # issue 4
+        from gpucluster_lib import facility  # issue 4
 
         b = facility.budget(scenario, cat, nodes=hw.nodes)
         it_kw, fac_kw, racks = float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
@@ -407,7 +408,7 @@ def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _P
     topo = topology
     if topo is None:
         try:
-            from . import topology as topology_mod  # issue 5
+            from gpucluster_lib.network import topology as topology_mod  # issue 5
 
             topo = topology_mod.design_topology(scenario, cat, nodes=nodes)
         except (ImportError, AttributeError):
@@ -461,7 +462,7 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
     * a copper RJ45 patch cord: the 100G link default's tenth (an ESTIMATE: Cat6A cords cost
       tens of USD).
     """
-    from .topology_cabling import load_cabling
+    from gpucluster_lib.network.cabling import load_cabling
 
     split = defaults["optics_split"]
     t_share, f_share = float(split["transceiver_share"]["value"]), float(split["fibre_share"]["value"])
@@ -529,7 +530,7 @@ def _tokens_served(scenario: Scenario, cat: Any, gpus: int, fallbacks: dict[str,
     no batch meets the SLO), the scenario's demand stands in (marked as a fallback).
     """
     try:
-        from . import inference  # issue 6
+        from gpucluster_lib import inference  # issue 6
 
         fn = getattr(inference, "serve", None) or inference.estimate
         est = fn(scenario, cat)
@@ -566,7 +567,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     catalog : Catalog, optional
     training_days : float, optional
         Wall-clock days of the training run [days]; default: the failure-aware expected days
-        of :func:`gpucluster_lib.reliability.assess`.
+        of :func:`gpucluster_lib.reliability.core.assess`.
     budget : object, optional
         A facility budget (``it_power_kw``, ``facility_power_kw``, ``racks``); default from
         the facility module (issue 4) or the documented fallback.
@@ -574,11 +575,12 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         A topology design (``switches``, ``cables``); default from the topology module
         (issue 5) or a fat-tree fallback.
     reliability_result : ReliabilityResult, optional
-        An already computed :func:`gpucluster_lib.reliability.assess` of the same scenario
+        An already computed :func:`gpucluster_lib.reliability.core.assess` of the same scenario
         (saves recomputing it in widgets).
     """
-    from . import carbon, reliability
-    from .hardware import catalog_for, resolve_hardware
+    from gpucluster_lib.economics import carbon as carbon
+    from gpucluster_lib.reliability import core as reliability
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
@@ -632,10 +634,10 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
                                 fix="set costs.network_price if your design wires the spares permanently",
                                 field="reliability.spare_nodes"))
     # storage: the same appliances as the facility budget and the checkpoint write time
-    # (gpucluster_lib.storage.size_storage); a single node on local NVMe buys none
+    # (gpucluster_lib.facility.storage.size_storage); a single node on local NVMe buys none
     store = getattr(rel, "storage", None)
     if store is None:
-        from .storage import size_storage
+        from gpucluster_lib.facility.storage import size_storage
         store = size_storage(scenario, cat, nodes=hw.nodes, checkpoint_bytes=rel.checkpoint_bytes)
     storage = 0.0
     if store.appliances:
@@ -742,13 +744,13 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
 
 def grid_presets() -> dict[str, float]:
     """Grid intensity presets {region: kg CO2e per kWh} (``data/grid_intensity.yaml``)."""
-    from .carbon import load_grid_presets
+    from gpucluster_lib.economics.carbon import load_grid_presets
 
     return {k: float(v["kg_co2e_per_kwh"]) for k, v in load_grid_presets()["regions"].items()}
 
 
 def report_charts(result: CostResult) -> list[Any]:
-    """Charts for the batch report (:mod:`gpucluster_lib.report` hook)."""
-    from .charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+    """Charts for the batch report (:mod:`gpucluster_lib.report.render` hook)."""
+    from gpucluster_lib.charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
 
     return [cost_waterfall(result), tco_over_years(result), build_vs_rent(result), carbon_chart(result, grid_presets())]

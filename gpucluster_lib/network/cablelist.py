@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .topology_clos import ClosCounts, RingCounts, three_tier_plan
+from gpucluster_lib.network.clos import ClosCounts, RingCounts, three_tier_plan
 
 if TYPE_CHECKING:
-    from .topology import TopologyDesign
+    from gpucluster_lib.network.topology import TopologyDesign
 
 COLUMNS = ["network", "tier", "a_end", "a_port", "b_end", "b_port", "cable", "length_class", "speed_gbps"]
 

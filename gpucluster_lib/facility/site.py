@@ -15,7 +15,7 @@ Conversions (constants in :mod:`gpucluster_lib.units`):
   standard air; dT [F] = 1.8 x dT [K]), about 158 CFM per kW at 11.1 K (20 F).
 
 Peak power sizes the electrical and cooling plant; typical power gives the energy.
-Assumptions that are not catalogue values are in :mod:`gpucluster_lib.power_assumptions`.
+Assumptions that are not catalogue values are in :mod:`gpucluster_lib.hardware.power_assumptions`.
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import power_assumptions as pa
-from .catalog import Catalog
-from .errors import GpuClusterError, ScenarioError
-from .findings import Finding, sort_findings
-from .hardware import catalog_for, resolve_hardware
-from .node import NodeDesign, build_node
-from .scenario import Scenario
-from .storage import StorageDesign, size_storage
-from .units import (
+from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.hardware.node import NodeDesign, build_node
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.facility.storage import StorageDesign, size_storage
+from gpucluster_lib.units import (
     BTU_PER_H_PER_TON,
     BTU_PER_H_PER_W,
     F_PER_K,
@@ -322,7 +322,7 @@ class Budget:
     rack_power_kw: float
     elevation: list[RackItem] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
-    #: the shared storage design (:func:`gpucluster_lib.storage.size_storage`)
+    #: the shared storage design (:func:`gpucluster_lib.facility.storage.size_storage`)
     storage: StorageDesign | None = None
 
     @property
@@ -421,7 +421,7 @@ def _network(scenario: Scenario, cat: Catalog, node: NodeDesign, nodes: int, com
             ru = estimate_network(scenario, cat, node, nodes, compute_racks).rack_units
         return float(network_power_w), float(network_power_w), int(ru), "given"
     try:
-        from .topology import design_topology  # issue 5; optional
+        from gpucluster_lib.network.topology import design_topology  # issue 5; optional
     except ImportError:
         design_topology = None
     if design_topology is not None:

@@ -18,7 +18,7 @@ with C the checkpoint size [B] (params x ``reliability.checkpoint_bytes_per_para
 14 B: Rajbhandari et al. 2020, ZeRO Sec. 3.1, without the 2 B of gradients), t =
 ``reliability.checkpoint_target_s`` [s], W the appliance write bandwidth [B/s], k =
 ``reliability.checkpoints_kept`` and Cap the appliance capacity [B]. Power and rack units
-come from the catalogue row, else from :mod:`gpucluster_lib.power_assumptions` (ESTIMATE).
+come from the catalogue row, else from :mod:`gpucluster_lib.hardware.power_assumptions` (ESTIMATE).
 
 Not modelled: read bandwidth for data loading (training reads are small next to a checkpoint
 burst for LLMs; image/video pipelines may need more appliances: set reliability.storage_units)
@@ -31,10 +31,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import power_assumptions as pa
-from .errors import GpuClusterError, ScenarioError, UnknownIdError
-from .scenario import Scenario
-from .units import GB, TB
+from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.units import GB, TB
 
 #: Shared file system used when the scenario names none (storage.csv id; the DDN A3I
 #: appliance of the NVIDIA DGX SuperPOD reference architectures).
@@ -145,8 +145,8 @@ def appliances_needed(checkpoint_bytes: float, target_s: float, write_gb_per_s: 
 
 def scenario_checkpoint_bytes(scenario: Scenario) -> float:
     """Checkpoint size of the scenario's model [B] = params x bytes per parameter (default 14)."""
-    from .models import resolve_transformer
-    from .reliability import CHECKPOINT_BYTES_PER_PARAM
+    from gpucluster_lib.workloads.transformer import resolve_transformer
+    from gpucluster_lib.reliability.core import CHECKPOINT_BYTES_PER_PARAM
 
     per_param = scenario.reliability.checkpoint_bytes_per_param or CHECKPOINT_BYTES_PER_PARAM
     return resolve_transformer(scenario.model).total_params() * per_param

@@ -37,12 +37,13 @@ from typing import Any
 
 import yaml
 
-from .errors import ScenarioError, UnknownIdError
-from .findings import Finding, sort_findings
-from .scenario import ModelSpec, Scenario
-from .units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.scenario import ModelSpec, Scenario
+from gpucluster_lib.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 
-VISION_PATH = Path(__file__).resolve().parent.parent / "data" / "vision_models.yaml"
+VISION_PATH = data_path("vision_models.yaml")
 #: ImageNet-1k training set [images] (Russakovsky et al. 2015, Table 2: 1,281,167).
 IMAGENET_1K_TRAIN_IMAGES = 1_281_167
 #: Forward + backward = 3 forward passes (Kaplan et al. 2020, Sec. 2.1).
@@ -239,8 +240,8 @@ def _vision_efficiency(scenario: Scenario) -> VisionEfficiency:
 
 def serve_vision(scenario: Scenario, catalog: Any = None) -> VisionServingEstimate:
     """Size a vision serving fleet: images/s (or video streams x fps) over images/s per GPU."""
-    from .hardware import catalog_for, resolve_hardware
-    from .inference.fleet import per_mw, size_fleet
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+    from gpucluster_lib.inference.fleet import per_mw, size_fleet
 
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
@@ -323,7 +324,7 @@ def estimate_training(scenario: Scenario, catalog: Any = None) -> VisionTraining
     ``training.gemm_efficiency`` overrides ``compute_efficiency``. Defaults: 90 epochs of
     ImageNet-1k (1,281,167 images).
     """
-    from .hardware import catalog_for, resolve_hardware
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)

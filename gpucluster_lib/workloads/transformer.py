@@ -33,11 +33,12 @@ from typing import Any, Literal
 
 import yaml
 
-from .errors import ScenarioError, UnknownIdError
-from .scenario import ModelSpec
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.scenario import ModelSpec
 
 #: Presets ship with the code (``data/models.yaml``); GPUCLUSTER_DATA only redirects the CSV catalogue.
-MODELS_PATH = Path(__file__).resolve().parent.parent / "data" / "models.yaml"
+MODELS_PATH = data_path("models.yaml")
 
 FfnType = Literal["gelu", "swiglu", "relu2"]
 

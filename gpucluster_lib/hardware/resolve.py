@@ -14,9 +14,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .catalog import Catalog, load_catalog
-from .errors import ScenarioError
-from .scenario import Scenario
+from gpucluster_lib.catalog import Catalog, load_catalog
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.scenario import Scenario
 
 DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_ACCELERATOR = "h100-sxm5-80gb"
@@ -109,7 +109,7 @@ def fabric_gbps_per_gpu(scenario: Scenario, hw: ClusterHardware, catalog: Catalo
     if net.inter_node_gbps_per_gpu is not None:
         return net.inter_node_gbps_per_gpu
     if net.switch or net.topology == "ring":  # issue 5: the designed fabric (oversubscription, rail alignment)
-        from .topology import per_gpu_allreduce_gbps
+        from gpucluster_lib.network.topology import per_gpu_allreduce_gbps
 
         return per_gpu_allreduce_gbps(scenario, catalog, hw.nodes)
     nic_id = net.nic or (hw.server or {}).get("compute_nic_id")

@@ -18,11 +18,12 @@ from typing import Any
 
 import yaml
 
-from .errors import ScenarioError, UnknownIdError
-from .scenario import Scenario
-from .units import HOURS_PER_YEAR, KW_PER_MW
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.units import HOURS_PER_YEAR, KW_PER_MW
 
-GRID_PATH = Path(__file__).resolve().parent.parent / "data" / "grid_intensity.yaml"
+GRID_PATH = data_path("grid_intensity.yaml")
 
 
 def _check(name: str, value: float, *, positive: bool = False) -> None:

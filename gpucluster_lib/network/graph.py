@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING
 
 import networkx as nx
 
-from .topology_clos import ClosCounts, RingCounts, TreeCounts, three_tier_plan
+from gpucluster_lib.network.clos import ClosCounts, RingCounts, TreeCounts, three_tier_plan
 
 if TYPE_CHECKING:
-    from .topology import TopologyDesign
+    from gpucluster_lib.network.topology import TopologyDesign
 
 MAX_UNITS = 32
 MAX_SWITCHES_SHOWN = 32

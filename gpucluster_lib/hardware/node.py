@@ -18,7 +18,7 @@ Two ways to describe a node:
   What is left out gets a default (:func:`default_parts`); the peak is the component sum.
 
 Component power model (constants and their sources in
-:mod:`gpucluster_lib.power_assumptions`):
+:mod:`gpucluster_lib.hardware.power_assumptions`):
 
 .. math::
 
@@ -36,13 +36,13 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from . import power_assumptions as pa
-from .catalog import Catalog
-from .errors import ScenarioError
-from .findings import Finding, sort_findings
-from .hardware import catalog_for, resolve_hardware
-from .scenario import CountSpec, Scenario, parse_redundancy
-from .units import GB, GIB
+from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.scenario import CountSpec, Scenario, parse_redundancy
+from gpucluster_lib.units import GB, GIB
 
 #: Defaults for a node built from parts when the scenario leaves a part out.
 DEFAULT_CPU = "epyc-7742"

@@ -1,6 +1,6 @@
 """Switch and link counts of folded-Clos (fat-tree), rail-optimised, tree and ring fabrics.
 
-Pure integer arithmetic, no catalogue and no IO: :mod:`gpucluster_lib.topology` wires these
+Pure integer arithmetic, no catalogue and no IO: :mod:`gpucluster_lib.network.topology` wires these
 functions to a scenario. Every count is per fabric (compute or storage).
 
 Conventions
@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from .errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError
 
 
 def _check_radix(radix: int, path: str = "network.switch") -> None:

@@ -9,9 +9,9 @@ cable and transceiver counts, power, rack units, bisection bandwidth and the per
 all-reduce bandwidth. Design problems are findings; malformed input raises
 :class:`~gpucluster_lib.errors.ScenarioError` naming the field.
 
-Counting rules and their sources are in :mod:`gpucluster_lib.topology_clos`; cable media in
-:mod:`gpucluster_lib.topology_cabling` (``data/cabling.yaml``); the drawing graph in
-:mod:`gpucluster_lib.topology_graph`.
+Counting rules and their sources are in :mod:`gpucluster_lib.network.clos`; cable media in
+:mod:`gpucluster_lib.network.cabling` (``data/cabling.yaml``); the drawing graph in
+:mod:`gpucluster_lib.network.graph`.
 
 References
 ----------
@@ -27,13 +27,13 @@ from typing import Any
 
 import pandas as pd
 
-from .catalog import Catalog
-from .errors import ScenarioError
-from .findings import Finding, sort_findings
-from .hardware import ClusterHardware, catalog_for, resolve_hardware
-from .scenario import Scenario
-from .topology_cabling import Cabling, load_cabling
-from .topology_clos import (
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.network.cabling import Cabling, load_cabling
+from gpucluster_lib.network.clos import (
     ClosCounts,
     RingCounts,
     TreeCounts,
@@ -230,7 +230,7 @@ class TopologyDesign:
 
     def cable_list(self) -> pd.DataFrame:
         """Every cable: A-end, B-end, cable type, length class (see :mod:`topology_cablelist`)."""
-        from .topology_cablelist import cable_list
+        from gpucluster_lib.network.cablelist import cable_list
 
         return cable_list(self)
 

@@ -15,9 +15,10 @@ from typing import Any
 
 import yaml
 
-from .errors import CatalogError
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.errors import CatalogError
 
-CABLING_PATH = Path(__file__).resolve().parent.parent / "data" / "cabling.yaml"
+CABLING_PATH = data_path("cabling.yaml")
 CABLE_TYPES = ("DAC", "AOC", "fibre-mmf", "fibre-smf", "copper-rj45")
 
 

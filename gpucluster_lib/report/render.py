@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import GpuClusterError, ScenarioError
-from .findings import Finding, findings_html
-from .scenario import Scenario, load_scenario
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
+from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.scenario import Scenario, load_scenario
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 REPORT_NOTEBOOK = NOTEBOOK_DIR / "report.ipynb"
@@ -139,7 +139,7 @@ def dict_table(d: dict[str, Any], prefix: str = "") -> str:
 
 
 def _hardware_section(scenario: Scenario) -> Section:
-    from .hardware import catalog_for, resolve_hardware
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 
     cat = catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
@@ -204,9 +204,9 @@ def report_sections(scenario: Scenario) -> list[Section]:
 
 def report_header_html(scenario: Scenario) -> str:
     """Title block: scenario name, description and the scenario itself as YAML."""
-    from . import __version__
-    from .scenario import dumps
-    from .ui_style import STYLE
+    from gpucluster_lib import __version__
+    from gpucluster_lib.scenario import dumps
+    from gpucluster_lib.report.style import STYLE
 
     return (f"{STYLE}<h1>{html.escape(scenario.name)}</h1>"
             + (f"<p>{html.escape(scenario.description)}</p>" if scenario.description else "")

@@ -1,7 +1,7 @@
 """Sourced assumptions of the node and facility power models, in one place.
 
-Every number the node builder (:mod:`gpucluster_lib.node`) and the facility budget
-(:mod:`gpucluster_lib.facility`) use that is not in the catalogue lives here, with its
+Every number the node builder (:mod:`gpucluster_lib.hardware.node`) and the facility budget
+(:mod:`gpucluster_lib.facility.site`) use that is not in the catalogue lives here, with its
 source or, where no published figure was read, the reasoning behind the estimate
 (marked ESTIMATE). :data:`ASSUMPTIONS` lists them for the docs and the app.
 
@@ -131,7 +131,7 @@ HEAD_NODE_TYPICAL_W = 450.0
 HEAD_NODE_RACK_UNITS = 1
 HEAD_NODE_KG = 20.0
 #: Shared storage appliance figures used when its catalogue row has none: 2.5 kW and 2U per
-#: all-flash parallel file system appliance. ESTIMATE. (How many appliances: gpucluster_lib.storage.)
+#: all-flash parallel file system appliance. ESTIMATE. (How many appliances: gpucluster_lib.facility.storage.)
 STORAGE_APPLIANCE_W = 2500.0
 STORAGE_APPLIANCE_RACK_UNITS = 2
 STORAGE_APPLIANCE_KG = 45.0

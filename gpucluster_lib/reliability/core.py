@@ -44,11 +44,12 @@ from typing import Any
 import numpy as np
 import yaml
 
-from . import storage as storage_mod
-from .errors import ScenarioError, UnknownIdError
-from .findings import Finding, sort_findings
-from .scenario import Scenario, parse_redundancy
-from .units import (
+from gpucluster_lib.resources import data_root
+from gpucluster_lib.facility import storage as storage_mod
+from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.scenario import Scenario, parse_redundancy
+from gpucluster_lib.units import (
     GB,
     HOURS_PER_DAY,
     HOURS_PER_YEAR,
@@ -58,13 +59,13 @@ from .units import (
     TERA,
 )
 
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
+DATA_DIR = data_root()
 FAILURE_RATES_PATH = DATA_DIR / "failure_rates.yaml"
 
 #: Bytes per parameter in a training checkpoint with mixed-precision Adam [5]: bf16 weights
 #: (2) + fp32 master weights (4) + Adam momentum (4) + variance (4); gradients are not saved.
 CHECKPOINT_BYTES_PER_PARAM = 14
-#: Checkpoint file system defaults, re-exported from :mod:`gpucluster_lib.storage` (the one
+#: Checkpoint file system defaults, re-exported from :mod:`gpucluster_lib.facility.storage` (the one
 #: storage sizing shared with the facility budget and the cost).
 DEFAULT_STORAGE_SYSTEM = storage_mod.DEFAULT_STORAGE_SYSTEM
 FALLBACK_STORAGE_WRITE_GB_PER_S = storage_mod.FALLBACK_STORAGE_WRITE_GB_PER_S
@@ -455,7 +456,7 @@ class ReliabilityResult:
     psu_node_outages_per_year_without_redundancy: float | None
     fallbacks: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
-    #: the shared storage design (:func:`gpucluster_lib.storage.size_storage`)
+    #: the shared storage design (:func:`gpucluster_lib.facility.storage.size_storage`)
     storage: storage_mod.StorageDesign | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -539,7 +540,7 @@ def component_rates_for(scenario: Scenario) -> dict[str, float]:
 def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbacks: dict[str, str],
                    findings: list[Finding]) -> float | None:
     try:
-        from . import training  # issue 3
+        from gpucluster_lib import training  # issue 3
 
         est = training.estimate(scenario, catalog)
         return est.training_days
@@ -569,10 +570,10 @@ def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbac
 
 def _storage(scenario: Scenario, catalog: Any, ckpt_bytes: float, fallbacks: dict[str, str],
              findings: list[Finding], nodes: int | None = None) -> storage_mod.StorageDesign:
-    """The checkpoint file system: :func:`gpucluster_lib.storage.size_storage` (shared with the
+    """The checkpoint file system: :func:`gpucluster_lib.facility.storage.size_storage` (shared with the
     facility budget and the cost), its fallbacks copied into ``fallbacks``."""
     if nodes is None:
-        from .hardware import resolve_hardware
+        from gpucluster_lib.hardware.resolve import resolve_hardware
         nodes = resolve_hardware(scenario, catalog).nodes
     design = storage_mod.size_storage(scenario, catalog, nodes=nodes, checkpoint_bytes=ckpt_bytes)
     if "storage" in design.sources:
@@ -594,13 +595,13 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     ----------
     scenario : Scenario
     catalog : Catalog, optional
-        Defaults to :func:`gpucluster_lib.hardware.catalog_for`.
+        Defaults to :func:`gpucluster_lib.hardware.resolve.catalog_for`.
     training_days_ideal : float, optional
         Failure-free days to train [days]; by default from the training engine (issue 3)
         or, when it is missing, the 6 N D fallback (marked in ``fallbacks``).
     """
-    from .hardware import catalog_for, resolve_hardware
-    from .models import resolve_transformer
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+    from gpucluster_lib.workloads.transformer import resolve_transformer
 
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
@@ -811,7 +812,7 @@ def goodput_curve(result: ReliabilityResult, points: int = 61) -> list[dict[str,
 
 
 def report_charts(result: ReliabilityResult) -> list[Any]:
-    """Charts for the batch report (:mod:`gpucluster_lib.report` hook)."""
-    from .charts.reliability import component_chart, interval_goodput_chart
+    """Charts for the batch report (:mod:`gpucluster_lib.report.render` hook)."""
+    from gpucluster_lib.charts.reliability import component_chart, interval_goodput_chart
 
     return [interval_goodput_chart(goodput_curve(result)), component_chart(result)]
