@@ -315,7 +315,7 @@ def test_no_target_sizes_the_scenario_cluster():
 
 def test_report_hook_and_vision_dispatch():
     from gpucluster_lib.inference import report_charts
-    from gpucluster_lib.workloads.vision import VisionServingEstimate
+    from gpucluster_lib.inference.vision import VisionServingEstimate
 
     est = serve(load_scenario(LLAMA3_SCENARIO))
     titles = [c.to_dict()["title"] for c in report_charts(est)]

@@ -9,7 +9,8 @@ import pytest
 
 from gpucluster_lib import ScenarioError, UnknownIdError, dumps, load_scenario, loads
 from gpucluster_lib.catalog import load_catalog
-from gpucluster_lib.hardware.resolve import fabric_gbps_per_gpu, resolve_hardware
+from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.network.topology import fabric_gbps_per_gpu
 from gpucluster_lib.scenario import field_docs, parse_redundancy
 
 

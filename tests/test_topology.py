@@ -14,7 +14,8 @@ import pytest
 from gpucluster_lib import cli
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import CatalogError, ScenarioError, UnknownIdError
-from gpucluster_lib.hardware.resolve import fabric_gbps_per_gpu, resolve_hardware
+from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.network.topology import fabric_gbps_per_gpu
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.network.topology import design_topology, effective_port_gbps, growth_table
 from gpucluster_lib.network.cabling import load_cabling, parse_cabling

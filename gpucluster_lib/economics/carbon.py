@@ -18,8 +18,8 @@ from typing import Any
 
 import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import HOURS_PER_YEAR, KW_PER_MW
 

@@ -3,13 +3,14 @@
 Pure functions take numbers; :func:`assess` wires them to a scenario. Prices come, in
 order, from the scenario (``costs.*``, ``costs.prices[id]``), the catalogue
 (``price_usd_estimate``) and ``data/cost_defaults.yaml`` (each with a source and date);
-the origin of every price is in ``CostResult.price_sources``. Figures produced because a
-module of another issue is missing (training engine, facility budget, topology) are listed
-in ``CostResult.fallbacks``.
+the origin of every price is in ``CostResult.price_sources``; figures that rest on an
+assumption (a storage system missing from the catalogue) are listed in
+``CostResult.assumptions``.
 
 Definitions
 -----------
-* CapEx: compute (job nodes + hot spares + head nodes), network (switches, links), storage
+* CapEx: compute (job nodes + hot spares + head nodes), network (every switch, cable and
+  optic of the network design's bill of materials), storage
   (the central file system of :func:`gpucluster_lib.facility.storage.size_storage`, the appliances the
   facility budget powers and racks: appliances x catalogue price, else x capacity x the
   per-TB default; none for a single node on local NVMe), facility (building per kW of IT when ``costs.facility_model``
@@ -45,9 +46,18 @@ from typing import Any
 
 import yaml
 
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.economics import carbon
+from gpucluster_lib.economics.carbon import load_grid_presets
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.facility import site as facility
+from gpucluster_lib.facility.storage import FALLBACK_STORAGE_CAPACITY_TB, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.network.cabling import load_cabling
+from gpucluster_lib.network.topology import TopologyDesign, design_topology
+from gpucluster_lib.reliability import core as reliability
+from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import (
     HOURS_PER_DAY,
@@ -55,13 +65,10 @@ from gpucluster_lib.units import (
     MONTHS_PER_YEAR,
     SECONDS_PER_YEAR,
     TOKENS_PER_MILLION,
-    W_PER_KW,
 )
+from gpucluster_lib.workloads.checkpoint import has_transformer
 
 COST_DEFAULTS_PATH = data_path("cost_defaults.yaml")
-#: Server power over its GPUs' TDP when a node has no catalogue server (fallback):
-#: DGX A100 6.5 kW / (8 x 400 W) = 2.03, DGX H100 10.2 kW / (8 x 700 W) = 1.82 (User Guides).
-SERVER_POWER_PER_GPU_TDP = 1.9
 
 
 # =========================================================================== pure functions
@@ -158,35 +165,6 @@ def break_even_utilization(annual_own_cost: float, gpus: int, rent_per_gpu_hour:
     return annual_own_cost / (gpus * HOURS_PER_YEAR * rent_per_gpu_hour)
 
 
-def fat_tree_counts(endpoints: int, radix: int) -> dict[str, int]:
-    """Switches and links of a non-blocking fat tree (folded Clos) for ``endpoints`` ports.
-
-    Two tiers while endpoints <= k^2/2: leaves = ceil(E / (k/2)), spines = ceil(leaves x (k/2) / k);
-    three tiers up to k^3/4: pods of k/2 leaves and k/2 aggregation switches, cores = (k/2)^2 scaled
-    to the used pods (Al-Fares et al. 2008, "A Scalable, Commodity Data Center Network
-    Architecture", SIGCOMM, Sec. 3). Links count endpoint links plus inter-switch links.
-    """
-    if not (isinstance(endpoints, int) and endpoints >= 0):
-        raise ValueError(f"endpoints must be a non-negative integer, got {endpoints!r}")
-    if not (isinstance(radix, int) and radix >= 4 and radix % 2 == 0):
-        raise ValueError(f"radix must be an even integer >= 4, got {radix!r}")
-    half = radix // 2
-    if endpoints == 0:
-        return {"leaf": 0, "spine": 0, "core": 0, "links": 0}
-    if endpoints <= radix:
-        return {"leaf": 1, "spine": 0, "core": 0, "links": endpoints}
-    leaves = math.ceil(endpoints / half)
-    if endpoints <= radix * half:
-        spines = math.ceil(leaves * half / radix)
-        return {"leaf": leaves, "spine": spines, "core": 0, "links": endpoints + leaves * half}
-    if endpoints > radix**3 // 4:
-        raise ValueError(f"{endpoints} endpoints exceed a 3-tier fat tree of radix {radix} ({radix**3 // 4})")
-    pods = math.ceil(leaves / half)
-    aggs = pods * half
-    cores = math.ceil(aggs * half / radix)
-    return {"leaf": leaves, "spine": aggs, "core": cores, "links": endpoints + leaves * half + aggs * half}
-
-
 # =========================================================================== data
 
 
@@ -238,7 +216,7 @@ class CostResult:
     training_run_energy_mwh: float | None
     training_run_co2e_tonnes: float | None
     price_sources: dict[str, str] = field(default_factory=dict)
-    fallbacks: dict[str, str] = field(default_factory=dict)
+    assumptions: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     #: the priced storage appliances: {"system", "units"} of :func:`gpucluster_lib.facility.storage.size_storage`
     storage: dict[str, Any] = field(default_factory=dict)
@@ -278,7 +256,7 @@ class CostResult:
             "training_run_energy_mwh": self.training_run_energy_mwh,
             "training_run_co2e_tonnes": self.training_run_co2e_tonnes,
             "price_sources": dict(self.price_sources),
-            "fallbacks": dict(self.fallbacks),
+            "assumptions": dict(self.assumptions),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -322,124 +300,12 @@ class _Prices:
         return float(entry["value"])
 
 
-def _budget(scenario: Scenario, cat: Any, hw: Any, spares: int, fallbacks: dict[str, str],
-            findings: list[Finding]) -> tuple[float, float, float, int]:
-    """(peak IT kW, typical IT kW, facility kW, racks) from the facility module (issue 4) or the
-    documented fallback.
-
-    The facility budget is made for the scenario's job nodes (so its network is the job's
-    fabric and its annual energy is the one ``gpucluster budget`` reports). Spare nodes are
-    bought and racked: their peak power is added to the peak IT power (which sizes the
-    building and the colocation contract) and their racks to the racks. They are NOT counted
-    in the typical power that gives the energy: a spare stands by (powered off or idle) until
-    it replaces a failed node, so the number of running nodes stays the job's.
-    """
-    try:
-        from gpucluster_lib import facility  # issue 4
-
-        b = facility.budget(scenario, cat, nodes=hw.nodes)
-        it_kw, fac_kw, racks = float(b.it_power_kw), float(b.facility_power_kw), int(b.racks)
-        typ_kw = float(getattr(b, "it_typical_kw", None) or it_kw)
-        node = getattr(b, "node", None)
-        if spares and node is not None:
-            spare_kw = spares * float(node.peak_power_w) / W_PER_KW
-            it_kw += spare_kw
-            fac_kw += spare_kw * float(b.pue)
-            npr = int(b.nodes_per_rack)
-            racks += math.ceil((hw.nodes + spares) / npr) - math.ceil(hw.nodes / npr)
-        return it_kw, typ_kw, fac_kw, racks
-    except (ImportError, AttributeError):  # module (or the agreed function) not there yet
-        pass
-    nodes = hw.nodes + spares
-    server = hw.server or {}
-    if server.get("max_power_w"):
-        node_w = float(server["max_power_w"])
-        how = f"{nodes} nodes x {server['id']} max_power_w {node_w:g} W"
-    else:
-        node_w = hw.gpus_per_node * float(hw.accelerator["tdp_w"]) * SERVER_POWER_PER_GPU_TDP
-        how = (f"{nodes} nodes x {hw.gpus_per_node} x {hw.accelerator['tdp_w']:g} W TDP x "
-               f"{SERVER_POWER_PER_GPU_TDP} (server over GPU power, DGX A100/H100)")
-    it_kw = nodes * node_w / W_PER_KW
-    typ_kw = hw.nodes * node_w / W_PER_KW
-    fac = scenario.facility
-    per_rack_power = max(1, int(fac.rack_power_limit_kw * W_PER_KW // node_w))
-    ru = server.get("rack_units")
-    per_rack_space = max(1, int(fac.rack_units // ru)) if ru else per_rack_power
-    per_rack = min(per_rack_power, per_rack_space)
-    racks = math.ceil(nodes / per_rack)
-    note = (f"IT power = {how} = {it_kw:.0f} kW (energy: the {hw.nodes} job nodes at that power, "
-            f"{typ_kw:.0f} kW); racks = ceil({nodes} / {per_rack} nodes per rack) "
-            f"(facility budget, issue 4, not available)")
-    fallbacks["it_power_kw"] = note
-    findings.append(Finding("cost-fallback-facility", "info", note,
-                            fix="merge the facility module (issue 4) for a budget with network and storage power",
-                            field="facility"))
-    return it_kw, typ_kw, it_kw * fac.pue, racks
-
-
-def _network_capex(scenario: Scenario, cat: Any, hw: Any, nodes: int, prices: _Prices, topology: Any,
-                   fallbacks: dict[str, str], findings: list[Finding]) -> float:
-    costs = scenario.costs
-    if costs.network_price is not None:
+def _network_capex(scenario: Scenario, cat: Any, prices: _Prices, topology: TopologyDesign) -> float:
+    """Network CapEx [currency]: ``costs.network_price``, else the topology's bill of materials."""
+    if scenario.costs.network_price is not None:
         prices.sources["network"] = "scenario costs.network_price"
-        return float(costs.network_price)
-    net = scenario.network
-    server = hw.server or {}
-    switch = None
-    if net.switch:
-        switch = cat.get("switches", net.switch, path="network.switch")
-    nic = None
-    nic_id = net.nic or server.get("compute_nic_id")
-    if nic_id:
-        nic = cat.get("nics", nic_id, path="network.nic")
-    speed = float((switch or {}).get("port_speed_gbps") or (nic or {}).get("speed_gbps") or 200.0)
-    d = prices.defaults["network"]
-    per_port = _speed_key(speed, d["switch_per_port_by_gbps"])
-    link_d = _speed_key(speed, d["link_by_gbps"])
-    radix = int((switch or {}).get("ports") or 40)
-
-    def switch_price() -> float:
-        p = prices.item("switch", "switches", net.switch, None)
-        if p is None:
-            p = per_port["value"] * radix
-            prices.sources["switch"] = f"cost_defaults: {per_port['value']} per {speed:g}G port x {radix} ports ({per_port['source']})"
-        return p
-
-    topo = topology
-    if topo is None:
-        try:
-            from gpucluster_lib.network import topology as topology_mod  # issue 5
-
-            topo = topology_mod.design_topology(scenario, cat, nodes=nodes)
-        except (ImportError, AttributeError):
-            topo = None
-    if topo is not None:
-        for attr in ("capex_usd", "cost_usd", "price_usd"):
-            if getattr(topo, attr, None) is not None:
-                prices.sources["network"] = f"topology.{attr}"
-                return float(getattr(topo, attr))
-        bom = topo.bom() if hasattr(topo, "bom") else None
-        if bom:
-            return _price_network_bom(bom, cat, prices, d)
-        switches = getattr(topo, "switches", {}) or {}
-        n_sw = sum(switches.values()) if isinstance(switches, dict) else int(switches)
-        cables = getattr(topo, "cables", 0) or 0
-        n_links = sum(cables.values()) if isinstance(cables, dict) else int(cables)
-        prices.sources["links"] = f"cost_defaults: {link_d['value']} per {speed:g}G link incl. transceivers ({link_d['source']})"
-        return n_sw * switch_price() + n_links * link_d["value"]
-    per_node = net.nics_per_node or server.get("compute_nic_count") or hw.gpus_per_node
-    endpoints = nodes * int(per_node)
-    counts = fat_tree_counts(endpoints, radix)
-    n_sw = counts["leaf"] + counts["spine"] + counts["core"]
-    prices.sources["links"] = f"cost_defaults: {link_d['value']} per {speed:g}G link incl. transceivers ({link_d['source']})"
-    note = (f"non-blocking fat tree of radix {radix} for {endpoints} ports: {counts['leaf']} leaf + "
-            f"{counts['spine']} spine + {counts['core']} core switches, {counts['links']} links "
-            "(topology module, issue 5, not available)")
-    fallbacks["capex.network"] = note
-    findings.append(Finding("cost-fallback-topology", "info", note,
-                            fix="merge the topology module (issue 5) for the real switch, cable and optic counts",
-                            field="network"))
-    return n_sw * switch_price() + counts["links"] * link_d["value"]
+        return float(scenario.costs.network_price)
+    return _price_network_bom(topology.bom(), cat, prices, prices.defaults["network"])
 
 
 def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, defaults: dict[str, Any]) -> float:
@@ -462,8 +328,6 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
     * a copper RJ45 patch cord: the 100G link default's tenth (an ESTIMATE: Cat6A cords cost
       tens of USD).
     """
-    from gpucluster_lib.network.cabling import load_cabling
-
     split = defaults["optics_split"]
     t_share, f_share = float(split["transceiver_share"]["value"]), float(split["fibre_share"]["value"])
     optics: dict[str, Any] = {}
@@ -518,47 +382,34 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
     return total
 
 
-def _tokens_served(scenario: Scenario, cat: Any, gpus: int, fallbacks: dict[str, str],
-                   findings: list[Finding]) -> float | None:
+def _tokens_served(serving: Any, gpus: int, findings: list[Finding]) -> float | None:
     """Output tokens/s the whole cluster serves [tokens/s], the divisor of the cost per million tokens.
 
     The cost is the whole cluster's, so the tokens must be the whole cluster's too: the
     inference engine's tokens/s per GPU at the SLO-meeting batch
     (``inference.serve(...).tokens_per_s_per_gpu``) x the cluster's GPUs, in whole replicas
     (floor(GPUs / tensor parallel) x tensor parallel). Not the serving fleet sized for the
-    scenario's demand, which may be a small part of the cluster. Without the engine (or when
-    no batch meets the SLO), the scenario's demand stands in (marked as a fallback).
+    scenario's demand, which may be a small part of the cluster. None without a language
+    model to serve, or when no batch meets the SLO.
     """
-    try:
-        from gpucluster_lib import inference  # issue 6
-
-        fn = getattr(inference, "serve", None) or inference.estimate
-        est = fn(scenario, cat)
-        per_gpu = getattr(est, "tokens_per_s_per_gpu", None)
-        if per_gpu:
-            tp = int(getattr(est, "tensor_parallel", None) or 1)
-            serving_gpus = (gpus // tp) * tp if gpus >= tp else gpus
-            tps = float(per_gpu) * serving_gpus
-            findings.append(Finding(
-                "cost-per-token-basis", "info",
-                f"cost per million tokens if the whole cluster serves: {serving_gpus} GPUs x {per_gpu:,.1f} "
-                f"output tokens/s per GPU (inference engine, SLO-meeting batch) = {tps:,.0f} tokens/s, "
-                "against the whole cluster's annualised cost",
-                field="inference"))
-            return tps
-    except (ImportError, AttributeError):
-        pass
-    inf = scenario.inference
-    tps = inf.tokens_per_s or (inf.requests_per_s * inf.output_tokens if inf.requests_per_s else None)
-    if tps:
-        fallbacks["cost_per_million_tokens"] = ("the scenario's inference demand (inference.tokens_per_s or "
-                                                "requests_per_s x output_tokens) served by the whole cluster "
-                                                "(inference engine, issue 6, not available)")
+    per_gpu = getattr(serving, "tokens_per_s_per_gpu", None) if serving is not None else None
+    if not per_gpu:
+        return None
+    tp = int(getattr(serving, "tensor_parallel", None) or 1)
+    serving_gpus = (gpus // tp) * tp if gpus >= tp else gpus
+    tps = float(per_gpu) * serving_gpus
+    findings.append(Finding(
+        "cost-per-token-basis", "info",
+        f"cost per million tokens if the whole cluster serves: {serving_gpus} GPUs x {per_gpu:,.1f} "
+        f"output tokens/s per GPU (inference engine, SLO-meeting batch) = {tps:,.0f} tokens/s, "
+        "against the whole cluster's annualised cost",
+        field="inference"))
     return tps
 
 
 def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | None = None, budget: Any = None,
-           topology: Any = None, reliability_result: Any = None) -> CostResult:
+           topology: TopologyDesign | None = None, reliability_result: Any = None, hardware: Any = None,
+           storage: Any = None, spares: Any = None, serving: Any = None) -> CostResult:
     """CapEx, OpEx, TCO, per-GPU-hour and per-run cost and carbon of the scenario.
 
     Parameters
@@ -567,45 +418,50 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     catalog : Catalog, optional
     training_days : float, optional
         Wall-clock days of the training run [days]; default: the failure-aware expected days
-        of :func:`gpucluster_lib.reliability.core.assess`.
-    budget : object, optional
-        A facility budget (``it_power_kw``, ``facility_power_kw``, ``racks``); default from
-        the facility module (issue 4) or the documented fallback.
-    topology : object, optional
-        A topology design (``switches``, ``cables``); default from the topology module
-        (issue 5) or a fat-tree fallback.
+        of the reliability assessment (none without a training workload).
+    budget : Budget, optional
+        The facility budget (IT and facility power, racks, installed spares).
+    topology : TopologyDesign, optional
+        The network design whose bill of materials is priced.
     reliability_result : ReliabilityResult, optional
-        An already computed :func:`gpucluster_lib.reliability.core.assess` of the same scenario
-        (saves recomputing it in widgets).
-    """
-    from gpucluster_lib.economics import carbon as carbon
-    from gpucluster_lib.reliability import core as reliability
-    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+        The reliability assessment (expected days of the training run).
+    hardware, storage, spares, serving : optional
+        The resolved hardware, the storage design, the spare plan and the serving estimate
+        (tokens/s per GPU for the cost per million tokens).
 
+    Each argument left out is computed from the scenario; a
+    :class:`~gpucluster_lib.design.Design` passes them all, so nothing is computed twice.
+    """
     cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     costs = scenario.costs
     fac = scenario.facility
     findings: list[Finding] = []
-    fallbacks: dict[str, str] = {}
+    assumptions: dict[str, str] = {}
     prices = _Prices(scenario, cat)
     d = prices.defaults
 
     intensity, grid_src = carbon.grid_intensity(scenario)  # validate facility.grid_* before the heavy work
-    rel = reliability_result if reliability_result is not None else reliability.assess(scenario, cat)
-    for k, v in rel.fallbacks.items():
-        fallbacks[f"reliability.{k}"] = v
-    spares = rel.spare_nodes
-    nodes_bought = hw.nodes + spares
+    plan = spares if spares is not None else reliability.spare_plan(scenario, hw)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes)
+    topo = topology if topology is not None else design_topology(scenario, cat, hardware=hw)
+    if budget is None:
+        budget = facility.budget(scenario, cat, hardware=hw, spare_nodes=plan.spare_nodes, network=topo,
+                                 storage=store)
+    rel = reliability_result
+    if rel is None and training_days is None and has_transformer(scenario):
+        rel = reliability.assess(scenario, cat, hardware=hw, storage=store, spares=plan)
+    if rel is not None:
+        for k, v in rel.fallbacks.items():
+            assumptions[f"reliability.{k}"] = v
+    spares_n = int(getattr(budget, "spare_nodes", 0))
+    nodes_bought = hw.nodes + spares_n
 
     # ---- power and racks
-    # peak IT power (incl. spare nodes) sizes the building; typical IT power of the running job
-    # nodes (the facility budget's it_typical_kw) gives the energy, as in `gpucluster budget`
-    if budget is not None:
-        it_kw, fac_kw, racks = float(budget.it_power_kw), float(budget.facility_power_kw), int(budget.racks)
-        it_typ_kw = float(getattr(budget, "it_typical_kw", None) or it_kw)
-    else:
-        it_kw, it_typ_kw, fac_kw, racks = _budget(scenario, cat, hw, spares, fallbacks, findings)
+    # peak IT power (incl. the installed spares) sizes the building; the typical IT power of the
+    # running job nodes (the budget's it_typical_kw) gives the energy, as in `gpucluster budget`
+    it_kw, fac_kw, racks = float(budget.it_power_kw), float(budget.facility_power_kw), int(budget.racks)
+    it_typ_kw = float(getattr(budget, "it_typical_kw", None) or it_kw)
     pue = fac_kw / it_kw if it_kw > 0 else fac.pue
 
     # ---- CapEx
@@ -626,30 +482,26 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     compute = nodes_bought * node_price + scenario.hardware.head_nodes * head_price
     # the fabric is sized for the job's nodes: a spare takes a free port or the place of the
     # failed node it replaces, so spares must not add switches (or a whole scalable unit)
-    network = _network_capex(scenario, cat, hw, hw.nodes, prices, topology, fallbacks, findings)
-    if spares:
+    network = _network_capex(scenario, cat, prices, topo)
+    if spares_n:
         findings.append(Finding("cost-fabric-job-nodes", "info",
-                                f"network fabric sized and priced for the {hw.nodes} job nodes; the {spares} spare "
+                                f"network fabric sized and priced for the {hw.nodes} job nodes; the {spares_n} spare "
                                 "node(s) use free switch ports or take the failed node's place and cabling",
                                 fix="set costs.network_price if your design wires the spares permanently",
                                 field="reliability.spare_nodes"))
     # storage: the same appliances as the facility budget and the checkpoint write time
     # (gpucluster_lib.facility.storage.size_storage); a single node on local NVMe buys none
-    store = getattr(rel, "storage", None)
-    if store is None:
-        from gpucluster_lib.facility.storage import size_storage
-        store = size_storage(scenario, cat, nodes=hw.nodes, checkpoint_bytes=rel.checkpoint_bytes)
-    storage = 0.0
+    storage_capex = 0.0
     if store.appliances:
         unit_price = prices.item("storage", "storage", store.system, None)
         if unit_price is None:
             per_tb = prices.default("storage_per_tb", d["storage"]["per_tb"], costs.storage_per_tb,
                                     "costs.storage_per_tb")
-            cap_tb = store.appliance_capacity_tb or reliability.FALLBACK_STORAGE_CAPACITY_TB
+            cap_tb = store.appliance_capacity_tb or FALLBACK_STORAGE_CAPACITY_TB
             unit_price = per_tb * cap_tb
             prices.sources["storage"] = (f"{store.appliances} x {store.system}: {cap_tb:g} TB x "
                                          f"{per_tb:g} per TB ({prices.sources['storage_per_tb']})")
-        storage = store.appliances * unit_price
+        storage_capex = store.appliances * unit_price
     rack_price = prices.default("rack", d["facility"]["rack_with_pdus"], costs.rack_price, "costs.rack_price")
     if costs.facility_model == "build":
         per_kw = prices.default("facility_per_kw", d["facility"]["build_per_kw"], costs.facility_per_kw,
@@ -658,8 +510,8 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     else:
         building = 0.0
     facility_capex = building + racks * rack_price
-    it_capex = compute + network + storage
-    capex = {"compute": compute, "network": network, "storage": storage, "facility": facility_capex,
+    it_capex = compute + network + storage_capex
+    capex = {"compute": compute, "network": network, "storage": storage_capex, "facility": facility_capex,
              "total": it_capex + facility_capex}
 
     # ---- OpEx
@@ -688,7 +540,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     per_gpu_h = cost_per_gpu_hour(annual, hw.gpus)
 
     # ---- training run, rent, serving
-    days = training_days if training_days is not None else rel.training_days_expected
+    days = training_days if training_days is not None else (rel.training_days_expected if rel is not None else None)
     if days is not None and not days > 0:
         raise ValueError(f"training_days must be positive, got {days!r}")
     run_gpu_h = gpu_hours(hw.gpus, days) if days is not None else None
@@ -703,7 +555,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         prices.sources["rent"] = f"cost_defaults: {r['source']} ({r['date']})"
     rent_run = run_gpu_h * rent if run_gpu_h is not None else None
     breakeven = break_even_utilization(annual, hw.gpus, rent) if rent > 0 else math.inf
-    tps = _tokens_served(scenario, cat, hw.gpus, fallbacks, findings)
+    if serving is None and has_transformer(scenario):
+        serving = serve(scenario, cat, hardware=hw, cluster_facility=budget)
+    tps = _tokens_served(serving, hw.gpus, findings)
     per_m_tokens = annual / (tps * SECONDS_PER_YEAR) * TOKENS_PER_MILLION if tps else None
 
     # ---- carbon
@@ -737,20 +591,11 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         break_even_utilization=breakeven, cost_per_million_tokens=per_m_tokens, tokens_per_s_served=tps,
         energy_mwh_per_year=mwh_year, grid_kg_co2e_per_kwh=intensity, grid_source=grid_src,
         co2e_tonnes_per_year=co2_year, training_run_energy_mwh=run_mwh, training_run_co2e_tonnes=run_co2,
-        price_sources=dict(sorted(prices.sources.items())), fallbacks=fallbacks, findings=sort_findings(findings),
+        price_sources=dict(sorted(prices.sources.items())), assumptions=assumptions, findings=sort_findings(findings),
         storage={"system": store.system, "units": store.appliances},
     )
 
 
 def grid_presets() -> dict[str, float]:
     """Grid intensity presets {region: kg CO2e per kWh} (``data/grid_intensity.yaml``)."""
-    from gpucluster_lib.economics.carbon import load_grid_presets
-
     return {k: float(v["kg_co2e_per_kwh"]) for k, v in load_grid_presets()["regions"].items()}
-
-
-def report_charts(result: CostResult) -> list[Any]:
-    """Charts for the batch report (:mod:`gpucluster_lib.report.render` hook)."""
-    from gpucluster_lib.charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
-
-    return [cost_waterfall(result), tco_over_years(result), build_vs_rent(result), carbon_chart(result, grid_presets())]

@@ -27,14 +27,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.catalog import Catalog
-from gpucluster_lib.errors import GpuClusterError, ScenarioError
-from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-from gpucluster_lib.hardware.node import NodeDesign, build_node
-from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.facility.storage import StorageDesign, size_storage
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.hardware.node import NodeDesign, build_node
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
+from gpucluster_lib.network.topology import TopologyDesign, design_topology
+from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import (
     BTU_PER_H_PER_TON,
     BTU_PER_H_PER_W,
@@ -197,66 +198,6 @@ def hall_layout(racks: int, racks_per_row: int = pa.RACKS_PER_ROW) -> tuple[int,
     return rows, length, depth, length * depth
 
 
-# --------------------------------------------------------------------------- network estimate
-
-
-@dataclass(frozen=True)
-class NetworkEstimate:
-    fabric_switches: int
-    mgmt_switches: int
-    power_w: float
-    typical_w: float
-    rack_units: int
-    switch_id: str
-    tiers: int
-
-
-def fabric_switch_count(endpoints: np.ndarray | int, radix: int) -> tuple[np.ndarray, np.ndarray]:
-    """Switches of a non-blocking folded Clos for ``endpoints`` ports (vectorised).
-
-    One switch up to ``radix`` endpoints; two tiers up to radix^2/2 (leaves =
-    ceil(E / (k/2)), spines = ceil(leaves / 2)); beyond, a three-tier fat tree with 5E/k
-    switches (Al-Fares et al., SIGCOMM 2008: k^3/4 hosts on 5k^2/4 switches).
-
-    Returns
-    -------
-    (switches, tiers) as integer arrays.
-    """
-    e = np.asarray(endpoints, dtype=float)
-    k = float(radix)
-    leaves = np.ceil(e / (k / 2))
-    two = leaves + np.ceil(leaves / 2)
-    three = np.ceil(5 * e / k)
-    sw = np.where(e <= 0, 0, np.where(e <= k, 1, np.where(e <= k * k / 2, two, three)))
-    tiers = np.where(e <= 0, 0, np.where(e <= k, 1, np.where(e <= k * k / 2, 2, 3)))
-    return sw.astype(int), tiers.astype(int)
-
-
-def estimate_network(scenario: Scenario, cat: Catalog, node: NodeDesign, nodes: int,
-                     compute_racks: int) -> NetworkEstimate:
-    """Fallback network power and space when the topology module is not available.
-
-    Compute fabric: :func:`fabric_switch_count` on nodes x fabric ports of
-    ``network.switch`` (else a 64-port 1U 1,720 W switch); none for a single node unless
-    the topology is ``single-switch``. Management: one 1U 100 W switch per compute rack,
-    in the rack's reserved space. The storage fabric is not estimated.
-    """
-    sw_id = scenario.network.switch
-    sw = cat.get("switches", sw_id, path="network.switch") if sw_id else dict(pa.FALLBACK_SWITCH)
-    endpoints = nodes * max(node.fabric_ports, 1)
-    if nodes == 1 and scenario.network.topology != "single-switch":
-        endpoints = 0
-    count, tiers = fabric_switch_count(endpoints, int(sw["ports"]))
-    n_fabric = int(count)
-    max_w = float(sw["max_power_w"])
-    typ_w = float(sw.get("typical_power_w") or max_w)
-    return NetworkEstimate(
-        fabric_switches=n_fabric, mgmt_switches=compute_racks,
-        power_w=n_fabric * max_w + compute_racks * pa.MGMT_SWITCH_W,
-        typical_w=n_fabric * typ_w + compute_racks * pa.MGMT_SWITCH_W,
-        rack_units=n_fabric * int(sw["rack_units"]), switch_id=str(sw["id"]), tiers=int(tiers))
-
-
 # --------------------------------------------------------------------------- budget
 
 
@@ -276,6 +217,7 @@ class Budget:
     """The rack and hall budget of a scenario. Powers in kW unless the name says W."""
 
     node: NodeDesign
+    #: job nodes (the nodes the workload runs on) [count]
     nodes: int
     rack_units: int
     rack_fit: RackFit
@@ -324,6 +266,13 @@ class Budget:
     findings: list[Finding] = field(default_factory=list)
     #: the shared storage design (:func:`gpucluster_lib.facility.storage.size_storage`)
     storage: StorageDesign | None = None
+    #: installed hot-spare nodes: racked and counted at peak power, standing by (not in the typical power)
+    spare_nodes: int = 0
+
+    @property
+    def nodes_installed(self) -> int:
+        """Job nodes plus installed spares [count]."""
+        return self.nodes + self.spare_nodes
 
     @property
     def nodes_per_rack(self) -> int:
@@ -364,6 +313,8 @@ class Budget:
                                for c in n.components],
             },
             "nodes": self.nodes,
+            "spare_nodes": self.spare_nodes,
+            "nodes_installed": self.nodes_installed,
             "gpus": self.nodes * n.gpus_per_node,
             "nodes_per_rack": self.nodes_per_rack,
             "binding_constraint": self.binding_constraint,
@@ -410,44 +361,28 @@ class Budget:
         }
 
 
-def _network(scenario: Scenario, cat: Catalog, node: NodeDesign, nodes: int, compute_racks: int,
-             network_power_w: float | None, network_rack_units: int | None,
-             findings: list[Finding]) -> tuple[float, float, int, str]:
+def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, nodes: int, network: TopologyDesign | None,
+             network_power_w: float | None, network_rack_units: int | None) -> tuple[float, float, int, str]:
+    """(peak W, typical W, rack units, source) of the networks: given, else the topology design."""
     if network_power_w is not None:
         if network_power_w < 0:
             raise ScenarioError("network_power_w", f"must not be negative, got {network_power_w!r}")
         ru = network_rack_units
         if ru is None:
-            ru = estimate_network(scenario, cat, node, nodes, compute_racks).rack_units
+            ru = (network if network is not None and network.nodes == nodes
+                  else design_topology(scenario, cat, nodes=nodes, hardware=hw)).network_rack_units
         return float(network_power_w), float(network_power_w), int(ru), "given"
-    try:
-        from gpucluster_lib.network.topology import design_topology  # issue 5; optional
-    except ImportError:
-        design_topology = None
-    if design_topology is not None:
-        try:
-            topo = design_topology(scenario, cat, nodes=nodes)
-            power = float(topo.network_power_w)
-            typical = float(getattr(topo, "network_typical_power_w", None) or power)
-            ru = int(topo.network_rack_units if network_rack_units is None else network_rack_units)
-            return power, typical, ru, "topology"
-        except GpuClusterError as e:
-            findings.append(Finding("network_estimate", "warning",
-                                    f"the topology design failed ({e}); network power is estimated instead",
-                                    fix="fix the network section (see the topology tab)", field="network"))
-    est = estimate_network(scenario, cat, node, nodes, compute_racks)
-    findings.append(Finding("network_estimate", "info",
-                            f"network estimated: {est.fabric_switches} x {est.switch_id} fabric switches "
-                            f"({est.tiers} tier{'s' if est.tiers != 1 else ''}, non-blocking) + "
-                            f"{est.mgmt_switches} management switches = {est.power_w / W_PER_KW:,.1f} kW, "
-                            f"{est.rack_units}U; the storage fabric is not included",
-                            fix="the topology module gives the exact switch, cable and optics counts"))
-    ru = est.rack_units if network_rack_units is None else int(network_rack_units)
-    return est.power_w, est.typical_w, ru, "estimate"
+    topo = network if network is not None and network.nodes == nodes else design_topology(
+        scenario, cat, nodes=nodes, hardware=hw)
+    ru = int(topo.network_rack_units if network_rack_units is None else network_rack_units)
+    # the switch datasheets give maximum power only: the typical draw is taken as the maximum
+    return float(topo.network_power_w), float(topo.network_power_w), ru, "topology"
 
 
 def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
-           network_power_w: float | None = None, network_rack_units: int | None = None) -> Budget:
+           spare_nodes: int = 0, network_power_w: float | None = None, network_rack_units: int | None = None,
+           hardware: ClusterHardware | None = None, node: NodeDesign | None = None,
+           network: TopologyDesign | None = None, storage: StorageDesign | None = None) -> Budget:
     """The rack and hall budget of a scenario.
 
     Parameters
@@ -455,8 +390,14 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     scenario : reads ``hardware`` (node, ``nodes``, ``head_nodes``), ``network`` and ``facility``.
     catalog : the catalogue (default: the scenario's).
     nodes : compute nodes, overriding ``hardware.nodes`` (e.g. a serving fleet) [count].
-    network_power_w : total switch power [W], overriding the topology design / estimate.
+    spare_nodes : installed hot spares [count]: racked, powered at peak (the building and
+        the UPS must carry them when they replace failed nodes), not in the typical draw
+        (a spare stands by). The fabric and the storage are sized for the job nodes: a spare
+        takes a free port or the failed node's place.
+    network_power_w : total switch power [W], overriding the topology design.
     network_rack_units : switch rack units [U].
+    hardware, node, network, storage : a Design's upstream results (the resolved hardware,
+        the built node, the network design and the storage design); computed when omitted.
 
     Returns
     -------
@@ -468,13 +409,18 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     fac = scenario.facility
     if fac.pue < 1:
         raise ScenarioError("facility.pue", f"must be at least 1, got {fac.pue!r}")
-    node = build_node(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
+    node = node if node is not None else build_node(scenario, cat, hardware=hw)
     if nodes is None:
-        n = resolve_hardware(scenario, cat).nodes
+        n = hw.nodes
     else:
         if isinstance(nodes, bool) or not isinstance(nodes, (int, np.integer)) or nodes < 1:
             raise ScenarioError("nodes", f"must be a positive whole number of nodes, got {nodes!r}")
         n = int(nodes)
+    if isinstance(spare_nodes, bool) or not isinstance(spare_nodes, (int, np.integer)) or spare_nodes < 0:
+        raise ScenarioError("reliability.spare_nodes", f"must be a whole number of nodes, at least 0, got {spare_nodes!r}")
+    spares = int(spare_nodes)
+    installed = n + spares
     findings: list[Finding] = list(node.findings)
 
     # ---- racks for compute
@@ -487,13 +433,13 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                    reserved_kg=pa.MGMT_SWITCH_KG if reserved_u else 0.0)
     _rack_findings(fit, node, fac, cooling_limit_kw, findings)
     npr = fit.nodes_per_rack
-    compute_racks = math.ceil(n / npr)
+    compute_racks = math.ceil(installed / npr)
 
     # ---- network, storage, head nodes
-    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, node, n, compute_racks, network_power_w,
-                                                 network_rack_units, findings)
+    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, n, network, network_power_w,
+                                                 network_rack_units)
     # shared storage: the same design as the checkpoint write time and the storage CapEx
-    store = size_storage(scenario, cat, nodes=n)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=n)
     if fac.storage_power_kw is not None:
         storage_w = fac.storage_power_kw * W_PER_KW
         appliances = math.ceil(storage_w / store.appliance_power_w - 1e-9) if storage_w else 0
@@ -523,19 +469,19 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
 
     # ---- infrastructure racks (network, storage, head nodes)
     infra_ru = net_ru + storage_ru + head_ru
-    infra_w = (net_w - (compute_racks * pa.MGMT_SWITCH_W if net_src == "estimate" else 0.0)) + storage_w + head_w
+    infra_w = net_w + storage_w + head_w
     usable_u = max(1, fac.rack_units - fac.reserved_rack_units)
     rack_cap_w = min(fac.rack_power_limit_kw, cooling_limit_kw) * W_PER_KW
-    free_u = fac.rack_units - reserved_u - n * node.rack_units
-    free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - n * node.peak_power_w
+    free_u = fac.rack_units - reserved_u - installed * node.rack_units
+    free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - installed * node.peak_power_w
     infra_racks = int(infra_rack_count(infra_ru, infra_w, compute_racks, free_u, free_w, usable_u, rack_cap_w))
     racks = compute_racks + infra_racks
     shared = infra_ru > 0 and infra_racks == 0
     rows, length, depth, area = hall_layout(racks, fac.racks_per_row)
-    ru_used = n * node.rack_units + infra_ru + (compute_racks + infra_racks) * reserved_u
+    ru_used = installed * node.rack_units + infra_ru + (compute_racks + infra_racks) * reserved_u
 
     # ---- power, heat, air
-    it_w = n * node.peak_power_w + net_w + storage_w + head_w
+    it_w = installed * node.peak_power_w + net_w + storage_w + head_w
     it_typ_w = (n * node.typical_power_w + net_typ_w + storage_w * STORAGE_TYPICAL_FRACTION
                 + heads * pa.HEAD_NODE_TYPICAL_W)
     fac_w = facility_power_w(it_w, fac.pue)
@@ -552,12 +498,9 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         findings.append(Finding("power_redundancy", "warning",
                                 "facility.power_redundancy is 'N': one UPS or generator failure drops the load",
                                 fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
-    # the per-rack 1U management switch is part of the IT power only in the fallback network
-    # estimate (estimate_network counts one per compute rack); a topology design or a given
-    # network power carries its own management switches, so adding it here would make one
-    # rack draw more than the whole IT load
-    oob_w = pa.MGMT_SWITCH_W if (reserved_u and net_src == "estimate") else 0.0
-    rack_kw = (min(npr, n) * node.peak_power_w + oob_w + (infra_w if shared else 0.0)) / W_PER_KW
+    # the per-rack management switch is in the network design's power (its management
+    # network), so it is not added to the rack again here
+    rack_kw = (min(npr, installed) * node.peak_power_w + (infra_w if shared else 0.0)) / W_PER_KW
 
     return Budget(
         node=node, nodes=n, rack_units=fac.rack_units, rack_fit=fit, compute_racks=compute_racks,
@@ -575,10 +518,10 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         generator_kw=gen_kw, generator_kva=gen_kw / GENERATOR_POWER_FACTOR, annual_energy_mwh=energy_mwh,
         energy_price_per_kwh=fac.energy_price_per_kwh,
         annual_energy_cost=energy_mwh * KW_PER_MW * fac.energy_price_per_kwh, rack_power_kw=rack_kw,
-        elevation=rack_elevation(node, min(npr, n), fac.rack_units, reserved_u,
+        elevation=rack_elevation(node, min(npr, installed), fac.rack_units, reserved_u,
                                  extra=_infra_items(net_ru, storage_ru, heads, infra_w - storage_w - head_w, storage_w)
                                  if shared else ()),
-        findings=sort_findings(findings), storage=store,
+        findings=sort_findings(findings), storage=store, spare_nodes=spares,
     )
 
 
@@ -673,10 +616,8 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     """Racks, IT and facility power against node count, vectorised from a budget.
 
     The node, rack fit, PUE, storage rule and head nodes come from ``b``. Network power:
-    with the fallback estimate (``b.network_source == 'estimate'``) the switch count is
-    recomputed per count (:func:`fabric_switch_count`, needs ``scenario``/``catalog``);
-    otherwise it scales linearly with the node count (an approximation: real fabrics grow
-    in steps).
+    it scales linearly with the node count (an approximation: real fabrics grow in steps;
+    the Network tab's growth chart counts them).
 
     Returns
     -------
@@ -687,23 +628,10 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
         raise ScenarioError("nodes", "node counts must be at least 1")
     node = b.node
     compute_racks = np.ceil(n / b.nodes_per_rack)
-    if b.network_source == "estimate" and scenario is not None:
-        cat = catalog or catalog_for(scenario)
-        sw_id = scenario.network.switch
-        sw = cat.get("switches", sw_id) if sw_id else dict(pa.FALLBACK_SWITCH)
-        endpoints = n * max(node.fabric_ports, 1)
-        if scenario.network.topology != "single-switch":
-            endpoints = np.where(n == 1, 0, endpoints)
-        count, _ = fabric_switch_count(endpoints, int(sw["ports"]))
-        fabric_w = count * float(sw["max_power_w"])
-        net_w = fabric_w + compute_racks * pa.MGMT_SWITCH_W
-        net_ru = count * int(sw["rack_units"])
-        infra_net_w = fabric_w
-    else:
-        per = b.network_power_w / b.nodes
-        net_w = per * n
-        net_ru = np.ceil(b.network_rack_units / b.nodes * n)
-        infra_net_w = net_w
+    per = b.network_power_w / b.nodes
+    net_w = per * n
+    net_ru = np.ceil(b.network_rack_units / b.nodes * n)
+    infra_net_w = net_w
     fac_store = b.storage_power_w if (scenario is not None and scenario.facility.storage_power_kw is not None) else None
     if fac_store is not None:
         storage_w = np.full_like(n, fac_store)

@@ -31,10 +31,11 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError
+from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, TB
+from gpucluster_lib.workloads.checkpoint import scenario_checkpoint_bytes
 
 #: Shared file system used when the scenario names none (storage.csv id; the DDN A3I
 #: appliance of the NVIDIA DGX SuperPOD reference architectures).
@@ -141,15 +142,6 @@ def appliances_needed(checkpoint_bytes: float, target_s: float, write_gb_per_s: 
     by_bw = math.ceil(checkpoint_bytes / (target_s * write_gb_per_s * GB) - 1e-9)
     by_cap = math.ceil(kept * checkpoint_bytes / (capacity_tb * TB) - 1e-9) if capacity_tb else 0
     return by_bw, by_cap
-
-
-def scenario_checkpoint_bytes(scenario: Scenario) -> float:
-    """Checkpoint size of the scenario's model [B] = params x bytes per parameter (default 14)."""
-    from gpucluster_lib.workloads.transformer import resolve_transformer
-    from gpucluster_lib.reliability.core import CHECKPOINT_BYTES_PER_PARAM
-
-    per_param = scenario.reliability.checkpoint_bytes_per_param or CHECKPOINT_BYTES_PER_PARAM
-    return resolve_transformer(scenario.model).total_params() * per_param
 
 
 def _num(row: Any, key: str) -> float | None:

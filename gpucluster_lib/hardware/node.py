@@ -36,11 +36,11 @@ import math
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.scenario import CountSpec, Scenario, parse_redundancy
 from gpucluster_lib.units import GB, GIB
 
@@ -325,7 +325,8 @@ def default_parts(scenario: Scenario, acc: dict[str, Any], gpus: int, chassis: d
             "mgmt_ports": int(ch.get("mgmt_ports_count") or 2), "drives": drives, "psus": psus}
 
 
-def build_node(scenario: Scenario, catalog: Catalog | None = None) -> NodeDesign:
+def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
+               hardware: ClusterHardware | None = None) -> NodeDesign:
     """Build one node from the scenario and check it.
 
     Parameters
@@ -333,6 +334,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None) -> NodeDesign
     scenario : the scenario; ``hardware`` (server or parts), ``network`` (NICs when parts
         leave them out; topology for the fabric-port rule) and ``facility.cooling`` are read.
     catalog : the catalogue (default: the scenario's).
+    hardware : the resolved hardware (default: resolved from the scenario).
 
     Returns
     -------
@@ -340,7 +342,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None) -> NodeDesign
     :class:`~gpucluster_lib.errors.ScenarioError`.
     """
     cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     acc, server, gpus = hw.accelerator, hw.server, hw.gpus_per_node
     parts = scenario.hardware.parts
     chassis: dict[str, Any] | None = None

@@ -89,32 +89,3 @@ def resolve_hardware(scenario: Scenario, catalog: Catalog | None = None) -> Clus
     else:
         nodes = 1
     return ClusterHardware(accelerator=acc, server=server, gpus_per_node=gpn, nodes=nodes)
-
-
-#: Fallback fabric bandwidth per GPU when neither the scenario nor the server names NICs:
-#: one 200 Gb/s HDR port per GPU, as in the DGX A100 (DGX A100 User Guide: 8x ConnectX-6 200 Gb/s).
-FALLBACK_GBPS_PER_GPU = 200.0
-
-
-def fabric_gbps_per_gpu(scenario: Scenario, hw: ClusterHardware, catalog: Catalog) -> float:
-    """Scale-out (inter-node) injection bandwidth per GPU [Gb/s], one direction.
-
-    ``network.inter_node_gbps_per_gpu`` when given; otherwise the compute NICs
-    (``network.nic`` x ``network.nics_per_node``, else the server's compute NICs):
-    speed x ports x count / GPUs per node, divided by ``network.oversubscription``.
-    The topology module (issue #5) refines this with the fabric's real bisection and
-    rail alignment; callers should use this function so they pick that up.
-    """
-    net = scenario.network
-    if net.inter_node_gbps_per_gpu is not None:
-        return net.inter_node_gbps_per_gpu
-    if net.switch or net.topology == "ring":  # issue 5: the designed fabric (oversubscription, rail alignment)
-        from gpucluster_lib.network.topology import per_gpu_allreduce_gbps
-
-        return per_gpu_allreduce_gbps(scenario, catalog, hw.nodes)
-    nic_id = net.nic or (hw.server or {}).get("compute_nic_id")
-    count = net.nics_per_node or (hw.server or {}).get("compute_nic_count") or (hw.gpus_per_node if nic_id else 0)
-    if not nic_id or not count:
-        return FALLBACK_GBPS_PER_GPU / net.oversubscription
-    nic = catalog.get("nics", nic_id, path="network.nic")
-    return nic["speed_gbps"] * nic["ports"] * count / hw.gpus_per_node / net.oversubscription

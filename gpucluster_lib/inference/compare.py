@@ -8,9 +8,9 @@ from typing import Any
 import pandas as pd
 
 from gpucluster_lib.findings import has_errors
-from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.inference.precision import compute_peak_tflops
 from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.scenario import Scenario
 
 #: Accelerators compared by default (those present in the catalogue are used).
 DEFAULT_COMPARISON = ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "mi300x", "l40s")

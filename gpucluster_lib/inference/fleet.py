@@ -1,22 +1,23 @@
 """From one replica to a fleet: replicas, GPUs, nodes, racks, power and cost.
 
-Racks and IT power come from the facility budget of issue #4
+Racks and IT power come from the facility budget
 (:func:`gpucluster_lib.facility.site.budget`, with ``nodes`` = the fleet's nodes: compute racks
 plus network, storage and head nodes, IT power including them); its warnings and errors
-are passed on. Without that module (a documented fallback) a node draws the server's ``max_power_w`` from the catalogue
-(a generic node: the GPUs' TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x
-700 W / 10.2 kW, DGX H100 User Guide), and a rack holds as many nodes as both its power
-limit (``facility.rack_power_limit_kw``) and its height (``facility.rack_units`` less
+are passed on. The quick mode (``use_facility=False``, for comparing many accelerators at once)
+counts a node at the server's ``max_power_w`` from the catalogue (a generic node: the GPUs'
+TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x 700 W / 10.2 kW, DGX H100 User
+Guide), and a rack holds as many nodes as both its power limit
+(``facility.rack_power_limit_kw``) and its height (``facility.rack_units`` less
 :data:`RESERVED_RACK_UNITS` for switches and patch panels) allow.
 """
 
 from __future__ import annotations
 
-import importlib
 import math
 from dataclasses import dataclass
 from typing import Any
 
+from gpucluster_lib.facility import site as facility
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.units import KW_PER_MW, W_PER_KW
 
@@ -41,7 +42,7 @@ class FleetSize:
     it_power_kw: float
     facility_power_kw: float
     capex_usd: float | None
-    source: str  # "facility.budget" or "fallback"
+    source: str  # "facility budget" or "quick estimate"
 
 
 def node_power_w(server: dict[str, Any] | None, accelerator: dict[str, Any], gpus_per_node: int) -> float:
@@ -59,8 +60,13 @@ def nodes_per_rack(node_w: float, node_u: float, rack_power_limit_kw: float, rac
 
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
-               findings: list[Finding], use_facility: bool = True) -> FleetSize:
-    """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes."""
+               findings: list[Finding], use_facility: bool = True, node: Any = None,
+               cluster_facility: Any = None) -> FleetSize:
+    """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes.
+
+    ``node`` (the built node) and ``cluster_facility`` (the cluster's budget, used as it is
+    when the fleet has the cluster's node count) come from a Design; computed when omitted.
+    """
     gpn = hw.gpus_per_node
     if tp <= gpn:
         per_node = gpn // tp
@@ -69,18 +75,16 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         nodes = replicas * math.ceil(tp / gpn)
     gpus = replicas * tp
     racks = it_kw = fac_kw = None
-    source = "fallback"
-    try:  # issue #4's facility budget; the fallback below keeps this module usable without it
-        facility = importlib.import_module("gpucluster_lib.facility.site") if use_facility else None
-    except ImportError:
-        facility = None
-    if facility is not None and hasattr(facility, "budget") and nodes:
-        b = facility.budget(scenario, catalog, nodes=nodes)
-        racks, it_kw = int(b.racks), float(b.it_power_kw)
-        fac_kw = float(getattr(b, "facility_power_kw", it_kw * scenario.facility.pue))
-        source = "facility.budget"
+    source = "quick estimate"
+    if use_facility and nodes:
+        if cluster_facility is not None and cluster_facility.nodes == nodes:
+            b = cluster_facility
+        else:
+            b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node)
+        racks, it_kw, fac_kw = int(b.racks), float(b.it_power_kw), float(b.facility_power_kw)
+        source = "facility budget"
         # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there
-        findings.extend(f for f in getattr(b, "findings", []) if f.severity != "info")
+        findings.extend(f for f in b.findings if f.severity != "info")
     else:
         node_w = node_power_w(hw.server, hw.accelerator, gpn)
         node_u = _num((hw.server or {}).get("rack_units")) or GENERIC_NODE_U
@@ -99,11 +103,11 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         it_kw = nodes * node_w / W_PER_KW
         fac_kw = it_kw * scenario.facility.pue
         findings.append(Finding(
-            "inference.facility_fallback", "info",
-            f"racks and power estimated here: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
+            "inference.quick_estimate", "info",
+            f"racks and power estimated quickly: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
             f"(server max power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
             f"facility power = IT x PUE {scenario.facility.pue:g}",
-            fix="the facility budget (issue #4) refines this with PDUs, cooling and redundancy"))
+            fix="the design's facility budget adds network, storage and head nodes"))
     capex = capex_usd(scenario, hw, nodes=nodes, gpus=gpus, findings=findings)
     return FleetSize(replicas, gpus, nodes, racks, it_kw, fac_kw, capex, source)
 

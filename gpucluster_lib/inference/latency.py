@@ -29,10 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpucluster_lib.workloads.transformer import TransformerArch
-from gpucluster_lib.units import GB, TERA
 from gpucluster_lib.inference.efficiency import ServingEfficiency
 from gpucluster_lib.inference.precision import ACTIVATION_BYTES
+from gpucluster_lib.units import GB, TERA
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 
 @dataclass(frozen=True)

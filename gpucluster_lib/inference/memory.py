@@ -25,10 +25,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpucluster_lib.workloads.transformer import TransformerArch
-from gpucluster_lib.units import GIB
 from gpucluster_lib.inference.efficiency import ServingEfficiency
 from gpucluster_lib.inference.precision import ACTIVATION_BYTES
+from gpucluster_lib.units import GIB
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: TensorRT-LLM default ``max_num_tokens`` per engine step [tokens].
 DEFAULT_MAX_NUM_TOKENS = 8192

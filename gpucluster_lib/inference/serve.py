@@ -19,10 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.hardware.resolve import catalog_for, fabric_gbps_per_gpu, resolve_hardware
-from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transformer
-from gpucluster_lib.scenario import Scenario
-from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
 from gpucluster_lib.inference.fleet import FleetSize, per_mw, size_fleet
 from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times, prefill_time
@@ -35,6 +32,12 @@ from gpucluster_lib.inference.precision import (
     compute_precision,
     supported_precisions,
 )
+from gpucluster_lib.inference.vision import serve_vision
+from gpucluster_lib.network.topology import fabric_gbps_per_gpu
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S
+from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transformer
+from gpucluster_lib.workloads.vision import is_vision_model
 
 ASSUMPTIONS = (
     "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
@@ -148,12 +151,14 @@ class _TpResult:
     fits: bool
 
 
-def _replica_hardware(scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float) -> ReplicaHardware:
+def _replica_hardware(scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
+                      fabric_gbps: float | None = None) -> ReplicaHardware:
     acc = hw.accelerator
     if tp <= hw.gpus_per_node:
         link = float(acc["scaleup_bandwidth_gb_per_s"]) / 2  # catalogue: bidirectional total
     else:
-        link = fabric_gbps_per_gpu(scenario, hw, catalog) * GBPS_IN_BYTES_PER_S / GB
+        gbps = fabric_gbps if fabric_gbps is not None else fabric_gbps_per_gpu(scenario, hw, catalog)
+        link = gbps * GBPS_IN_BYTES_PER_S / GB
     return ReplicaHardware(peak, float(acc["memory_bandwidth_gb_per_s"]), link, tp)
 
 
@@ -174,11 +179,12 @@ def _display_rows(batches: np.ndarray, chosen: int | None) -> np.ndarray:
 
 
 def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
-                 gemm_eff: float, eff: ServingEfficiency, weight_bytes: float, kv_bytes: float) -> _TpResult:
+                 gemm_eff: float, eff: ServingEfficiency, weight_bytes: float, kv_bytes: float,
+                 fabric_gbps: float | None = None) -> _TpResult:
     inf = scenario.inference
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff)
-    rhw = _replica_hardware(scenario, hw, catalog, tp, peak)
+    rhw = _replica_hardware(scenario, hw, catalog, tp, peak, fabric_gbps)
     fits = mem.max_batch >= 1
     batches = _batch_grid(max(mem.max_batch, 1), inf.batch_size)
     parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
@@ -235,7 +241,8 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
             fix=f"use tensor_parallel <= {hw.gpus_per_node}", field="inference.tensor_parallel"))
 
 
-def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True) -> ServingEstimate:
+def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
+          fabric_gbps: float | None = None, node: Any = None, cluster_facility: Any = None) -> ServingEstimate:
     """Size the serving fleet of ``scenario`` (see module doc).
 
     Parameters
@@ -249,8 +256,12 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     catalog : Catalog, optional
         Defaults to the scenario's catalogue (:func:`~gpucluster_lib.hardware.resolve.catalog_for`).
     facility_budget : bool
-        Racks and IT power from issue #4's facility budget (default); False uses the
+        Racks and IT power of the fleet from the facility budget (default); False uses the
         servers' maximum power and a rack fit (faster; used by the accelerator comparison).
+    hardware, fabric_gbps, node, cluster_facility : optional
+        Upstream results of a :class:`~gpucluster_lib.design.Design` (the resolved hardware,
+        the fabric bandwidth per GPU [Gb/s], the built node and the cluster's facility
+        budget, reused when the fleet has the cluster's node count); computed when omitted.
 
     Returns
     -------
@@ -261,12 +272,10 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         problems (does not fit, SLO unmet, bad TP, unsupported precision) are findings;
         only malformed input raises (:class:`~gpucluster_lib.errors.GpuClusterError`).
     """
-    from gpucluster_lib.workloads.vision import is_vision_model, serve_vision
-
     cat = catalog or catalog_for(scenario)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens
-        return serve_vision(scenario, cat)
-    hw = resolve_hardware(scenario, cat)
+        return serve_vision(scenario, cat, hardware=hw, node=node, cluster_facility=cluster_facility)
     arch = resolve_transformer(scenario.model)
     inf = scenario.inference
     eff = efficiency_from_spec(inf)
@@ -293,7 +302,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         _tp_findings(arch, inf.tensor_parallel, hw, findings)
     target = _target_tokens_per_s(scenario)
     gemm_eff = eff.gemm_efficiency(cprec or "bf16")
-    results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"), gemm_eff, eff, weight_bytes, kv_bytes)
+    results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"), gemm_eff, eff, weight_bytes, kv_bytes,
+                            fabric_gbps)
                for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
 
     def gpus_for(r: _TpResult) -> float:
@@ -367,7 +377,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     else:
         replicas = 0
     fleet: FleetSize = size_fleet(scenario, cat, hw, replicas=replicas, tp=tp, findings=findings,
-                                  use_facility=facility_budget)
+                                  use_facility=facility_budget, node=node, cluster_facility=cluster_facility)
     fleet_tok = tok_rep * replicas if tok_rep else None
     rows = _display_rows(best.batches, best.chosen)
     sweep = [{"batch": int(b), "ttft_s": float(t1), "tpot_s": float(t2), "tokens_per_s_per_replica": float(r),

@@ -15,8 +15,8 @@ from typing import Any
 
 import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.errors import CatalogError
+from gpucluster_lib.resources import data_path
 
 CABLING_PATH = data_path("cabling.yaml")
 CABLE_TYPES = ("DAC", "AOC", "fibre-mmf", "fibre-smf", "copper-rj45")

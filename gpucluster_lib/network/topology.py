@@ -31,7 +31,6 @@ from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
-from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.network.cabling import Cabling, load_cabling
 from gpucluster_lib.network.clos import (
     ClosCounts,
@@ -43,6 +42,7 @@ from gpucluster_lib.network.clos import (
     ring_counts,
     tree_counts,
 )
+from gpucluster_lib.scenario import Scenario
 
 KINDS = ("fat-tree", "leaf-spine", "rail-optimized", "ring", "tree", "single-switch")
 
@@ -443,7 +443,7 @@ def effective_port_gbps(link_gbps: float, oversubscription: float, outside_fract
 
 
 def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
-                    side_networks: bool = True) -> TopologyDesign:
+                    side_networks: bool = True, hardware: ClusterHardware | None = None) -> TopologyDesign:
     """Design the scenario's networks and count everything.
 
     Parameters
@@ -453,6 +453,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     nodes : override of ``hardware.nodes`` [count] (for growth charts)
     side_networks : also design the management and storage networks (False: compute fabric
         only, for growth charts and bandwidth look-ups)
+    hardware : the resolved hardware (default: resolved from the scenario)
 
     Returns
     -------
@@ -463,7 +464,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     ScenarioError, UnknownIdError : malformed input (unknown switch/NIC id, nodes < 1).
     """
     cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     if nodes is not None:
         if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
             raise ScenarioError("hardware.nodes", f"must be a positive integer, got {nodes!r}")
@@ -864,7 +865,8 @@ _BW_CACHE: dict[tuple, tuple[Catalog, float]] = {}
 _BW_CACHE_MAX = 512
 
 
-def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int) -> float:
+def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int,
+                           hardware: ClusterHardware | None = None) -> float:
     """``design_topology(...).per_gpu_allreduce_gbps`` [Gb/s], cached for the training engine's searches.
 
     The key is every input the bandwidth depends on: the network section, the hardware section,
@@ -874,11 +876,43 @@ def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int) -> 
     hit = _BW_CACHE.get(key)
     if hit is not None and hit[0] is catalog:
         return hit[1]
-    value = design_topology(scenario, catalog, nodes=nodes, side_networks=False).per_gpu_allreduce_gbps
+    value = design_topology(scenario, catalog, nodes=nodes, side_networks=False,
+                            hardware=hardware).per_gpu_allreduce_gbps
     if len(_BW_CACHE) >= _BW_CACHE_MAX:
         _BW_CACHE.clear()
     _BW_CACHE[key] = (catalog, value)
     return value
+
+
+#: Fabric bandwidth per GPU when neither the scenario nor the server names NICs [Gb/s]:
+#: one 200 Gb/s HDR port per GPU, as in the DGX A100 (DGX A100 User Guide: 8x ConnectX-6 200 Gb/s).
+DEFAULT_GBPS_PER_GPU = 200.0
+
+
+def fabric_gbps_per_gpu(scenario: Scenario, hw: ClusterHardware, catalog: Catalog,
+                        network: TopologyDesign | None = None) -> float:
+    """Scale-out (inter-node) injection bandwidth per GPU [Gb/s], one direction.
+
+    ``network.inter_node_gbps_per_gpu`` when given; with a named switch (or a ring) the
+    designed fabric's all-reduce bandwidth per GPU (oversubscription and rail alignment
+    included): ``network`` when it is the design of the same node count, else a compute-only
+    design for ``hw.nodes``; otherwise the compute NICs (``network.nic`` x
+    ``network.nics_per_node``, else the server's compute NICs): speed x ports x count / GPUs
+    per node, divided by ``network.oversubscription``.
+    """
+    net = scenario.network
+    if net.inter_node_gbps_per_gpu is not None:
+        return net.inter_node_gbps_per_gpu
+    if net.switch or net.topology == "ring":
+        if network is not None and network.nodes == hw.nodes:
+            return network.per_gpu_allreduce_gbps
+        return per_gpu_allreduce_gbps(scenario, catalog, hw.nodes, hardware=hw)
+    nic_id = net.nic or (hw.server or {}).get("compute_nic_id")
+    count = net.nics_per_node or (hw.server or {}).get("compute_nic_count") or (hw.gpus_per_node if nic_id else 0)
+    if not nic_id or not count:
+        return DEFAULT_GBPS_PER_GPU / net.oversubscription
+    nic = catalog.get("nics", nic_id, path="network.nic")
+    return nic["speed_gbps"] * nic["ports"] * count / hw.gpus_per_node / net.oversubscription
 
 
 def _over_capacity(endpoints: int, limit: int, what: str, radix: int) -> Finding:

@@ -44,10 +44,13 @@ from typing import Any
 import numpy as np
 import yaml
 
-from gpucluster_lib.resources import data_root
-from gpucluster_lib.facility import storage as storage_mod
+from gpucluster_lib import training
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.facility import storage as storage_mod
+from gpucluster_lib.facility.storage import size_storage
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.resources import data_root
 from gpucluster_lib.scenario import Scenario, parse_redundancy
 from gpucluster_lib.units import (
     GB,
@@ -58,20 +61,16 @@ from gpucluster_lib.units import (
     SECONDS_PER_MINUTE,
     TERA,
 )
+from gpucluster_lib.workloads.checkpoint import CHECKPOINT_BYTES_PER_PARAM, checkpoint_bytes  # noqa: F401 (re-exported)
 
 DATA_DIR = data_root()
 FAILURE_RATES_PATH = DATA_DIR / "failure_rates.yaml"
 
-#: Bytes per parameter in a training checkpoint with mixed-precision Adam [5]: bf16 weights
-#: (2) + fp32 master weights (4) + Adam momentum (4) + variance (4); gradients are not saved.
-CHECKPOINT_BYTES_PER_PARAM = 14
 #: Checkpoint file system defaults, re-exported from :mod:`gpucluster_lib.facility.storage` (the one
 #: storage sizing shared with the facility budget and the cost).
 DEFAULT_STORAGE_SYSTEM = storage_mod.DEFAULT_STORAGE_SYSTEM
 FALLBACK_STORAGE_WRITE_GB_PER_S = storage_mod.FALLBACK_STORAGE_WRITE_GB_PER_S
 FALLBACK_STORAGE_CAPACITY_TB = storage_mod.FALLBACK_STORAGE_CAPACITY_TB
-#: Fraction of peak used when the training module (issue 3) is missing: 6 N T / (GPUs x peak x 0.4).
-FALLBACK_MFU = 0.4
 #: Monte Carlo samples and seed of the days-to-train band (deterministic).
 MC_SAMPLES = 20_000
 MC_SEED = 20240723
@@ -219,16 +218,6 @@ def mtbi_hours(rate_per_day: float) -> float:
     return math.inf if rate_per_day == 0 else HOURS_PER_DAY / rate_per_day
 
 
-def checkpoint_bytes(params: float, bytes_per_param: float = CHECKPOINT_BYTES_PER_PARAM) -> float:
-    """Size of a full training checkpoint [B]: parameters x bytes per parameter.
-
-    Default 14 B/parameter: bf16 weights + fp32 master weights + Adam m and v
-    (Rajbhandari et al. 2020, Sec. 3.1, without the 2 B of gradients).
-    """
-    _check_positive(params=params, bytes_per_param=bytes_per_param)
-    return params * bytes_per_param
-
-
 def checkpoint_write_s(size_bytes: float, write_gb_per_s: float) -> float:
     """Time to write a checkpoint [s] at an aggregate bandwidth [GB/s, 10^9 B/s]."""
     _check_positive(size_bytes=size_bytes, write_gb_per_s=write_gb_per_s)
@@ -310,7 +299,7 @@ def redundant_group_failures_per_year(needed: int, spares: int, unit_mtbf_h: flo
 
 
 def ideal_training_days_6nd(active_params: float, tokens: float, gpus: int, peak_tflops: float,
-                            mfu: float = FALLBACK_MFU) -> float:
+                            mfu: float = 0.4) -> float:
     """Failure-free training days from the 6 N D rule [days].
 
     ``6 x active params x tokens / (GPUs x peak x MFU)`` (Kaplan et al. 2020, "Scaling Laws
@@ -537,58 +526,47 @@ def component_rates_for(scenario: Scenario) -> dict[str, float]:
     return rates
 
 
-def _training_days(scenario: Scenario, catalog: Any, hw: Any, arch: Any, fallbacks: dict[str, str],
-                   findings: list[Finding]) -> float | None:
-    try:
-        from gpucluster_lib import training  # issue 3
+@dataclass(frozen=True)
+class SparePlan:
+    """Hot-spare nodes: one decision that the facility (racks, power), the reliability and the
+    cost all read. Rates per day, times in hours."""
 
-        est = training.estimate(scenario, catalog)
-        return est.training_days
-    except (ImportError, AttributeError):
-        pass
-    if scenario.training.tokens is None:
-        return None
-    col = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "tf32": "tf32_tflops",
-           "fp32": "fp32_tflops"}[scenario.training.precision]
-    peak = hw.accelerator.get(col)
-    if not peak and col != "bf16_tflops" and hw.accelerator.get("bf16_tflops"):
-        col, peak = "bf16_tflops", hw.accelerator["bf16_tflops"]  # e.g. fp8 on an A100: no fp8 tensor cores
-    if not peak:
-        raise ScenarioError("training.precision",
-                            f"{hw.accelerator_id} has no {col} figure in the catalogue; pick a precision it "
-                            "supports or give the failure-free days")
-    mfu = scenario.training.gemm_efficiency or FALLBACK_MFU
-    days = ideal_training_days_6nd(arch.active_params(), scenario.training.tokens, hw.gpus, float(peak), mfu)
-    note = f"6 x active params x tokens / (GPUs x peak {col} x {mfu:g}) (training engine, issue 3, not available)"
-    fallbacks["training_days_ideal"] = note
-    findings.append(Finding("rel-fallback-training", "info",
-                            f"training_days_ideal = {days:.1f} days from {note}",
-                            fix="merge the training engine (issue 3) for a step-time based estimate",
-                            field="training.tokens"))
-    return days
+    spare_nodes: int
+    recommended: int
+    node_repairs_per_day: float
+    repair_hours: float
+    confidence: float
+    full_size_availability: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"spare_nodes": self.spare_nodes, "recommended": self.recommended,
+                "node_repairs_per_day": self.node_repairs_per_day, "repair_hours": self.repair_hours,
+                "confidence": self.confidence, "full_size_availability": self.full_size_availability}
 
 
-def _storage(scenario: Scenario, catalog: Any, ckpt_bytes: float, fallbacks: dict[str, str],
-             findings: list[Finding], nodes: int | None = None) -> storage_mod.StorageDesign:
-    """The checkpoint file system: :func:`gpucluster_lib.facility.storage.size_storage` (shared with the
-    facility budget and the cost), its fallbacks copied into ``fallbacks``."""
-    if nodes is None:
-        from gpucluster_lib.hardware.resolve import resolve_hardware
-        nodes = resolve_hardware(scenario, catalog).nodes
-    design = storage_mod.size_storage(scenario, catalog, nodes=nodes, checkpoint_bytes=ckpt_bytes)
-    if "storage" in design.sources:
-        fallbacks["storage"] = design.sources["storage"]
-    if design.basis == "local":
-        findings.append(Finding("rel-storage-local", "info",
-                                f"a single node writes its {ckpt_bytes / GB:.0f} GB checkpoint to local NVMe at "
-                                f"{design.checkpoint_write_gb_per_s:g} GB/s ({design.checkpoint_write_s:.0f} s); "
-                                "no central storage appliance",
-                                fix="set reliability.storage_system to add a shared file system",
-                                field="reliability.storage_system"))
-    return design
+def spare_plan(scenario: Scenario, hardware: Any) -> SparePlan:
+    """Hot spares for the hardware failures that take a node out for repair.
+
+    Node repairs per day = GPUs x (sum of the hardware components' rates) / 1000; the spares
+    cover the nodes in repair with probability ``reliability.spare_confidence`` (Poisson
+    with mean repairs per hour x repair hours, :func:`spares_needed`);
+    ``reliability.spare_nodes`` overrides the count.
+    """
+    rel = scenario.reliability
+    data = load_failure_data()
+    rates = component_rates_for(scenario)
+    repair_h = rel.repair_hours or float(data["repair_hours"])
+    repairs = interruptions_per_day(hardware.gpus, sum(rates[c] for c in data["hardware_components"]))
+    recommended = spares_needed(repairs, repair_h, rel.spare_confidence)
+    spares = rel.spare_nodes if rel.spare_nodes is not None else recommended
+    full_size = poisson_cdf(spares, repairs / HOURS_PER_DAY * repair_h)
+    return SparePlan(spare_nodes=int(spares), recommended=int(recommended), node_repairs_per_day=repairs,
+                     repair_hours=repair_h, confidence=rel.spare_confidence, full_size_availability=full_size)
 
 
-def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: float | None = None) -> ReliabilityResult:
+def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: float | None = None,
+           hardware: Any = None, storage: storage_mod.StorageDesign | None = None,
+           spares: SparePlan | None = None) -> ReliabilityResult:
     """Failure-aware reliability assessment of the scenario's training job.
 
     Parameters
@@ -597,14 +575,14 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     catalog : Catalog, optional
         Defaults to :func:`gpucluster_lib.hardware.resolve.catalog_for`.
     training_days_ideal : float, optional
-        Failure-free days to train [days]; by default from the training engine (issue 3)
-        or, when it is missing, the 6 N D fallback (marked in ``fallbacks``).
+        Failure-free days to train [days]; by default from the training engine
+        (:func:`gpucluster_lib.training.estimate`) when ``training.tokens`` is set.
+    hardware, storage, spares : optional
+        A Design's upstream results (resolved hardware, the storage design whose checkpoint
+        size and write bandwidth are used, the spare plan); computed when omitted.
     """
-    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-    from gpucluster_lib.workloads.transformer import resolve_transformer
-
     cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     rel = scenario.reliability
     data = load_failure_data()
     findings: list[Finding] = []
@@ -619,10 +597,17 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     mtbi_h = mtbi_hours(per_day)
     mtbi_s = mtbi_h * SECONDS_PER_HOUR
 
-    arch = resolve_transformer(scenario.model)
-    params = arch.total_params()
-    ckpt = checkpoint_bytes(params, rel.checkpoint_bytes_per_param or CHECKPOINT_BYTES_PER_PARAM)
-    store = _storage(scenario, cat, ckpt, fallbacks, findings, hw.nodes)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes)
+    ckpt = store.checkpoint_bytes
+    if "storage" in store.sources:
+        fallbacks["storage"] = store.sources["storage"]
+    if store.basis == "local":
+        findings.append(Finding("rel-storage-local", "info",
+                                f"a single node writes its {ckpt / GB:.0f} GB checkpoint to local NVMe at "
+                                f"{store.checkpoint_write_gb_per_s:g} GB/s ({store.checkpoint_write_s:.0f} s); "
+                                "no central storage appliance",
+                                fix="set reliability.storage_system to add a shared file system",
+                                field="reliability.storage_system"))
     sid, units, write_gbps = store.system, store.appliances, store.checkpoint_write_gb_per_s
     delta = checkpoint_write_s(ckpt, write_gbps)
     restart_s = (rel.restart_minutes if rel.restart_minutes is not None else data["restart_minutes"]) * SECONDS_PER_MINUTE
@@ -637,12 +622,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     g = g_unexp / (1.0 + planned_loss)
 
     # hot spares for the hardware failures that take a node out for repair
-    repair_h = rel.repair_hours or float(data["repair_hours"])
-    hw_components = data["hardware_components"]
-    node_repairs_per_day = interruptions_per_day(hw.gpus, sum(rates[c] for c in hw_components))
-    recommended = spares_needed(node_repairs_per_day, repair_h, rel.spare_confidence)
-    spares = rel.spare_nodes if rel.spare_nodes is not None else recommended
-    full_size = poisson_cdf(spares, node_repairs_per_day / HOURS_PER_DAY * repair_h)
+    plan = spares if spares is not None else spare_plan(scenario, hw)
+    repair_h, node_repairs_per_day = plan.repair_hours, plan.node_repairs_per_day
+    recommended, spare_count, full_size = plan.recommended, plan.spare_nodes, plan.full_size_availability
 
     # control plane: head nodes
     head_a1 = availability(data["head_node_mtbf_hours"], data["head_node_repair_hours"])
@@ -666,8 +648,12 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         psu_f0 = hw.nodes * redundant_group_failures_per_year(n, 0, mtbf, data["repair_hours"])
 
     # days to train
-    ideal = training_days_ideal if training_days_ideal is not None else _training_days(
-        scenario, cat, hw, arch, fallbacks, findings)
+    if training_days_ideal is not None:
+        ideal = training_days_ideal
+    elif scenario.training.tokens is not None:
+        ideal = training.estimate(scenario, cat, hardware=hw).training_days
+    else:
+        ideal = None
     expected = p10 = p50 = p90 = n_int = None
     if ideal is not None:
         if not ideal > 0:
@@ -732,7 +718,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         checkpoint_interval_s=tau, young_interval_s=tau_young, restart_s=restart_s, goodput=g,
         storage_system=sid, storage_units=units, training_days_ideal=ideal, training_days_expected=expected,
         training_days_p10=p10, training_days_p50=p50, training_days_p90=p90, expected_interruptions=n_int,
-        spare_nodes=spares, spare_nodes_recommended=recommended, full_size_availability=full_size,
+        spare_nodes=spare_count, spare_nodes_recommended=recommended, full_size_availability=full_size,
         node_repairs_per_day=node_repairs_per_day, repair_hours=repair_h, head_nodes=head_nodes,
         head_node_availability=head_a, control_plane_downtime_hours_per_year=downtime_h, psu_redundancy=psu_text,
         psu_node_outages_per_year=psu_f, psu_node_outages_per_year_without_redundancy=psu_f0,
@@ -809,10 +795,3 @@ def goodput_curve(result: ReliabilityResult, points: int = 61) -> list[dict[str,
     g = g / (1.0 + planned)
     return [{"interval_min": float(t) / SECONDS_PER_MINUTE, "goodput": float(v), "optimal": bool(t == tau0)}
             for t, v in zip(taus, g, strict=True)]
-
-
-def report_charts(result: ReliabilityResult) -> list[Any]:
-    """Charts for the batch report (:mod:`gpucluster_lib.report.render` hook)."""
-    from gpucluster_lib.charts.reliability import component_chart, interval_goodput_chart
-
-    return [interval_goodput_chart(goodput_curve(result)), component_chart(result)]

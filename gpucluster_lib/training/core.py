@@ -59,11 +59,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpucluster_lib.workloads.transformer import TransformerArch
-from gpucluster_lib.units import GIB
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
-from gpucluster_lib.training.memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
+from gpucluster_lib.training.memory import (
+    activation_bytes_per_layer,
+    in_flight_factor,
+    model_state_bytes,
+)
+from gpucluster_lib.units import GIB
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: Bytes per element of 16-bit activations, weights and gradients.
 BYTES_16 = 2

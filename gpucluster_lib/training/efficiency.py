@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.resources import data_path
 
 EFFICIENCY_PATH = data_path("efficiency.yaml")
 

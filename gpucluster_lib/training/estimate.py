@@ -12,25 +12,25 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, fabric_gbps_per_gpu, resolve_hardware
-from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
+from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
-from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
 from gpucluster_lib.training import flops as fl
 from gpucluster_lib.training.core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
 from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
 from gpucluster_lib.training.plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
+from gpucluster_lib.training.vision import estimate_training
+from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
+from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
+from gpucluster_lib.workloads.vision import is_vision_model
 
 #: Peak-FLOP/s column of the accelerator table for each training precision.
 PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
@@ -106,32 +106,7 @@ def _is_vision(scenario: Scenario) -> bool:
         return True
     if spec.preset is None or spec.preset in load_presets():
         return False
-    try:
-        from gpucluster_lib.workloads import vision as vision
-    except ImportError:
-        return _vision_has(spec.preset)
-    check = getattr(vision, "is_vision_model", None)
-    return bool(check(spec)) if callable(check) else _vision_has(spec.preset)
-
-
-def _vision_has(preset: str) -> bool:
-    path = data_path("vision_models.yaml")
-    if path.exists():
-        try:
-            with path.open(encoding="utf-8") as fh:
-                return preset in (yaml.safe_load(fh) or {})
-        except yaml.YAMLError:
-            return False
-    return False
-
-
-def _estimate_vision(scenario: Scenario, catalog: Catalog | None) -> Any:
-    try:
-        from gpucluster_lib import vision  # type: ignore[attr-defined]
-    except ImportError:
-        raise ScenarioError("model.kind", "vision workloads (cnn/vit) need gpucluster_lib.workloads.vision, which is not "
-                            "installed in this build; use a transformer preset") from None
-    return vision.estimate_training(scenario, catalog)
+    return is_vision_model(spec)
 
 
 def peak_tflops(acc: dict[str, Any], precision: str) -> float:
@@ -165,10 +140,15 @@ def nvlink_domain(acc: dict[str, Any], gpus_per_node: int) -> int:
 
 
 def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
-                  arch: TransformerArch | None = None) -> tuple[Context, ClusterHardware, Efficiency]:
-    """Resolve model, hardware and efficiency of a scenario into a :class:`Context`."""
+                  arch: TransformerArch | None = None, hardware: ClusterHardware | None = None,
+                  network: TopologyDesign | None = None) -> tuple[Context, ClusterHardware, Efficiency]:
+    """Resolve model, hardware and efficiency of a scenario into a :class:`Context`.
+
+    ``hardware`` and ``network``: a Design's resolved hardware and network design (the fabric
+    bandwidth per GPU is read from it); computed when omitted.
+    """
     cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+    hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     arch = arch or resolve_transformer(scenario.model)
     acc = hw.accelerator
     tr = scenario.training
@@ -182,7 +162,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     peak16 = peak_tflops(acc, "bf16") * TERA if tr.precision in ("fp8", "bf16", "fp16") else peak
     scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
     nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
-    nic_bw = fabric_gbps_per_gpu(scenario, hw, cat) * GBPS_IN_BYTES_PER_S
+    nic_bw = fabric_gbps_per_gpu(scenario, hw, cat, network) * GBPS_IN_BYTES_PER_S
     n = gpus if gpus is not None else hw.gpus
     ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=nvlink_domain(acc, hw.gpus_per_node),
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
@@ -305,19 +285,21 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
 # --------------------------------------------------------------------------- estimate
 
 
-def estimate(scenario: Scenario, catalog: Catalog | None = None) -> TrainingEstimate:
+def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: ClusterHardware | None = None,
+             network: TopologyDesign | None = None) -> TrainingEstimate:
     """Training step time, throughput, MFU, memory and time to train for a scenario.
 
     Vision workloads (``model.kind`` cnn/vit or a vision preset) are handed to
-    ``gpucluster_lib.workloads.vision.estimate_training``.
+    :func:`gpucluster_lib.training.vision.estimate_training`. ``hardware`` and ``network``
+    are a Design's upstream results (computed when omitted).
     """
     if _is_vision(scenario):
-        return _estimate_vision(scenario, catalog)
+        return estimate_training(scenario, catalog, hardware=hardware)
     spec = scenario.model
     if spec.preset is not None and spec.preset not in load_presets():
         raise UnknownIdError("model preset", spec.preset, load_presets(), "model.preset")
     cat = catalog or catalog_for(scenario)
-    ctx, hw, eff = build_context(scenario, cat)
+    ctx, hw, eff = build_context(scenario, cat, hardware=hardware, network=network)
     arch = ctx.arch
     par = scenario.parallelism
     findings: list[Finding] = []

@@ -15,9 +15,9 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.workloads.transformer import TransformerArch
 from gpucluster_lib.scenario import ParallelismSpec
 from gpucluster_lib.training.core import RC_CODES, RC_NAMES
+from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: Default global batch when the scenario gives none: about 4M tokens (Llama 2/3 use 4M,
 #: Touvron 2023 Sec. 2.2), rounded up to a multiple of data-parallel size x micro-batch.

@@ -20,12 +20,12 @@ from typing import Any
 
 import pandas as pd
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.catalog import Catalog, load_catalog
-from gpucluster_lib.workloads.transformer import resolve_transformer
+from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.training import flops as fl
 from gpucluster_lib.training.estimate import estimate
+from gpucluster_lib.workloads.transformer import resolve_transformer
 
 RUNS_PATH = data_path("validation", "training_runs.csv")
 

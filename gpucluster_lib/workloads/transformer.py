@@ -33,8 +33,8 @@ from typing import Any, Literal
 
 import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import ModelSpec
 
 #: Presets ship with the code (``data/models.yaml``); GPUCLUSTER_DATA only redirects the CSV catalogue.

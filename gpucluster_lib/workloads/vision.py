@@ -2,8 +2,9 @@
 
 Presets live in ``data/vision_models.yaml`` (FLOPs per image and parameters from the
 papers, torchvision counts). A scenario's ``model.preset`` naming one of them (or
-``model.kind: cnn|vit``) routes ``gpucluster serve`` here and ``gpucluster estimate``
-to :func:`estimate_training`.
+``model.kind: cnn|vit``) routes ``gpucluster serve`` to
+:func:`gpucluster_lib.inference.vision.serve_vision` and ``gpucluster estimate`` to
+:func:`gpucluster_lib.training.vision.estimate_training`.
 
 Model
 -----
@@ -30,18 +31,17 @@ Checks against other figures are in ``tests/test_vision.py``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from gpucluster_lib.resources import data_path
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.scenario import ModelSpec, Scenario
-from gpucluster_lib.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.scenario import ModelSpec
+from gpucluster_lib.units import GB, TERA
 
 VISION_PATH = data_path("vision_models.yaml")
 #: ImageNet-1k training set [images] (Russakovsky et al. 2015, Table 2: 1,281,167).
@@ -191,169 +191,3 @@ def estimate_inference(model: VisionModel | str, accelerator: dict[str, Any], *,
     ips = batch_size / t
     streams = int(ips // video_fps) if video_fps else None
     return VisionInference(m.id, accelerator["id"], precision, batch_size, t, ips, video_fps, streams)
-
-
-@dataclass
-class VisionServingEstimate:
-    """A vision serving fleet (``gpucluster serve`` on a CNN/ViT scenario)."""
-
-    model: str
-    accelerator: str
-    precision: str
-    batch_size: int
-    latency_s: float | None
-    images_per_s_per_gpu: float | None
-    video_fps: float | None
-    streams_per_gpu: int | None
-    target_images_per_s: float | None
-    gpus: int
-    nodes: int
-    racks: int | None
-    it_power_kw: float | None
-    facility_power_kw: float | None
-    images_per_s_per_mw: float | None
-    efficiency: dict[str, float]
-    findings: list[Finding] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
-        out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
-        return out
-
-    def summary(self) -> str:
-        """A few lines for the terminal."""
-        ips = "n/a" if self.images_per_s_per_gpu is None else f"{self.images_per_s_per_gpu:,.0f}"
-        lines = [f"{self.model} on {self.accelerator}, {self.precision}, batch {self.batch_size}: {ips} images/s/GPU"
-                 + (f", {self.streams_per_gpu} streams of {self.video_fps:g} fps per GPU" if self.video_fps else ""),
-                 f"  {self.gpus} GPUs, {self.nodes} nodes, {self.racks} racks, "
-                 f"{'n/a' if self.it_power_kw is None else f'{self.it_power_kw:,.1f}'} kW IT"]
-        lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
-        return "\n".join(lines)
-
-
-def _vision_efficiency(scenario: Scenario) -> VisionEfficiency:
-    eff = DEFAULT_VISION_EFFICIENCY
-    if scenario.inference.vision_efficiency is not None:
-        eff = replace(eff, compute_efficiency=scenario.inference.vision_efficiency)
-    return eff
-
-
-def serve_vision(scenario: Scenario, catalog: Any = None) -> VisionServingEstimate:
-    """Size a vision serving fleet: images/s (or video streams x fps) over images/s per GPU."""
-    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-    from gpucluster_lib.inference.fleet import per_mw, size_fleet
-
-    cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
-    inf = scenario.inference
-    m = resolve_vision(scenario.model)
-    eff = _vision_efficiency(scenario)
-    findings: list[Finding] = []
-    batch = inf.batch_size or 64
-    fps = inf.video_fps
-    if inf.images_per_s is not None:
-        target = inf.images_per_s
-    elif inf.video_streams is not None:
-        if fps is None:
-            raise ScenarioError("inference.video_fps", "video_streams needs video_fps (frames per second per stream)")
-        target = inf.video_streams * fps
-    else:
-        target = None
-    if _peak(hw.accelerator, inf.precision, _INFER_PEAK) is None:
-        findings.append(Finding("inference.precision_unsupported", "error",
-                                f"{hw.accelerator['id']} has no dense {inf.precision} peak: it cannot serve at "
-                                f"{inf.precision}", fix="use inference.precision fp16 or bf16",
-                                field="inference.precision"))
-        est = None
-    else:
-        est = estimate_inference(m, hw.accelerator, precision=inf.precision, batch_size=batch, video_fps=fps,
-                                 efficiency=eff)
-    if est is not None and target is not None:
-        gpus = math.ceil(target / est.images_per_s_per_gpu)
-    else:
-        gpus = hw.gpus
-        if est is not None:
-            findings.append(Finding("inference.no_target", "info", f"no images_per_s or video_streams: sized the "
-                                    f"scenario's {hw.gpus} GPUs", fix="set inference.images_per_s",
-                                    field="inference.images_per_s"))
-    fleet = size_fleet(scenario, cat, hw, replicas=gpus, tp=1, findings=findings)
-    total = est.images_per_s_per_gpu * fleet.gpus if est else None
-    return VisionServingEstimate(
-        m.name, hw.accelerator["id"], inf.precision, batch, est.latency_s if est else None,
-        est.images_per_s_per_gpu if est else None, fps, est.streams_per_gpu if est else None, target,
-        fleet.gpus, fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.facility_power_kw,
-        per_mw(total, fleet.it_power_kw) if total else None, eff.to_dict(), findings)
-
-
-# --------------------------------------------------------------------------- training
-
-
-@dataclass
-class VisionTrainingEstimate:
-    """Training throughput and time of a vision model on the scenario's cluster."""
-
-    model: str
-    accelerator: str
-    precision: str
-    gpus: int
-    flops_per_image: float
-    images_per_s_per_gpu: float | None
-    images_per_s: float | None
-    epoch_time_s: float | None
-    epochs: float
-    dataset_images: float
-    training_days: float | None
-    mfu: float | None
-    model_tflops_per_gpu: float | None
-    efficiency: dict[str, float]
-    findings: list[Finding] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
-        out["epoch_time_h"] = self.epoch_time_s / SECONDS_PER_HOUR if self.epoch_time_s else None
-        out["fits"] = True
-        out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
-        return out
-
-
-def estimate_training(scenario: Scenario, catalog: Any = None) -> VisionTrainingEstimate:
-    """Images/s, epoch time and days for ``training.epochs`` over ``training.dataset_images``.
-
-    images/s per GPU = peak x e / (3 x 2 MACs); cluster = per GPU x n x (scaling if n > 1);
-    MFU = per-GPU model FLOP/s / peak (PaLM definition, Chowdhery et al. 2022, App. B).
-    ``training.gemm_efficiency`` overrides ``compute_efficiency``. Defaults: 90 epochs of
-    ImageNet-1k (1,281,167 images).
-    """
-    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-
-    cat = catalog or catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
-    tr = scenario.training
-    m = resolve_vision(scenario.model)
-    eff = DEFAULT_VISION_EFFICIENCY
-    if tr.gemm_efficiency is not None:
-        eff = replace(eff, compute_efficiency=tr.gemm_efficiency)
-    findings: list[Finding] = []
-    epochs = tr.epochs or 90.0
-    images = tr.dataset_images or IMAGENET_1K_TRAIN_IMAGES
-    if tr.epochs is None:
-        findings.append(Finding("training.default_epochs", "info", "training.epochs not set: 90 epochs assumed "
-                                "(the ResNet-50 ImageNet recipe)", field="training.epochs"))
-    flops_train = TRAINING_PASSES * m.flops_per_image
-    peak = _peak(hw.accelerator, tr.precision, _TRAIN_PEAK)
-    if peak is None:
-        findings.append(Finding("training.precision_unsupported", "error",
-                                f"{hw.accelerator['id']} has no dense {tr.precision} peak in the catalogue",
-                                fix="use training.precision fp16 (V100 and older have no bf16)",
-                                field="training.precision"))
-        per_gpu = total = epoch_s = days = mfu = tflops = None
-    else:
-        per_gpu = peak * TERA * eff.compute_efficiency / flops_train
-        scaling = eff.data_parallel_scaling if hw.gpus > 1 else 1.0
-        total = per_gpu * hw.gpus * scaling
-        epoch_s = images / total
-        days = epochs * epoch_s / SECONDS_PER_DAY
-        tflops = per_gpu * scaling * flops_train / TERA
-        mfu = tflops / peak
-    return VisionTrainingEstimate(m.name, hw.accelerator["id"], tr.precision, hw.gpus, m.flops_per_image, per_gpu,
-                                  total, epoch_s, epochs, images, days, mfu, tflops, eff.to_dict(), findings)

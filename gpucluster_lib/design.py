@@ -1,0 +1,310 @@
+"""One design, computed once: the chain of stages every front end reads.
+
+In the spirit of pvlib's ``ModelChain``: the topic packages below know nothing of this
+module; a :class:`Design` wires them. Each stage is a function of the scenario, the
+catalogue and the results of the stages before it, and runs at most once per design (on
+first access). Front ends (CLI, app tabs, notebooks, report) read the same stage results, so
+the same figure is the same number everywhere.
+
+Stages, in order (each lists the stages it reads)::
+
+    hardware                        the accelerator, server, GPUs per node, nodes
+    node          <- hardware       one node built from parts and checked (power, PCIe, cooling)
+    network       <- hardware       the compute, storage and management networks (every switch,
+                                    cable and optic)
+    storage       <- hardware       the shared file system sized for checkpoints
+    spares        <- hardware       hot-spare nodes: one decision for facility, reliability, cost
+    facility      <- hardware, node, network, storage, spares
+                                    racks, power, cooling, space (installed spares included)
+    training      <- hardware, network
+                                    the training plan and time (None without a model)
+    serving       <- hardware, network, node, facility
+                                    the serving fleet (None without a model)
+    reliability   <- hardware, storage, spares, training
+                                    interruptions, checkpoints, goodput, days to train
+                                    (None without a transformer to checkpoint)
+    cost          <- hardware, network, storage, spares, facility, reliability, serving
+                                    CapEx, OpEx, TCO, cost per GPU-hour and per token, carbon
+
+A scenario without a workload (no ``model``) is a valid design: hardware, network, facility,
+spares and cost; ``training``, ``serving`` and ``reliability`` are None.
+
+:meth:`Design.evolve` makes the design of a changed scenario and keeps every stage whose
+scenario sections and upstream stages did not change, so an app change recomputes exactly
+the stages downstream of what changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.economics import cost as cost_mod
+from gpucluster_lib.facility import site as facility_mod
+from gpucluster_lib.facility.storage import size_storage
+from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.node import build_node
+from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
+from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.network.topology import design_topology, fabric_gbps_per_gpu
+from gpucluster_lib.reliability import core as reliability_mod
+from gpucluster_lib.scenario import ModelSpec, Scenario, load_scenario
+from gpucluster_lib.training.estimate import estimate as estimate_training
+from gpucluster_lib.workloads.checkpoint import has_transformer
+
+#: How many times each stage has run in this process (tests and benchmarks read it).
+STAGE_CALLS: Counter[str] = Counter()
+
+
+def has_model(spec: ModelSpec) -> bool:
+    """Whether the scenario names a workload: a preset, a family or any architecture field."""
+    return any(getattr(spec, f.name) is not None for f in dataclasses.fields(spec))
+
+
+# --------------------------------------------------------------------------- stages
+
+
+def _hardware(d: Design) -> ClusterHardware:
+    return resolve_hardware(d.scenario, d.catalog)
+
+
+def _node(d: Design) -> Any:
+    return build_node(d.scenario, d.catalog, hardware=d.hardware)
+
+
+def _network(d: Design) -> Any:
+    return design_topology(d.scenario, d.catalog, hardware=d.hardware)
+
+
+def _storage(d: Design) -> Any:
+    return size_storage(d.scenario, d.catalog, nodes=d.hardware.nodes)
+
+
+def _spares(d: Design) -> reliability_mod.SparePlan:
+    return reliability_mod.spare_plan(d.scenario, d.hardware)
+
+
+def _facility(d: Design) -> facility_mod.Budget:
+    return facility_mod.budget(d.scenario, d.catalog, hardware=d.hardware, node=d.node, network=d.network,
+                               storage=d.storage, spare_nodes=d.spares.spare_nodes)
+
+
+def _training(d: Design) -> Any:
+    if not has_model(d.scenario.model):
+        return None
+    return estimate_training(d.scenario, d.catalog, hardware=d.hardware, network=d.network)
+
+
+def _serving(d: Design) -> Any:
+    if not has_model(d.scenario.model):
+        return None
+    gbps = fabric_gbps_per_gpu(d.scenario, d.hardware, d.catalog, d.network)
+    return serve(d.scenario, d.catalog, hardware=d.hardware, fabric_gbps=gbps, node=d.node,
+                 cluster_facility=d.facility)
+
+
+def _reliability(d: Design) -> Any:
+    if not has_transformer(d.scenario):
+        return None
+    days = d.training.training_days if d.training is not None else None
+    return reliability_mod.assess(d.scenario, d.catalog, hardware=d.hardware, storage=d.storage,
+                                  spares=d.spares, training_days_ideal=days)
+
+
+def _cost(d: Design) -> cost_mod.CostResult:
+    return cost_mod.assess(d.scenario, d.catalog, hardware=d.hardware, topology=d.network, storage=d.storage,
+                           spares=d.spares, budget=d.facility, reliability_result=d.reliability,
+                           serving=d.serving)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One step of the chain: its function, the scenario sections it reads, the stages it reads."""
+
+    name: str
+    compute: Callable[[Design], Any]
+    sections: tuple[str, ...]
+    upstream: tuple[str, ...]
+    label: str
+
+
+#: The chain, in order. ``sections`` are read directly from the scenario; everything else
+#: reaches a stage through its upstream stages. ``catalog`` stands for the extra CSV files.
+STAGES: dict[str, Stage] = {s.name: s for s in (
+    Stage("hardware", _hardware, ("catalog", "hardware"), (), "Hardware"),
+    Stage("node", _node, ("catalog", "hardware", "network", "facility"), ("hardware",), "Node"),
+    Stage("network", _network, ("catalog", "hardware", "network", "facility"), ("hardware",), "Network"),
+    Stage("storage", _storage, ("catalog", "model", "reliability"), ("hardware",), "Storage"),
+    Stage("spares", _spares, ("reliability",), ("hardware",), "Spare nodes"),
+    Stage("facility", _facility, ("catalog", "hardware", "network", "facility"),
+          ("hardware", "node", "network", "storage", "spares"), "Power, cooling and space"),
+    Stage("training", _training, ("catalog", "model", "training", "parallelism", "network", "hardware"),
+          ("hardware", "network"), "Training"),
+    Stage("serving", _serving, ("catalog", "model", "inference", "costs", "facility", "network", "hardware",
+                                "reliability"),
+          ("hardware", "network", "node", "facility"), "Serving"),
+    Stage("reliability", _reliability, ("model", "training", "reliability", "hardware"),
+          ("hardware", "storage", "spares", "training"), "Reliability"),
+    Stage("cost", _cost, ("catalog", "costs", "facility", "hardware"),
+          ("hardware", "network", "storage", "spares", "facility", "reliability", "serving"), "Cost and carbon"),
+)}
+
+
+# --------------------------------------------------------------------------- design
+
+
+class Design:
+    """A cluster design: a scenario, its catalogue and its stage results, each computed once.
+
+    Use :func:`design` or :meth:`Design.from_yaml`. Stage results are attributes
+    (``d.hardware``, ``d.node``, ``d.network``, ``d.storage``, ``d.spares``, ``d.facility``,
+    ``d.training``, ``d.serving``, ``d.reliability``, ``d.cost``), computed on first access.
+    """
+
+    def __init__(self, scenario: Scenario, catalog: Catalog | None = None, *,
+                 _reuse: dict[str, Any] | None = None) -> None:
+        self.scenario = scenario
+        self._catalog = catalog
+        self._results: dict[str, Any] = dict(_reuse or {})
+        #: the stages this design computed itself, in order (not those it took over from another)
+        self.computed: list[str] = []
+
+    # -- construction ------------------------------------------------------
+    @classmethod
+    def from_yaml(cls, path: str | Path, catalog: Catalog | None = None) -> Design:
+        """The design of a scenario YAML file."""
+        return cls(load_scenario(path), catalog)
+
+    @property
+    def catalog(self) -> Catalog:
+        """The catalogue: the one given, else the shipped one plus the scenario's CSV files."""
+        if self._catalog is None:
+            self._catalog = catalog_for(self.scenario)
+        return self._catalog
+
+    def evolve(self, scenario: Scenario, catalog: Catalog | None = None) -> Design:
+        """The design of ``scenario``, reusing every stage whose inputs are unchanged.
+
+        A stage is reused when the scenario sections it reads are equal and every stage it
+        reads is reused too; a different catalogue object invalidates everything.
+        """
+        cat = self._catalog if catalog is None else catalog
+        if catalog is not None and catalog is not self._catalog:
+            return Design(scenario, catalog)
+        kept: dict[str, Any] = {}
+        for name, stage in STAGES.items():
+            if name not in self._results or any(u not in kept for u in stage.upstream):
+                continue
+            if all(getattr(self.scenario, s) == getattr(scenario, s) for s in stage.sections):
+                kept[name] = self._results[name]
+        return Design(scenario, cat, _reuse=kept)
+
+    # -- stages ------------------------------------------------------------
+    def stage(self, name: str) -> Any:
+        """The result of stage ``name``, computing it (and what it reads) on first use."""
+        if name not in self._results:
+            st = STAGES[name]
+            value = st.compute(self)
+            self._results[name] = value
+            self.computed.append(name)
+            STAGE_CALLS[name] += 1
+        return self._results[name]
+
+    def is_computed(self, name: str) -> bool:
+        return name in self._results
+
+    hardware = property(lambda self: self.stage("hardware"), doc="ClusterHardware")
+    node = property(lambda self: self.stage("node"), doc="NodeDesign")
+    network = property(lambda self: self.stage("network"), doc="TopologyDesign")
+    storage = property(lambda self: self.stage("storage"), doc="StorageDesign")
+    spares = property(lambda self: self.stage("spares"), doc="SparePlan")
+    facility = property(lambda self: self.stage("facility"), doc="Budget")
+    training = property(lambda self: self.stage("training"), doc="TrainingEstimate or None")
+    serving = property(lambda self: self.stage("serving"), doc="ServingEstimate or None")
+    reliability = property(lambda self: self.stage("reliability"), doc="ReliabilityResult or None")
+    cost = property(lambda self: self.stage("cost"), doc="CostResult")
+
+    # -- views -------------------------------------------------------------
+    @property
+    def findings(self) -> list[Finding]:
+        """Every stage's findings, most severe first, each once."""
+        seen: set[tuple[str, str]] = set()
+        out: list[Finding] = []
+        for name in STAGES:
+            result = self.stage(name)
+            for f in getattr(result, "findings", None) or []:
+                key = (f.code, f.message)
+                if key not in seen:
+                    seen.add(key)
+                    out.append(f)
+        return sort_findings(out)
+
+    def summary(self) -> dict[str, dict[str, Any]]:
+        """The key figures: {key: {"label", "value", "unit"}} (value None when not applicable)."""
+        return key_figures(self)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every stage's contract (the CLI's ``--json`` sections), the summary and the findings."""
+        hw = self.hardware
+        out: dict[str, Any] = {
+            "name": self.scenario.name,
+            "summary": self.summary(),
+            "hardware": {"accelerator": hw.accelerator_id, "server": hw.server_id,
+                         "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes, "gpus": hw.gpus},
+        }
+        for name in ("node", "network", "storage", "spares", "facility", "training", "serving", "reliability",
+                     "cost"):
+            result = self.stage(name)
+            out[name] = result.to_dict() if result is not None else None
+        out["findings"] = [f.to_dict() for f in self.findings]
+        return out
+
+
+def design(scenario: Scenario | str | Path, catalog: Catalog | None = None) -> Design:
+    """The :class:`Design` of a scenario (a :class:`~gpucluster_lib.scenario.Scenario` or a YAML path)."""
+    if isinstance(scenario, (str, Path)):
+        return Design.from_yaml(scenario, catalog)
+    return Design(scenario, catalog)
+
+
+# --------------------------------------------------------------------------- key figures
+
+
+def _fig(label: str, value: Any, unit: str = "") -> dict[str, Any]:
+    return {"label": label, "value": value, "unit": unit}
+
+
+def key_figures(d: Design) -> dict[str, dict[str, Any]]:
+    """The design's headline numbers with human labels and units."""
+    hw, fac, net, cst = d.hardware, d.facility, d.network, d.cost
+    tr, sv, rel = d.training, d.serving, d.reliability
+    figs = {
+        "accelerator": _fig("Accelerator", hw.accelerator_id),
+        "gpus": _fig("GPUs", hw.gpus),
+        "nodes": _fig("Nodes", hw.nodes),
+        "spare_nodes": _fig("Hot-spare nodes", fac.spare_nodes),
+        "training_days": _fig("Days to train, no failures", getattr(tr, "training_days", None), "days"),
+        "training_days_expected": _fig("Days to train, expected with failures",
+                                       getattr(rel, "training_days_expected", None), "days"),
+        "training_days_p90": _fig("Days to train, P90", getattr(rel, "training_days_p90", None), "days"),
+        "mfu": _fig("Model FLOPs utilisation", getattr(tr, "mfu", None), "fraction"),
+        "serving_gpus": _fig("GPUs to serve the demand", getattr(sv, "gpus", None)),
+        "tokens_per_s_per_gpu": _fig("Output tokens/s per GPU", getattr(sv, "tokens_per_s_per_gpu", None),
+                                     "tokens/s"),
+        "it_power_kw": _fig("IT power at peak", fac.it_power_kw, "kW"),
+        "facility_power_kw": _fig("Facility power at peak", fac.facility_power_kw, "kW"),
+        "racks": _fig("Racks", fac.racks),
+        "floor_area_m2": _fig("Floor area", fac.floor_area_m2, "m²"),
+        "switches": _fig("Switches, all networks", sum(g.count for g in net.switch_groups)),
+        "capex": _fig("CapEx", cst.capex["total"], cst.currency),
+        "tco": _fig(f"TCO over {cst.years} years", cst.tco, cst.currency),
+        "cost_per_gpu_hour": _fig("Cost per GPU-hour", cst.cost_per_gpu_hour, cst.currency),
+        "training_run_cost": _fig("Training run cost", cst.training_run_cost, cst.currency),
+        "co2e_tonnes_per_year": _fig("CO2e per year", cst.co2e_tonnes_per_year, "t"),
+    }
+    return figs

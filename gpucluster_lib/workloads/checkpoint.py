@@ -1,0 +1,45 @@
+"""Size of a training checkpoint: what the storage, the reliability and the cost all read.
+
+References
+----------
+.. [1] Rajbhandari et al. 2020, "ZeRO: Memory Optimizations Toward Training Trillion
+       Parameter Models", SC20, Sec. 3.1: mixed-precision Adam keeps 2 + 2 + 12 bytes per
+       parameter (fp16 weights, fp16 gradients, fp32 master weights + momentum + variance).
+"""
+
+from __future__ import annotations
+
+from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.workloads.transformer import resolve_transformer
+
+#: Bytes per parameter in a training checkpoint with mixed-precision Adam [1]: bf16 weights
+#: (2) + fp32 master weights (4) + Adam momentum (4) + variance (4); gradients are not saved.
+CHECKPOINT_BYTES_PER_PARAM = 14
+
+
+def checkpoint_bytes(params: float, bytes_per_param: float = CHECKPOINT_BYTES_PER_PARAM) -> float:
+    """Size of a full training checkpoint [B]: parameters x bytes per parameter.
+
+    Default 14 B/parameter: bf16 weights + fp32 master weights + Adam m and v
+    (Rajbhandari et al. 2020, Sec. 3.1, without the 2 B of gradients).
+    """
+    for name, v in (("params", params), ("bytes_per_param", bytes_per_param)):
+        if not v > 0:
+            raise ValueError(f"{name} must be positive, got {v!r}")
+    return params * bytes_per_param
+
+
+def scenario_checkpoint_bytes(scenario: Scenario) -> float:
+    """Checkpoint size of the scenario's model [B] = params x bytes per parameter (default 14)."""
+    per_param = scenario.reliability.checkpoint_bytes_per_param or CHECKPOINT_BYTES_PER_PARAM
+    return checkpoint_bytes(resolve_transformer(scenario.model).total_params(), per_param)
+
+
+def has_transformer(scenario: Scenario) -> bool:
+    """Whether the scenario's model resolves to a transformer (a preset or full architecture)."""
+    try:
+        resolve_transformer(scenario.model)
+    except GpuClusterError:
+        return False
+    return True
