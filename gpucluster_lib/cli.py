@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import math
 import pkgutil
 import sys
 from collections.abc import Sequence
 from typing import Any
 
 from gpucluster_lib import __version__, commands
+from gpucluster_lib.commands import jsonable, print_json  # noqa: F401 (re-exported)
 from gpucluster_lib.errors import GpuClusterError
 
 
@@ -42,30 +41,6 @@ def build_parser() -> argparse.ArgumentParser:
         mod.add_arguments(p)
         p.set_defaults(_run=mod.run)
     return parser
-
-
-def jsonable(obj: Any) -> Any:
-    """Plain JSON data: NaN/inf become null, numpy scalars become numbers, dataclasses dicts."""
-    import dataclasses
-
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if hasattr(obj, "to_dict"):
-            return jsonable(obj.to_dict())
-        return {k: jsonable(v) for k, v in dataclasses.asdict(obj).items()}
-    if isinstance(obj, dict):
-        return {str(k): jsonable(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return [jsonable(v) for v in obj]
-    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
-        obj = obj.item()
-    if isinstance(obj, float) and not math.isfinite(obj):
-        return None
-    return obj
-
-
-def print_json(obj: Any) -> None:
-    json.dump(jsonable(obj), sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

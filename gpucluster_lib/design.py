@@ -105,7 +105,7 @@ def _serving(d: Design) -> Any:
         return None
     gbps = fabric_gbps_per_gpu(d.scenario, d.hardware, d.catalog, d.network)
     return serve(d.scenario, d.catalog, hardware=d.hardware, fabric_gbps=gbps, node=d.node,
-                 cluster_facility=d.facility)
+                 cluster_facility=d.facility, network=d.network)
 
 
 def _reliability(d: Design) -> Any:

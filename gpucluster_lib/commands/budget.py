@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design
 
 NAME = "budget"
 ORDER = 20
@@ -22,7 +22,7 @@ def _text(d: dict) -> str:
         f"node        {n['name']}",
         f"            peak {n['peak_power_w']:,.0f} W, typical {n['typical_power_w']:,.0f} W, "
         f"PSU usable {n['psu_usable_w'] or 0:,.0f} W, {n['rack_units']}U",
-        f"nodes       {d['nodes']} ({d['gpus']} GPUs), {d['nodes_per_rack']} per rack "
+        f"nodes       {d['nodes']} ({d['gpus']} GPUs) + {d['spare_nodes']} hot spares, {d['nodes_per_rack']} per rack "
         f"(limited by {d['binding_constraint']})",
         f"racks       {d['racks']} ({d['compute_racks']} compute + {d['infra_racks']} network/storage), "
         f"{d['rows']} row(s), {d['floor_area_m2']:,.1f} m2",
@@ -40,12 +40,7 @@ def _text(d: dict) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
-    from gpucluster_lib.facility.site import budget
-
-    scenario = read_scenario(args)
-    b = budget(scenario, nodes=args.nodes)
-    d = b.to_dict()
+    d = read_design(args, nodes=args.nodes).facility.to_dict()
     if args.json:
         print_json(d)
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpucluster_lib.catalog import TABLES, load_catalog
+from gpucluster_lib.commands import print_json
 
 NAME = "catalog"
 ORDER = 10
@@ -19,7 +20,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
 
     cat = load_catalog(args.extra)
     if args.json:

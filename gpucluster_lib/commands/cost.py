@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design
 
 NAME = "cost"
 ORDER = 61
@@ -16,10 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
-    from gpucluster_lib.economics.cost import assess
-
-    r = assess(read_scenario(args))
+    r = read_design(args).cost
     if args.json:
         print_json(r.to_dict())
         return 0
@@ -33,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
               f"rent {r.rent_training_run_cost:,.0f} {c}")
     print(f"  energy {r.energy_mwh_per_year:,.0f} MWh/yr, {r.co2e_tonnes_per_year:,.0f} t CO2e/yr "
           f"at {r.grid_kg_co2e_per_kwh} kg/kWh")
-    for key, how in r.fallbacks.items():
-        print(f"  fallback: {key}: {how}")
+    for key, how in r.assumptions.items():
+        print(f"  assumed: {key}: {how}")
     for f in r.findings:
         print(f"  {f.severity}: {f.code}: {f.message}")
     return 0

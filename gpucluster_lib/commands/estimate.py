@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
 
 NAME = "estimate"
 ORDER = 30
@@ -20,13 +20,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
     from gpucluster_lib.errors import ScenarioError
-    from gpucluster_lib.training import estimate, min_gpus_for_deadline
+    from gpucluster_lib.training import min_gpus_for_deadline
 
-    scenario = read_scenario(args)
-    result = estimate(scenario)
-    out = result.to_dict()
+    d = read_design(args)
+    scenario = d.scenario
+    out = require(d.training, "training estimate").to_dict()
     if args.deadline is not None:
         if args.deadline <= 0:
             raise ScenarioError("--deadline", f"must be a positive number of days, got {args.deadline}")

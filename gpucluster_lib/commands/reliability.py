@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
 
 NAME = "reliability"
 ORDER = 60
@@ -16,10 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
-    from gpucluster_lib.reliability.core import assess
-
-    r = assess(read_scenario(args))
+    r = require(read_design(args).reliability, "training job to assess")
     if args.json:
         print_json(r.to_dict())
         return 0
@@ -34,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
               f"P10-P90 {r.training_days_p10:.1f}-{r.training_days_p90:.1f}")
     print(f"  hot spare nodes        {r.spare_nodes} (recommended {r.spare_nodes_recommended})")
     for key, how in r.fallbacks.items():
-        print(f"  fallback: {key}: {how}")
+        print(f"  assumed: {key}: {how}")
     for f in r.findings:
         print(f"  {f.severity}: {f.code}: {f.message}")
     return 0

@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpucluster_lib.commands import print_json
+
 NAME = "report"
 ORDER = 90
 HELP = "write an HTML report (no code) per scenario by executing notebooks/report.ipynb"
@@ -25,7 +27,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
     from gpucluster_lib.report.render import render_batch, render_report
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
 
 NAME = "serve"
 ORDER = 50
@@ -16,10 +16,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
-    from gpucluster_lib.inference import serve
-
-    result = serve(read_scenario(args))  # dispatches CNN/ViT models to gpucluster_lib.workloads.vision
+    result = require(read_design(args).serving, "serving fleet")  # CNN/ViT models: images/s
     if args.json:
         print_json(result.to_dict())
         return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from gpucluster_lib.commands import add_scenario_arguments, read_scenario
+from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design
 
 NAME = "topology"
 ORDER = 40
@@ -22,14 +22,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.cli import print_json
     from gpucluster_lib.errors import ScenarioError
-    from gpucluster_lib.network.topology import design_topology
-
-    scenario = read_scenario(args)
-    if args.nodes is not None and args.nodes < 1:
-        raise ScenarioError("--nodes", f"must be a positive integer, got {args.nodes}")
-    d = design_topology(scenario, nodes=args.nodes)
+    design = read_design(args, nodes=args.nodes)
+    scenario, d = design.scenario, design.network
     if args.cables:
         d.cable_list().to_csv(args.cables, index=False)
     if args.drawing:

@@ -61,11 +61,12 @@ def nodes_per_rack(node_w: float, node_u: float, rack_power_limit_kw: float, rac
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
                findings: list[Finding], use_facility: bool = True, node: Any = None,
-               cluster_facility: Any = None) -> FleetSize:
+               cluster_facility: Any = None, network: Any = None) -> FleetSize:
     """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes.
 
-    ``node`` (the built node) and ``cluster_facility`` (the cluster's budget, used as it is
-    when the fleet has the cluster's node count) come from a Design; computed when omitted.
+    ``node`` (the built node), ``network`` (the cluster's network design) and
+    ``cluster_facility`` (the cluster's budget, used when the fleet has the cluster's node
+    count; a fleet has no hot spares) come from a Design; computed when omitted.
     """
     gpn = hw.gpus_per_node
     if tp <= gpn:
@@ -77,10 +78,14 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     racks = it_kw = fac_kw = None
     source = "quick estimate"
     if use_facility and nodes:
-        if cluster_facility is not None and cluster_facility.nodes == nodes:
+        if cluster_facility is not None and cluster_facility.nodes == nodes and not cluster_facility.spare_nodes:
             b = cluster_facility
+        elif cluster_facility is not None and cluster_facility.nodes == nodes:
+            # the cluster itself, without its hot spares: the same network and storage designs
+            b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node, network=network,
+                                storage=cluster_facility.storage)
         else:
-            b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node)
+            b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node, network=network)
         racks, it_kw, fac_kw = int(b.racks), float(b.it_power_kw), float(b.facility_power_kw)
         source = "facility budget"
         # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there

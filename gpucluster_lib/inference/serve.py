@@ -242,7 +242,8 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
 
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
-          fabric_gbps: float | None = None, node: Any = None, cluster_facility: Any = None) -> ServingEstimate:
+          fabric_gbps: float | None = None, node: Any = None, cluster_facility: Any = None,
+          network: Any = None) -> ServingEstimate:
     """Size the serving fleet of ``scenario`` (see module doc).
 
     Parameters
@@ -258,10 +259,11 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     facility_budget : bool
         Racks and IT power of the fleet from the facility budget (default); False uses the
         servers' maximum power and a rack fit (faster; used by the accelerator comparison).
-    hardware, fabric_gbps, node, cluster_facility : optional
+    hardware, fabric_gbps, node, cluster_facility, network : optional
         Upstream results of a :class:`~gpucluster_lib.design.Design` (the resolved hardware,
-        the fabric bandwidth per GPU [Gb/s], the built node and the cluster's facility
-        budget, reused when the fleet has the cluster's node count); computed when omitted.
+        the fabric bandwidth per GPU [Gb/s], the built node, the cluster's facility budget
+        and network design, reused when the fleet has the cluster's node count); computed
+        when omitted.
 
     Returns
     -------
@@ -275,7 +277,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     cat = catalog or catalog_for(scenario)
     hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens
-        return serve_vision(scenario, cat, hardware=hw, node=node, cluster_facility=cluster_facility)
+        return serve_vision(scenario, cat, hardware=hw, node=node, cluster_facility=cluster_facility,
+                            network=network)
     arch = resolve_transformer(scenario.model)
     inf = scenario.inference
     eff = efficiency_from_spec(inf)
@@ -377,7 +380,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     else:
         replicas = 0
     fleet: FleetSize = size_fleet(scenario, cat, hw, replicas=replicas, tp=tp, findings=findings,
-                                  use_facility=facility_budget, node=node, cluster_facility=cluster_facility)
+                                  use_facility=facility_budget, node=node, cluster_facility=cluster_facility,
+                                  network=network)
     fleet_tok = tok_rep * replicas if tok_rep else None
     rows = _display_rows(best.batches, best.chosen)
     sweep = [{"batch": int(b), "ttft_s": float(t1), "tpot_s": float(t2), "tokens_per_s_per_replica": float(r),

@@ -68,10 +68,11 @@ def _vision_efficiency(scenario: Scenario) -> VisionEfficiency:
 
 
 def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = None, node: Any = None,
-                 cluster_facility: Any = None) -> VisionServingEstimate:
+                 cluster_facility: Any = None, network: Any = None) -> VisionServingEstimate:
     """Size a vision serving fleet: images/s (or video streams x fps) over images/s per GPU.
 
-    ``hardware``, ``node`` and ``cluster_facility``: a Design's upstream results (computed when omitted).
+    ``hardware``, ``node``, ``cluster_facility`` and ``network``: a Design's upstream results
+    (computed when omitted).
     """
     cat = catalog or catalog_for(scenario)
     hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
@@ -107,7 +108,7 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
                                     f"scenario's {hw.gpus} GPUs", fix="set inference.images_per_s",
                                     field="inference.images_per_s"))
     fleet = size_fleet(scenario, cat, hw, replicas=gpus, tp=1, findings=findings, node=node,
-                       cluster_facility=cluster_facility)
+                       cluster_facility=cluster_facility, network=network)
     total = est.images_per_s_per_gpu * fleet.gpus if est else None
     return VisionServingEstimate(
         m.name, hw.accelerator["id"], inf.precision, batch, est.latency_s if est else None,
