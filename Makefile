@@ -66,6 +66,7 @@ bench: $(STAMP)
 
 lint: $(STAMP)
 	$(PY) -m ruff check gpucluster_lib tests benchmarks scripts
+	$(VENV)/bin/lint-imports --no-cache
 
 clean:
 	rm -rf $(VENV) .jupyter-home .test-artifacts reports

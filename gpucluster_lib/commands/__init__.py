@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import argparse
 
+from gpucluster_lib.resources import scenario_path
 from gpucluster_lib.scenario import Scenario, load_scenario
 
 
 def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
-    """The common arguments of scenario-driven commands: SCENARIO.yaml and --json."""
-    parser.add_argument("scenario", metavar="SCENARIO.yaml", help="scenario file (see data/scenarios/)")
+    """The common arguments of scenario-driven commands: SCENARIO and --json."""
+    parser.add_argument(
+        "scenario", metavar="SCENARIO",
+        help="scenario YAML file, or the name of a shipped example (`gpucluster examples` lists them)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
 
 
 def read_scenario(args: argparse.Namespace) -> Scenario:
-    return load_scenario(args.scenario)
+    """The scenario named by ``args.scenario``: a YAML path or a shipped example's name.
+
+    Relative paths inside the file (``catalog.extra`` CSVs) resolve against its folder.
+    """
+    return load_scenario(scenario_path(args.scenario))
