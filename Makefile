@@ -19,7 +19,7 @@ export MPLCONFIGDIR        := $(JHOME)/mpl
 export JUPYTER_PLATFORM_DIRS := 1
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help venv app lab test test-unit test-notebooks test-browser report lint bench clean
+.PHONY: help venv app lab test test-unit test-notebooks test-browser report lint bench clean notebooks
 
 help:
 	@echo "make app     install into .venv/ and serve the Voila app on http://127.0.0.1:$(PORT)"
@@ -27,6 +27,9 @@ help:
 	@echo "make lab     JupyterLab on notebooks/"
 	@echo "make report  one example batch report -> reports/"
 	@echo "make bench   run the benchmarks"
+	@echo "make notebooks  sync notebooks/*.py (jupytext sources) to their .ipynb and execute them in place;"
+	@echo "                NB=\"01_hardware report\" for some only, SYNC_ONLY=1 to skip executing"
+	@echo "make lint    ruff (package, tests, scripts, notebook sources); notebooks in sync with sources"
 
 $(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -65,8 +68,15 @@ bench: $(STAMP)
 	@for f in benchmarks/bench_*.py; do echo "== $$f"; $(PY) $$f || exit 1; done
 
 lint: $(STAMP)
-	$(PY) -m ruff check gpucluster_lib tests benchmarks scripts
+	$(PY) -m ruff check gpucluster_lib tests benchmarks scripts notebooks/*.py
 	$(VENV)/bin/lint-imports --no-cache
+	$(PY) scripts/execute_notebooks.py --check
+
+# Notebooks are written from their jupytext sources (notebooks/NAME.py; the report template's
+# .ipynb goes to gpucluster_lib/report/), then executed in place with papermill.
+NB ?=
+notebooks: $(STAMP)
+	$(PY) scripts/execute_notebooks.py $(if $(SYNC_ONLY),--sync-only) $(NB)
 
 clean:
 	rm -rf $(VENV) .jupyter-home .test-artifacts reports

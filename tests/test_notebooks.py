@@ -1,6 +1,8 @@
 """Every notebook executes headless under papermill, with each example scenario where it takes one.
 
-``make test`` also runs ``pytest --nbval notebooks`` to compare the committed outputs.
+The report template is ``gpucluster_lib/report/report.ipynb`` (it ships in the package); the
+others are ``notebooks/*.ipynb``. ``make test`` also runs ``pytest --nbval notebooks`` to compare
+the committed outputs.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ import papermill as pm
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+REPORT_TEMPLATE = ROOT / "gpucluster_lib" / "report" / "report.ipynb"  # ships in the package
+NOTEBOOKS = sorted([*(ROOT / "notebooks").glob("*.ipynb"), REPORT_TEMPLATE])
 EXAMPLES = sorted((ROOT / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml"))
 pytestmark = pytest.mark.notebook
 
@@ -32,6 +35,7 @@ CASES = [
 def test_notebooks_exist():
     names = {p.name for p in NOTEBOOKS}
     assert {"01_hardware.ipynb", "app.ipynb", "report.ipynb"} <= names
+    assert REPORT_TEMPLATE.exists()
 
 
 @pytest.mark.parametrize(("notebook", "scenario"), CASES)
