@@ -25,7 +25,7 @@ from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.findings import Finding, findings_html
 from gpucluster_lib.scenario import Scenario, load_scenario
 
-NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOK_DIR = Path(__file__).resolve().parent  # report.ipynb ships in the package (source: notebooks/report.py)
 REPORT_NOTEBOOK = NOTEBOOK_DIR / "report.ipynb"
 EXECUTION_TIMEOUT_S = 600
 
