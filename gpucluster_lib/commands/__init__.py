@@ -7,6 +7,11 @@ A module defines ``NAME``, ``HELP``, optional ``ORDER`` (listing order) and
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
+import math
+import sys
+from typing import Any
 
 from gpucluster_lib.resources import scenario_path
 from gpucluster_lib.scenario import Scenario, load_scenario
@@ -27,3 +32,50 @@ def read_scenario(args: argparse.Namespace) -> Scenario:
     Relative paths inside the file (``catalog.extra`` CSVs) resolve against its folder.
     """
     return load_scenario(scenario_path(args.scenario))
+
+
+def read_design(args: argparse.Namespace, *, nodes: int | None = None) -> Any:
+    """The :class:`~gpucluster_lib.design.Design` of ``args.scenario`` (``nodes`` overrides
+    ``hardware.nodes``, e.g. from ``--nodes``)."""
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.errors import ScenarioError
+
+    scenario = read_scenario(args)
+    if nodes is not None:
+        if isinstance(nodes, bool) or not isinstance(nodes, int) or nodes < 1:
+            raise ScenarioError("--nodes", f"must be a positive whole number of nodes, got {nodes!r}")
+        scenario = scenario.replace(hardware__nodes=nodes, hardware__gpus=None)
+    return Design(scenario)
+
+
+def require(result: Any, what: str) -> Any:
+    """``result``, or a clear error when the scenario has no workload for ``what``."""
+    if result is None:
+        from gpucluster_lib.errors import ScenarioError
+
+        raise ScenarioError("model", f"the scenario has no model, so there is no {what}: set model.preset "
+                                     "(e.g. llama3-70b; `gpucluster catalog` and docs/scenario.md list them)")
+    return result
+
+
+def jsonable(obj: Any) -> Any:
+    """Plain JSON data: NaN/inf become null, numpy scalars become numbers, dataclasses dicts."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        if hasattr(obj, "to_dict"):
+            return jsonable(obj.to_dict())
+        return {k: jsonable(v) for k, v in dataclasses.asdict(obj).items()}
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if hasattr(obj, "item") and not isinstance(obj, (str, bytes)):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def print_json(obj: Any) -> None:
+    """One JSON object on stdout (the ``--json`` contract)."""
+    json.dump(jsonable(obj), sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")

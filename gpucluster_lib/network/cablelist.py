@@ -10,14 +10,11 @@ link; management and storage links are listed as counted groups (``A-end`` = ``*
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from typing import Any
 
 import pandas as pd
 
 from gpucluster_lib.network.clos import ClosCounts, RingCounts, three_tier_plan
-
-if TYPE_CHECKING:
-    from gpucluster_lib.network.topology import TopologyDesign
 
 COLUMNS = ["network", "tier", "a_end", "a_port", "b_end", "b_port", "cable", "length_class", "speed_gbps"]
 
@@ -26,14 +23,14 @@ def _node_name(i: int) -> str:
     return f"node{i + 1:04d}"
 
 
-def _endpoints(d: TopologyDesign) -> list[tuple[str, int]]:
+def _endpoints(d: Any) -> list[tuple[str, int]]:
     """(device, port) of every compute endpoint, in slot order (fabric manager after the nodes)."""
     out = [(_node_name(n), p + 1) for n in range(d.nodes) for p in range(d.ports_per_node)]
     out += [("ufm01", p + 1) for p in range(d.fabric_manager_ports)]
     return out
 
 
-def _leaf_of(d: TopologyDesign, c: ClosCounts) -> list[tuple[str, int]]:
+def _leaf_of(d: Any, c: ClosCounts) -> list[tuple[str, int]]:
     """(leaf, port) for every endpoint of :func:`_endpoints`."""
     P = d.ports_per_node
     res = []
@@ -64,7 +61,7 @@ def _leaf_of(d: TopologyDesign, c: ClosCounts) -> list[tuple[str, int]]:
     return res
 
 
-def _leaf_names(d: TopologyDesign, c: ClosCounts) -> list[str]:
+def _leaf_names(d: Any, c: ClosCounts) -> list[str]:
     if d.kind == "rail-optimized":
         P = d.ports_per_node
         m = d.leaves_per_su // P
@@ -77,7 +74,7 @@ def _spine_name(c: ClosCounts, pod: int, j: int) -> str:
     return f"spine{j + 1:03d}" if c.tiers == 2 else f"spine-p{pod + 1:02d}-{j + 1:02d}"
 
 
-def cable_list(d: TopologyDesign) -> pd.DataFrame:
+def cable_list(d: Any) -> pd.DataFrame:
     """One row per compute-fabric cable, plus one summary row per management/storage group."""
     rows: list[tuple] = []
     groups = {g.tier: g for g in d.link_groups if g.network == "compute"}
@@ -137,7 +134,7 @@ def cable_list(d: TopologyDesign) -> pd.DataFrame:
     return df
 
 
-def cable_summary(d: TopologyDesign) -> pd.DataFrame:
+def cable_summary(d: Any) -> pd.DataFrame:
     """Cables by network, tier, type and length class (counts), without building the full list."""
     rows = [{"network": g.network, "tier": g.tier, "cable": g.cable, "length class": g.length_class,
              "speed [Gb/s]": g.speed_gbps, "links": g.links, "cables": g.cables} for g in d.link_groups]

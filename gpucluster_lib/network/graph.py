@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 import networkx as nx
 
 from gpucluster_lib.network.clos import ClosCounts, RingCounts, TreeCounts, three_tier_plan
-
-if TYPE_CHECKING:
-    from gpucluster_lib.network.topology import TopologyDesign
 
 MAX_UNITS = 32
 MAX_SWITCHES_SHOWN = 32
@@ -34,7 +31,7 @@ class _Unit:
     pod: int
 
 
-def _units(d: TopologyDesign, c: ClosCounts) -> list[_Unit]:
+def _units(d: Any, c: ClosCounts) -> list[_Unit]:
     """Compute units: scalable units (rail), leaf blocks (node-aligned), or pods when too many."""
     L = c.leaves
     lpp = c.leaves_per_pod or L
@@ -78,7 +75,7 @@ def _link(g: nx.Graph, a: str, b: str, links: int, network: str = "compute") -> 
         g.add_edge(a, b, links=links, network=network)
 
 
-def build_graph(d: TopologyDesign, *, expand: str | None = None, detail_limit: int = 32) -> nx.Graph:
+def build_graph(d: Any, *, expand: str | None = None, detail_limit: int = 32) -> nx.Graph:
     """The drawing graph; positions in node attributes ``x`` (0..1 per tier) and ``y`` (tier).
 
     Parameters
@@ -137,7 +134,7 @@ def _spine_key(c: ClosCounts, pod: int, j: int, individual: bool) -> str:
     return f"s{pod}-{j}" if individual else f"spines-p{pod}"
 
 
-def _clos_graph(g: nx.Graph, d: TopologyDesign, c: ClosCounts, expand: str | None, detail_limit: int) -> None:
+def _clos_graph(g: nx.Graph, d: Any, c: ClosCounts, expand: str | None, detail_limit: int) -> None:
     P = d.ports_per_node
     rail = d.kind == "rail-optimized"
     detail = d.nodes <= detail_limit and c.switches <= 64
@@ -223,7 +220,7 @@ def _clos_graph(g: nx.Graph, d: TopologyDesign, c: ClosCounts, expand: str | Non
                 leaf_up(lk, li)
 
 
-def _side_networks(g: nx.Graph, d: TopologyDesign) -> None:
+def _side_networks(g: nx.Graph, d: Any) -> None:
     """Head node, management and storage networks, drawn in a side column."""
     summ = d.network_summary()
     if d.head_nodes:

@@ -1,18 +1,17 @@
-"""Batch reports: execute ``notebooks/report.ipynb`` with papermill, export HTML without code.
+"""Reports: execute the report notebook with papermill, export HTML without code.
 
 ``render_report(scenario_path, out_html)`` runs one scenario; ``render_batch(paths, out_dir)``
 runs several (files or folders of ``*.yaml``), writes one report each plus ``index.html``,
 shows a progress bar, and records a failing scenario in the index without stopping the others.
 
-The report notebook itself only calls :func:`report_sections`, which gathers the
-sections from the capability modules that are installed (hardware always; training,
-power, network, inference, reliability and cost when their modules are present).
+The report notebook calls :func:`report_sections` on one
+:class:`~gpucluster_lib.design.Design`: every section reads that design's stage results, so
+the report shows the same numbers as the CLI and the app.
 """
 
 from __future__ import annotations
 
 import html
-import importlib
 import os
 import tempfile
 import time
@@ -21,9 +20,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpucluster_lib import __version__
+from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.findings import Finding, findings_html
-from gpucluster_lib.scenario import Scenario, load_scenario
+from gpucluster_lib.formatting import format_fraction, format_value, humanize_key
+from gpucluster_lib.report.style import STYLE
+from gpucluster_lib.scenario import dumps, load_scenario
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent  # report.ipynb ships in the package (source: notebooks/report.py)
 REPORT_NOTEBOOK = NOTEBOOK_DIR / "report.ipynb"
@@ -42,79 +45,42 @@ class Section:
     module: str = ""
 
 
-#: The headline numbers of each capability: (module, dotted key in its JSON, label, unit).
-KEY_FIGURES: list[tuple[str, str, str, str]] = [
-    ("training", "training_days", "Time to train (ideal)", "days"),
-    ("training", "mfu", "Model FLOPs utilisation", ""),
-    ("training", "fits", "Plan fits in GPU memory", ""),
-    ("reliability", "training_days_expected", "Time to train with failures", "days"),
-    ("reliability", "training_days_p10", "… P10", "days"),
-    ("reliability", "training_days_p90", "… P90", "days"),
-    ("reliability", "goodput", "Goodput", ""),
-    ("facility", "racks", "Racks", ""),
-    ("facility", "it_power_kw", "IT power", "kW"),
-    ("facility", "facility_power_kw", "Facility power (PUE)", "kW"),
-    ("facility", "cooling_tons", "Cooling", "tons"),
-    ("topology", "switches.leaf", "Leaf switches", ""),
-    ("topology", "switches.spine", "Spine switches", ""),
-    ("topology", "switches.core", "Core switches", ""),
-    ("topology", "per_gpu_allreduce_gbps", "All-reduce bandwidth per GPU", "Gb/s"),
-    ("inference", "gpus", "Serving GPUs", ""),
-    ("inference", "meets_slo", "Meets the latency SLO", ""),
-    ("cost", "capex.total", "CapEx", "USD"),
-    ("cost", "tco", "TCO", "USD"),
-    ("cost", "cost_per_gpu_hour", "Cost per GPU-hour", "USD"),
-    ("cost", "co2e_tonnes_per_year", "Emissions per year", "t CO2e"),
-]
+def _design(x: Any) -> Design:
+    return x if isinstance(x, Design) else Design(x)
 
 
-def _dig(d: dict[str, Any], dotted: str) -> Any:
-    for part in dotted.split("."):
-        if not isinstance(d, dict) or part not in d:
-            return None
-        d = d[part]
-    return d
+class ReportSections(list):
+    """The report's sections, with the design they came from."""
+
+    def __init__(self, sections: Iterable[Section], design: Design):
+        super().__init__(sections)
+        self.design = design
 
 
-def key_figures_html(sections: Sequence[Section]) -> str:
-    """The headline numbers across sections, as one small table."""
-    by_module = {s.module: s.data for s in sections if s.data is not None}
+def key_figures_html(x: Any) -> str:
+    """The design's key figures (:meth:`Design.summary`) as one small table, and the count of
+    errors and warnings among its findings. ``x``: a Design or :func:`report_sections`' result."""
+    d = x.design if isinstance(x, ReportSections) else _design(x)
     rows = []
-    for module, key, label, unit in KEY_FIGURES:
-        value = _dig(by_module.get(module) or {}, key)
+    for fig in d.summary().values():
+        value = fig["value"]
         if value is None:
             continue
-        if module in ("training", "reliability") and key in ("mfu", "goodput") and isinstance(value, float):
-            text = f"{value:.1%}"
-        else:
-            text = _fmt_value(value)
-        rows.append(f"<tr><td>{html.escape(label)}</td><td class='num'>{html.escape(text)}</td>"
+        text = format_fraction(value) if fig["unit"] == "fraction" else format_value(value)
+        unit = "" if fig["unit"] == "fraction" else fig["unit"]
+        rows.append(f"<tr><td>{html.escape(fig['label'])}</td><td class='num'>{html.escape(text)}</td>"
                     f"<td>{html.escape(unit)}</td></tr>")
-    errors = sum(1 for s in sections for f in s.findings if f.severity == "error")
-    warnings = sum(1 for s in sections for f in s.findings if f.severity == "warning")
+    findings = d.findings
+    errors = sum(1 for f in findings if f.severity == "error")
+    warnings = sum(1 for f in findings if f.severity == "warning")
     status = (f"<p><b>{errors} error(s)</b> and {warnings} warning(s) in the findings below.</p>"
               if errors or warnings else "<p>No errors or warnings in the findings.</p>")
     return ("<h2>Key figures</h2><table class='gc-table gc-kf'><tbody>" + "".join(rows)
             + "</tbody></table>" + status)
 
 
-def _fmt_value(v: Any) -> str:
-    if isinstance(v, float):
-        if v != v:
-            return "–"
-        a = abs(v)
-        return f"{v:,.0f}" if a >= 1000 else (f"{v:,.2f}" if a >= 1 else f"{v:.4g}")
-    if isinstance(v, bool):
-        return "yes" if v else "no"
-    if isinstance(v, int):
-        return f"{v:,}"
-    if v is None:
-        return "–"
-    return str(v)
-
-
 def dict_table(d: dict[str, Any], prefix: str = "") -> str:
-    """A nested result dict (a CLI JSON object) as a two-column HTML table."""
+    """A nested result dict (a CLI JSON object) as a two-column HTML table with human labels."""
     rows = []
 
     def walk(obj: dict[str, Any], pre: str) -> None:
@@ -126,23 +92,20 @@ def dict_table(d: dict[str, Any], prefix: str = "") -> str:
                 walk(v, key + ".")
             elif isinstance(v, list):
                 if v and all(not isinstance(x, (dict, list)) for x in v):
-                    rows.append((key, ", ".join(_fmt_value(x) for x in v)))
+                    rows.append((key, ", ".join(format_value(x) for x in v)))
                 elif v:
                     rows.append((key, f"{len(v)} entries"))
             else:
-                rows.append((key, _fmt_value(v)))
+                rows.append((key, format_value(v)))
 
     walk(d, prefix)
-    body = "".join(f"<tr><td style='text-align:left'><code>{html.escape(k)}</code></td>"
+    body = "".join(f"<tr><td style='text-align:left'>{html.escape(humanize_key(k))}</td>"
                    f"<td class='num'>{html.escape(v)}</td></tr>" for k, v in rows)
     return f"<table class='gc-table'><tbody>{body}</tbody></table>"
 
 
-def _hardware_section(scenario: Scenario) -> Section:
-    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-
-    cat = catalog_for(scenario)
-    hw = resolve_hardware(scenario, cat)
+def _hardware_section(d: Design) -> Section:
+    hw = d.hardware
     acc = hw.accelerator
     facts = {
         "accelerator": f"{acc['name']} ({acc['id']})",
@@ -158,56 +121,81 @@ def _hardware_section(scenario: Scenario) -> Section:
         "cluster_dense_bf16_pflops": (acc["bf16_tflops"] or 0) * hw.gpus / 1000,
     }
     src = f"<p class='gc-src'>Source: {html.escape(acc['source'])} ({html.escape(str(acc['source_date']))})</p>"
-    return Section("Hardware", dict_table(facts) + src, [], [])
+    return Section("Hardware", dict_table(facts) + src, [], list(d.node.findings), data=facts, module="hardware")
 
 
-#: (title, module, function returning a result with to_dict(), chart hook or None)
-CAPABILITIES: list[tuple[str, str, str]] = [
-    ("Power, cooling and space", "facility", "budget"),
-    ("Network topology", "topology", "design_topology"),
-    ("Training time", "training", "estimate"),
-    ("Inference serving", "inference", "serve"),
-    ("Reliability", "reliability", "assess"),
-    ("Cost and carbon", "cost", "assess"),
+def _charts(stage: str, result: Any) -> list[Any]:
+    if stage == "serving":
+        if not getattr(result, "sweep", None):
+            return []  # a vision fleet (or a model that does not fit) has no batch sweep
+        from gpucluster_lib.charts.inference import memory_breakdown, throughput_latency
+
+        return [throughput_latency(result.sweep_frame(), result.tpot_slo_s, result.batch),
+                memory_breakdown(result.memory_per_gpu_bytes)]
+    if stage == "reliability":
+        from gpucluster_lib.charts.reliability import component_chart, interval_goodput_chart
+
+        return [component_chart(result), interval_goodput_chart(result)]
+    if stage == "cost":
+        from gpucluster_lib.charts.cost import (
+            build_vs_rent,
+            carbon_chart,
+            cost_waterfall,
+            tco_over_years,
+        )
+        from gpucluster_lib.economics.cost import grid_presets
+
+        return [cost_waterfall(result), tco_over_years(result), build_vs_rent(result),
+                carbon_chart(result, grid_presets())]
+    return []
+
+
+#: (title, stage of the Design)
+SECTIONS: list[tuple[str, str]] = [
+    ("Power, cooling and space", "facility"),
+    ("Network topology", "network"),
+    ("Training time", "training"),
+    ("Inference serving", "serving"),
+    ("Reliability", "reliability"),
+    ("Cost and carbon", "cost"),
 ]
 
+#: What a section says when its stage does not apply to the scenario.
+NOT_APPLICABLE = {
+    "training": "No model in the scenario: nothing to train.",
+    "serving": "No model in the scenario: nothing to serve.",
+    "reliability": "No transformer model to checkpoint: no training-job reliability.",
+}
 
-def report_sections(scenario: Scenario) -> list[Section]:
-    """Every section the installed modules can produce for ``scenario``.
 
-    A capability whose module is absent is skipped; one that rejects the scenario shows
-    its message as the section body, so one weak section never sinks the report.
+def report_sections(x: Any) -> ReportSections:
+    """The report's sections, each reading one stage of the same Design.
+
+    ``x``: a :class:`~gpucluster_lib.design.Design` or a Scenario. A stage that rejects the
+    scenario shows its message as the section body, so one weak section never sinks the
+    report.
     """
-    sections = [_hardware_section(scenario)]
-    for title, module, func in CAPABILITIES:
+    d = _design(x)
+    sections = [_hardware_section(d)]
+    for title, stage in SECTIONS:
         try:
-            mod = importlib.import_module(f"gpucluster_lib.{module}")
-        except ModuleNotFoundError:
-            continue
-        fn: Callable[..., Any] | None = getattr(mod, func, None)
-        if fn is None:
-            continue
-        try:
-            result = fn(scenario)
+            result = d.stage(stage)
         except GpuClusterError as exc:
             sections.append(Section(title, f"<div class='gc-msg gc-error'>⚠ {html.escape(str(exc))}</div>", [], []))
             continue
-        data = result.to_dict() if hasattr(result, "to_dict") else dict(result)
-        charts = []
-        chart_fn = getattr(mod, "report_charts", None)
-        if chart_fn is not None:
-            charts = list(chart_fn(result))
+        if result is None:
+            sections.append(Section(title, f"<p>{html.escape(NOT_APPLICABLE[stage])}</p>", [], [], module=stage))
+            continue
+        data = result.to_dict()
         findings = [f if isinstance(f, Finding) else Finding(**f) for f in (getattr(result, "findings", None) or [])]
-        sections.append(Section(title, dict_table(data), charts, findings, data=data, module=module))
-    return sections
+        sections.append(Section(title, dict_table(data), _charts(stage, result), findings, data=data,
+                                module=stage))
+    return ReportSections(sections, d)
 
 
-def report_header_html(scenario: Scenario) -> str:
+def report_header_html(x: Any) -> str:
     """Title block: scenario name, description and the scenario itself as YAML."""
-    from gpucluster_lib import __version__
-    from gpucluster_lib.scenario import dumps
-    from gpucluster_lib.report.style import STYLE
-
+    scenario = x.scenario if isinstance(x, Design) else x
     return (f"{STYLE}<h1>{html.escape(scenario.name)}</h1>"
             + (f"<p>{html.escape(scenario.description)}</p>" if scenario.description else "")
             + f"<p class='gc-src'>gpucluster_lib {__version__}. Every catalogue value carries its source "

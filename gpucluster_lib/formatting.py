@@ -1,0 +1,97 @@
+"""One way to write a number for people: thousands separators, sensible precision, "–" for none.
+
+Used by the app's tables, the report's tables and key figures, and the CLI text output, so
+the same figure reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: What a missing value (None, NaN) reads as.
+MISSING = "–"
+
+
+def is_number(v: Any) -> bool:
+    """A real quantity (int or float, not bool, not NaN)."""
+    if isinstance(v, bool) or v is None:
+        return False
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    return isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v))
+
+
+def format_value(v: Any, unit: str = "") -> str:
+    """``v`` for a table or a sentence: 1,234 / 12.3 / 0.123 / 1.23e-05; yes/no; "–" for none.
+
+    Integers (and whole floats) get thousands separators; other floats keep three
+    significant figures below 10 and one decimal from 10 to 1,000; ``unit`` is appended
+    after a space when the value is a number.
+    """
+    if hasattr(v, "item") and not isinstance(v, (str, bytes)):
+        v = v.item()
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return MISSING
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        text = f"{v:,}"
+    elif isinstance(v, float):
+        a = abs(v)
+        if math.isinf(v):
+            text = "∞" if v > 0 else "-∞"
+        elif (v.is_integer() and a < 1e15) or a >= 1000:
+            text = f"{v:,.0f}"
+        elif a >= 10:
+            text = f"{v:,.1f}"
+        elif a >= 0.01 or a == 0:
+            text = f"{v:.3g}" if a < 1 else f"{v:.2f}"
+        else:
+            text = f"{v:.2e}"
+    else:
+        return str(v)
+    return f"{text} {unit}" if unit else text
+
+
+def format_fraction(v: Any) -> str:
+    """A fraction as a percentage with one decimal (0.392 -> 39.2%); "–" for none."""
+    if not is_number(v):
+        return MISSING
+    return f"{float(v):.1%}"
+
+
+def humanize_key(key: str) -> str:
+    """A result key for people: ``it_power_kw`` -> "IT power (kW)", ``capex.total`` -> "CapEx: total"."""
+    parts = [p for p in key.split(".") if p]
+    return ": ".join(_human_word(p) for p in parts)
+
+
+_UNITS = {"kw": "kW", "w": "W", "mw": "MW", "gb": "GB", "gib": "GiB", "tb": "TB", "s": "s", "h": "h",
+          "kg": "kg", "m2": "m²", "u": "U", "gbps": "Gb/s", "tbps": "Tb/s", "usd": "USD", "kva": "kVA",
+          "mwh": "MWh", "cfm": "CFM", "c": "°C", "tflops": "TFLOP/s", "pflops": "PFLOP/s", "btu": "BTU"}
+_WORDS = {"it": "IT", "capex": "CapEx", "opex": "OpEx", "tco": "TCO", "gpu": "GPU", "gpus": "GPUs",
+          "cpu": "CPU", "psu": "PSU", "ups": "UPS", "pue": "PUE", "mfu": "MFU", "hfu": "HFU", "ttft": "TTFT",
+          "tpot": "TPOT", "slo": "SLO", "kv": "KV", "nvlink": "NVLink", "co2e": "CO2e", "mtbi": "MTBI",
+          "tp": "TP", "pp": "PP", "dp": "DP", "btu": "BTU", "nic": "NIC", "nics": "NICs", "ru": "U"}
+
+
+def _human_word(part: str) -> str:
+    words = part.split("_")
+    unit = None
+    if len(words) > 3 and words[-2] == "per" and words[-1] in _UNITS and words[-3] in (_UNITS | _COUNTED):
+        top = _UNITS.get(words[-3], words[-3])
+        unit = f"{top}/{_UNITS[words[-1]]}"
+        del words[-3:]
+    elif len(words) > 1 and words[-1] in _UNITS:
+        unit = _UNITS[words.pop()]
+    text = " ".join(_WORDS.get(w, w.upper() if _PERCENTILE(w) else w) for w in words)
+    text = text[:1].upper() + text[1:] if text and not text[:1].isupper() else text
+    return f"{text} ({unit})" if unit else text
+
+
+_COUNTED = {"tokens": "tokens", "images": "images", "requests": "requests"}
+
+
+def _PERCENTILE(w: str) -> bool:  # noqa: N802 - p10, p50, p90
+    return len(w) in (2, 3) and w[0] == "p" and w[1:].isdigit()
