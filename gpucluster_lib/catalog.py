@@ -20,16 +20,17 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
-
-from gpucluster_lib.resources import data_root
 from gpucluster_lib.errors import CatalogError, UnknownIdError
+from gpucluster_lib.resources import data_root
+
+if TYPE_CHECKING:  # pandas is imported where a DataFrame is built, not with this module
+    import pandas as pd
 
 #: Shipped data folder (``data/`` at the repository root). ``GPUCLUSTER_DATA`` overrides it.
 DATA_DIR = data_root()
@@ -345,15 +346,8 @@ def _check_row(table: str, file: str, line: int, row: dict[str, Any]) -> None:
         raise CatalogError(file, line, "price_source", "a price needs its source")
 
 
-def read_table(table: str, path: str | os.PathLike | io.TextIOBase, *, label: str | None = None) -> pd.DataFrame:
-    """Read and validate one catalogue CSV (no cross-table checks).
-
-    Parameters
-    ----------
-    table : one of :data:`TABLES`
-    path : file path or open text stream
-    label : name used in error messages (defaults to the file name)
-    """
+def _read_rows(table: str, path: str | os.PathLike | io.TextIOBase, label: str | None) -> list[dict[str, Any]]:
+    """Parse and validate one catalogue CSV into row dicts (schema order, missing values None)."""
     if table not in SCHEMAS:
         raise UnknownIdError("catalogue table", table, SCHEMAS)
     schema = SCHEMAS[table]
@@ -393,38 +387,120 @@ def read_table(table: str, path: str | os.PathLike | io.TextIOBase, *, label: st
             raise CatalogError(file, line, "id", f"duplicate id {row['id']!r} (first on line {seen[row['id']]})")
         seen[row["id"]] = line
         rows.append(row)
-    df = pd.DataFrame(rows, columns=[c.name for c in schema])
+    return rows
+
+
+def _frame(table: str, rows: Iterable[Mapping[str, Any]], lines: Iterable[int] | None = None) -> pd.DataFrame:
+    """A table's rows as a DataFrame: float columns float64, whole-number columns Int64."""
+    import pandas as pd
+
+    schema = SCHEMAS[table]
+    df = pd.DataFrame(list(rows), columns=[c.name for c in schema])
     for c in schema:
         if c.kind == "float":
             df[c.name] = df[c.name].astype("float64")
         elif c.kind == "int":
             df[c.name] = df[c.name].astype("Int64")
     df.attrs["table"] = table
+    if lines is not None:
+        df.attrs["lines"] = list(lines)
     return df
 
 
-@dataclass
-class Catalog:
-    """All catalogue tables, indexed by id. Build with :func:`load_catalog`."""
+def read_table(table: str, path: str | os.PathLike | io.TextIOBase, *, label: str | None = None) -> pd.DataFrame:
+    """Read and validate one catalogue CSV (no cross-table checks) into a DataFrame.
 
-    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    Parameters
+    ----------
+    table : one of :data:`TABLES`
+    path : file path or open text stream
+    label : name used in error messages (defaults to the file name)
+    """
+    return _frame(table, _read_rows(table, path, label))
+
+
+class _Frames(Mapping[str, "pd.DataFrame"]):
+    """``Catalog.tables``: the tables as DataFrames, each built (and pandas imported) on first use."""
+
+    def __init__(self, index: Mapping[str, Mapping[str, Mapping[str, Any]]], lines: Mapping[str, list[int]],
+                 built: dict[str, pd.DataFrame] | None = None):
+        self._index, self._lines, self._built = index, lines, dict(built or {})
+
+    def __getitem__(self, table: str) -> pd.DataFrame:
+        df = self._built.get(table)
+        if df is None:
+            df = self._built[table] = _frame(table, self._index[table].values(), self._lines.get(table))
+        return df
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __repr__(self) -> str:
+        return f"<catalogue tables {', '.join(self._index)}>"
+
+
+class Catalog:
+    """All catalogue tables, indexed by id. Build with :func:`load_catalog`.
+
+    Look-ups by id (:meth:`get`, :meth:`accelerator`, :meth:`server`, :meth:`has`) are dict
+    look-ups in an index built once at load time; each returns a fresh ``dict`` the caller may
+    change without touching the catalogue. ``tables`` gives pandas DataFrames for the picker and
+    the UI, built on first access.
+    """
+
+    def __init__(self, tables: Mapping[str, pd.DataFrame] | None = None):
+        # ``Catalog({table: DataFrame})`` as before; load_catalog builds from rows (no pandas).
+        index: dict[str, dict[str, dict[str, Any]]] = {}
+        lines: dict[str, list[int]] = {}
+        for table, df in (tables or {}).items():
+            index[table] = {r["id"]: r for r in (_row_dict(s) for _, s in df.iterrows())}
+            lines[table] = list(df.attrs.get("lines") or range(2, len(df) + 2))
+        self._init(index, lines, dict(tables or {}))
+
+    @classmethod
+    def _from_rows(cls, rows: Mapping[str, list[dict[str, Any]]], lines: Mapping[str, list[int]]) -> Catalog:
+        cat = cls.__new__(cls)
+        cat._init({t: {r["id"]: r for r in rs} for t, rs in rows.items()}, dict(lines), {})
+        return cat
+
+    def _init(self, index: dict[str, dict[str, dict[str, Any]]], lines: dict[str, list[int]],
+              frames: dict[str, pd.DataFrame]) -> None:
+        self._index = index
+        self._lines = lines
+        self._frames = _Frames(index, lines, frames)
+
+    @property
+    def tables(self) -> Mapping[str, pd.DataFrame]:
+        """``{table: DataFrame}``; each DataFrame is built on first access."""
+        return self._frames
 
     def __getattr__(self, name: str) -> pd.DataFrame:
-        tables = self.__dict__.get("tables", {})
-        if name in tables:
-            return tables[name]
+        index = self.__dict__.get("_index", {})
+        if name in index:
+            return self._frames[name]
         raise AttributeError(name)
 
+    def __repr__(self) -> str:
+        return f"Catalog({', '.join(f'{t}: {len(rows)}' for t, rows in self._index.items())})"
+
     def ids(self, table: str) -> list[str]:
-        return list(self.tables[table]["id"])
+        return list(self._index[table])
+
+    def has(self, table: str, id_: str) -> bool:
+        """Whether ``table`` holds a row with this id (no copy, no DataFrame)."""
+        return id_ in self._index[table]
 
     def get(self, table: str, id_: str, *, path: str = "") -> dict[str, Any]:
-        """One row as a dict (NaN/NA become None). Unknown ids raise with the closest ids."""
-        df = self.tables[table]
-        hit = df.index[df["id"] == id_]
-        if len(hit) == 0:
-            raise UnknownIdError(_SINGULAR[table], id_, df["id"], path)
-        return _row_dict(df.loc[hit[0]])
+        """One row as a new dict (missing values None). Unknown ids raise with the closest ids."""
+        rows = self._index[table]
+        try:
+            return dict(rows[id_])
+        except (KeyError, TypeError):
+            pass
+        raise UnknownIdError(_SINGULAR[table], id_, rows, path)
 
     def accelerator(self, id_: str, *, path: str = "") -> dict[str, Any]:
         return self.get("accelerators", id_, path=path)
@@ -433,8 +509,8 @@ class Catalog:
         return self.get("servers", id_, path=path)
 
     def records(self, table: str) -> list[dict[str, Any]]:
-        """Rows as JSON-ready dicts: numbers as numbers, missing values as None."""
-        return [_row_dict(r) for _, r in self.tables[table].iterrows()]
+        """Rows as JSON-ready dicts (new ones): numbers as numbers, missing values as None."""
+        return [dict(r) for r in self._index[table].values()]
 
 
 _SINGULAR = {"accelerators": "accelerator", "servers": "server", "cpus": "CPU", "nics": "NIC",
@@ -442,6 +518,9 @@ _SINGULAR = {"accelerators": "accelerator", "servers": "server", "cpus": "CPU", 
 
 
 def _row_dict(row: pd.Series) -> dict[str, Any]:
+    """A DataFrame row as a plain dict: NaN/NA as None, numpy scalars as Python numbers."""
+    import pandas as pd
+
     out: dict[str, Any] = {}
     for k, v in row.items():
         if v is None or (isinstance(v, float) and math.isnan(v)) or v is pd.NA:
@@ -453,25 +532,23 @@ def _row_dict(row: pd.Series) -> dict[str, Any]:
     return out
 
 
-def _check_refs(tables: Mapping[str, pd.DataFrame], files: Mapping[str, str]) -> None:
+def _check_refs(index: Mapping[str, Mapping[str, Mapping[str, Any]]], lines: Mapping[str, list[int]],
+                files: Mapping[str, str]) -> None:
     for table, schema in SCHEMAS.items():
-        if table not in tables:
+        if table not in index:
             continue
-        df = tables[table]
         for col in schema:
-            if col.kind != "ref" or col.ref not in tables:
+            if col.kind != "ref" or col.ref not in index:
                 continue
-            valid = set(tables[col.ref]["id"])
-            for i, value in enumerate(df[col.name]):
-                if value is not None and not (isinstance(value, float) and math.isnan(value)) and value not in valid:
+            valid = index[col.ref]
+            for i, row in enumerate(index[table].values()):
+                value = row.get(col.name)
+                if value is not None and value not in valid:
                     err = UnknownIdError(_SINGULAR[col.ref], value, valid)
-                    raise CatalogError(files[table], _line_of(df, i), col.name,
+                    table_lines = lines.get(table)
+                    line = table_lines[i] if table_lines is not None else i + 2
+                    raise CatalogError(files[table], line, col.name,
                                        f"refers to {err.message.removeprefix('unknown ')}")
-
-
-def _line_of(df: pd.DataFrame, i: int) -> int | None:
-    lines = df.attrs.get("lines")
-    return int(lines[i]) if lines is not None else i + 2
 
 
 def load_catalog(extra: Iterable[str | os.PathLike] = (), *, data_dir: str | os.PathLike | None = None,
@@ -491,37 +568,52 @@ def load_catalog(extra: Iterable[str | os.PathLike] = (), *, data_dir: str | os.
 
 @lru_cache(maxsize=8)
 def _load_catalog(extra: tuple[str, ...], data_dir: str, override: bool) -> Catalog:
-    tables: dict[str, pd.DataFrame] = {}
+    rows: dict[str, list[dict[str, Any]]] = {}
+    lines: dict[str, list[int]] = {}
     files: dict[str, str] = {}
     for table in TABLES:
         path = Path(data_dir) / f"{table}.csv"
-        df = read_table(table, path)
-        df.attrs["lines"] = list(range(2, len(df) + 2))
-        tables[table], files[table] = df, path.name
+        rows[table] = _read_rows(table, path, None)
+        lines[table], files[table] = list(range(2, len(rows[table]) + 2)), path.name
     for p in extra:
         stem = Path(p).stem.lower()
         table = next((t for t in TABLES if stem == t or stem.endswith(("_" + t, "-" + t))), None)
         if table is None:
             raise CatalogError(Path(p).name, None, None,
                                f"cannot tell which table this is: the file name must end with one of {', '.join(TABLES)}")
-        tables[table], files[table] = merge_tables(tables[table], read_table(table, p), Path(p).name,
-                                                   override=override), f"{files[table]} + {Path(p).name}"
-    _check_refs(tables, files)
-    return Catalog(tables)
+        rows[table], lines[table] = _merge_rows(rows[table], lines[table], _read_rows(table, p, None),
+                                                Path(p).name, override=override)
+        files[table] = f"{files[table]} + {Path(p).name}"
+    cat = Catalog._from_rows(rows, lines)
+    _check_refs(cat._index, cat._lines, files)
+    return cat
+
+
+def _merge_rows(base: list[dict[str, Any]], base_lines: list[int], user: list[dict[str, Any]], user_file: str,
+                *, override: bool = False) -> tuple[list[dict[str, Any]], list[int]]:
+    """Append user rows to a shipped table; a clashing id is refused unless ``override``.
+
+    Returns the merged rows and their line numbers (shipped lines, then the user file's).
+    """
+    user_ids = [r["id"] for r in user]
+    clash = sorted({r["id"] for r in base} & set(user_ids))
+    if clash and not override:
+        line = user_ids.index(clash[0]) + 2
+        raise CatalogError(user_file, line, "id",
+                           f"duplicate id {clash[0]!r}: already in the shipped catalogue (rename it, or pass override)")
+    drop = set(clash)
+    kept = [(r, ln) for r, ln in zip(base, base_lines, strict=True) if r["id"] not in drop]
+    return [r for r, _ in kept] + list(user), [ln for _, ln in kept] + list(range(2, len(user) + 2))
 
 
 def merge_tables(base: pd.DataFrame, user: pd.DataFrame, user_file: str, *, override: bool = False) -> pd.DataFrame:
-    """Append user rows to a shipped table; a clashing id is refused unless ``override``."""
-    clash = sorted(set(base["id"]) & set(user["id"]))
-    if clash and not override:
-        line = int(user.index[user["id"] == clash[0]][0]) + 2
-        raise CatalogError(user_file, line, "id",
-                           f"duplicate id {clash[0]!r}: already in the shipped catalogue (rename it, or pass override)")
-    base_lines = base.attrs.get("lines", list(range(2, len(base) + 2)))
-    keep = ~base["id"].isin(clash)
-    merged = pd.concat([base[keep], user], ignore_index=True)
-    merged.attrs.update(base.attrs)
-    merged.attrs["lines"] = [ln for ln, k in zip(base_lines, keep, strict=True) if k] + list(range(2, len(user) + 2))
+    """DataFrame form of the merge (tables from :func:`read_table`); a clashing id is refused unless ``override``."""
+    table = base.attrs.get("table") or user.attrs.get("table")
+    rows, lines = _merge_rows([_row_dict(s) for _, s in base.iterrows()],
+                              list(base.attrs.get("lines") or range(2, len(base) + 2)),
+                              [_row_dict(s) for _, s in user.iterrows()], user_file, override=override)
+    merged = _frame(table, rows, lines)
+    merged.attrs.update({k: v for k, v in base.attrs.items() if k != "lines"})
     return merged
 
 
@@ -529,8 +621,10 @@ def catalog_from_bytes(table: str, content: bytes, name: str, base: Catalog | No
                        override: bool = False) -> Catalog:
     """Merge an uploaded CSV (bytes, as the app receives it) into a copy of ``base``."""
     base = base or load_catalog()
-    user = read_table(table, io.StringIO(content.decode("utf-8-sig")), label=name)
-    tables = dict(base.tables)
-    tables[table] = merge_tables(tables[table], user, name, override=override)
-    _check_refs(tables, {t: f"{t}.csv" if t != table else f"{table}.csv + {name}" for t in tables})
-    return Catalog(tables)
+    user = _read_rows(table, io.StringIO(content.decode("utf-8-sig")), name)
+    rows = {t: list(r.values()) for t, r in base._index.items()}
+    lines = {t: list(base._lines.get(t) or range(2, len(rows[t]) + 2)) for t in rows}
+    rows[table], lines[table] = _merge_rows(rows[table], lines[table], user, name, override=override)
+    cat = Catalog._from_rows(rows, lines)
+    _check_refs(cat._index, cat._lines, {t: f"{t}.csv" if t != table else f"{table}.csv + {name}" for t in rows})
+    return cat
