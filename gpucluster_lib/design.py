@@ -53,7 +53,8 @@ from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolv
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.network.topology import design_topology, fabric_gbps_per_gpu
 from gpucluster_lib.reliability import core as reliability_mod
-from gpucluster_lib.scenario import ModelSpec, Scenario, load_scenario
+from gpucluster_lib.scenario import ModelSpec, ParallelismSpec, Scenario, load_scenario
+from gpucluster_lib.training.estimate import build_context, search_plans
 from gpucluster_lib.training.estimate import estimate as estimate_training
 from gpucluster_lib.workloads.checkpoint import has_transformer
 
@@ -108,6 +109,16 @@ def _serving(d: Design) -> Any:
                  cluster_facility=d.facility, network=d.network)
 
 
+def _plans(d: Design) -> Any:
+    """The ranked plans for the model on this cluster at the scenario's global batch (all
+    other parallelism fields free): the Training tab's table of alternatives."""
+    if not has_transformer(d.scenario):
+        return None
+    spec = ParallelismSpec(auto=True, global_batch_size=d.scenario.parallelism.global_batch_size)
+    ctx = build_context(d.scenario, d.catalog, hardware=d.hardware, network=d.network)[0]
+    return search_plans(d.scenario, d.catalog, context=ctx, spec=spec)
+
+
 def _reliability(d: Design) -> Any:
     if not has_transformer(d.scenario):
         return None
@@ -148,14 +159,28 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("serving", _serving, ("catalog", "model", "inference", "costs", "facility", "network", "hardware",
                                 "reliability"),
           ("hardware", "network", "node", "facility"), "Serving"),
-    Stage("reliability", _reliability, ("model", "training", "reliability", "hardware"),
+    Stage("plans", _plans, ("catalog", "model", "training", "network", "hardware", "parallelism.global_batch_size"),
+          ("hardware", "network"), "Plan search"),
+    Stage("reliability", _reliability, ("catalog", "model", "training", "reliability", "hardware"),
           ("hardware", "storage", "spares", "training"), "Reliability"),
     Stage("cost", _cost, ("catalog", "costs", "facility", "hardware"),
           ("hardware", "network", "storage", "spares", "facility", "reliability", "serving"), "Cost and carbon"),
 )}
 
 
+#: The stages a design is made of (findings, to_dict); ``plans`` is an exploration the
+#: Training tab asks for, computed only on request.
+DESIGN_STAGES = tuple(n for n in STAGES if n != "plans")
+
 # --------------------------------------------------------------------------- design
+
+
+def _section(scenario: Scenario, path: str) -> Any:
+    """A scenario section (``"hardware"``) or one field of it (``"parallelism.global_batch_size"``)."""
+    value: Any = scenario
+    for part in path.split("."):
+        value = getattr(value, part)
+    return value
 
 
 class Design:
@@ -200,7 +225,7 @@ class Design:
         for name, stage in STAGES.items():
             if name not in self._results or any(u not in kept for u in stage.upstream):
                 continue
-            if all(getattr(self.scenario, s) == getattr(scenario, s) for s in stage.sections):
+            if all(_section(self.scenario, s) == _section(scenario, s) for s in stage.sections):
                 kept[name] = self._results[name]
         return Design(scenario, cat, _reuse=kept)
 
@@ -228,6 +253,7 @@ class Design:
     serving = property(lambda self: self.stage("serving"), doc="ServingEstimate or None")
     reliability = property(lambda self: self.stage("reliability"), doc="ReliabilityResult or None")
     cost = property(lambda self: self.stage("cost"), doc="CostResult")
+    plans = property(lambda self: self.stage("plans"), doc="SearchResult of the plan search, or None")
 
     # -- views -------------------------------------------------------------
     @property
@@ -235,7 +261,7 @@ class Design:
         """Every stage's findings, most severe first, each once."""
         seen: set[tuple[str, str]] = set()
         out: list[Finding] = []
-        for name in STAGES:
+        for name in DESIGN_STAGES:
             result = self.stage(name)
             for f in getattr(result, "findings", None) or []:
                 key = (f.code, f.message)

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"  days to train          ideal {r.training_days_ideal:.1f}, expected {r.training_days_expected:.1f}, "
               f"P10-P90 {r.training_days_p10:.1f}-{r.training_days_p90:.1f}")
     print(f"  hot spare nodes        {r.spare_nodes} (recommended {r.spare_nodes_recommended})")
-    for key, how in r.fallbacks.items():
+    for key, how in r.assumptions.items():
         print(f"  assumed: {key}: {how}")
     for f in r.findings:
         print(f"  {f.severity}: {f.code}: {f.message}")

@@ -452,7 +452,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     if rel is None and training_days is None and has_transformer(scenario):
         rel = reliability.assess(scenario, cat, hardware=hw, storage=store, spares=plan)
     if rel is not None:
-        for k, v in rel.fallbacks.items():
+        for k, v in rel.assumptions.items():
             assumptions[f"reliability.{k}"] = v
     spares_n = int(getattr(budget, "spare_nodes", 0))
     nodes_bought = hw.nodes + spares_n

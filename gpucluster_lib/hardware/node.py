@@ -248,7 +248,7 @@ def _is_fabric(nic: Nic) -> bool:
 
 
 def _present(cat: Catalog, table: str, id_: str | None) -> bool:
-    return bool(id_) and id_ in set(cat.tables[table]["id"])
+    return bool(id_) and cat.has(table, id_)
 
 
 def _nic(cat: Catalog, id_: str, count: int, role: str, path: str) -> Nic:

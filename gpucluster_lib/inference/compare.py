@@ -42,7 +42,7 @@ def compare_accelerators(scenario: Scenario, catalog: Any, accelerators: tuple[s
     (``servers_kw``), without the facility budget's network, storage and head nodes.
     """
     rows = []
-    known = set(catalog.tables["accelerators"]["id"])
+    known = set(catalog.ids("accelerators"))
     systems = _systems(catalog)
     for acc_id in accelerators:
         if acc_id not in known:

@@ -404,8 +404,8 @@ def planned_rate(preset: str = "llama3-405b") -> float:
 class ReliabilityResult:
     """Reliability of a scenario's training job. Times in hours/seconds/days as named.
 
-    ``fallbacks`` maps a figure's name to how it was obtained when a dependency was missing
-    (issue 3's training engine, the storage catalogue row); figures not listed are computed
+    ``assumptions`` maps a figure's name to the assumption it rests on where the catalogue has no value
+    (the storage system's row); figures not listed are computed
     from the scenario and the catalogue.
     """
 
@@ -443,7 +443,7 @@ class ReliabilityResult:
     psu_redundancy: str | None
     psu_node_outages_per_year: float | None
     psu_node_outages_per_year_without_redundancy: float | None
-    fallbacks: dict[str, str] = field(default_factory=dict)
+    assumptions: dict[str, str] = field(default_factory=dict)
     findings: list[Finding] = field(default_factory=list)
     #: the shared storage design (:func:`gpucluster_lib.facility.storage.size_storage`)
     storage: storage_mod.StorageDesign | None = None
@@ -493,7 +493,7 @@ class ReliabilityResult:
                 "psu_node_outages_per_year": self.psu_node_outages_per_year,
                 "psu_node_outages_per_year_without_redundancy": self.psu_node_outages_per_year_without_redundancy,
             },
-            "fallbacks": dict(self.fallbacks),
+            "assumptions": dict(self.assumptions),
             "findings": [f.to_dict() for f in self.findings],
         }
 
@@ -586,7 +586,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     rel = scenario.reliability
     data = load_failure_data()
     findings: list[Finding] = []
-    fallbacks: dict[str, str] = {}
+    assumptions: dict[str, str] = {}
     fail_lo_hi = _range(rel.failure_rate_range, "reliability.failure_rate_range")
     eff_lo_hi = _range(rel.efficiency_range, "reliability.efficiency_range")
 
@@ -600,7 +600,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes)
     ckpt = store.checkpoint_bytes
     if "storage" in store.sources:
-        fallbacks["storage"] = store.sources["storage"]
+        assumptions["storage"] = store.sources["storage"]
     if store.basis == "local":
         findings.append(Finding("rel-storage-local", "info",
                                 f"a single node writes its {ckpt / GB:.0f} GB checkpoint to local NVMe at "
@@ -722,7 +722,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         node_repairs_per_day=node_repairs_per_day, repair_hours=repair_h, head_nodes=head_nodes,
         head_node_availability=head_a, control_plane_downtime_hours_per_year=downtime_h, psu_redundancy=psu_text,
         psu_node_outages_per_year=psu_f, psu_node_outages_per_year_without_redundancy=psu_f0,
-        fallbacks=fallbacks, findings=sort_findings(findings), storage=store,
+        assumptions=assumptions, findings=sort_findings(findings), storage=store,
     )
 
 

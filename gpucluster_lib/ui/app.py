@@ -16,10 +16,10 @@ from types import ModuleType
 
 import ipywidgets as widgets
 
-from gpucluster_lib.resources import examples_dir
 from gpucluster_lib import scenario as scn
 from gpucluster_lib.catalog import TABLES, catalog_from_bytes
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.resources import examples_dir
 from gpucluster_lib.ui import common
 from gpucluster_lib.ui.common import AppState, guarded, message_area, show_info
 

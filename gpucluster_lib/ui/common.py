@@ -21,8 +21,10 @@ import pandas as pd
 import traitlets
 
 from gpucluster_lib.catalog import Catalog
+from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.formatting import MISSING, format_value, is_number
 from gpucluster_lib.hardware.resolve import catalog_for
 from gpucluster_lib.scenario import Scenario, load_scenario
 
@@ -40,10 +42,43 @@ def enable_offline_charts() -> None:
 
 
 class AppState(traitlets.HasTraits):
-    """The one scenario every panel edits, and the catalogue it resolves against."""
+    """The one scenario every panel edits, the catalogue it resolves against, and its Design.
+
+    Every tab reads its numbers from :attr:`design`: one :class:`~gpucluster_lib.design.Design`
+    per scenario state. When the scenario changes, the next design reuses every stage whose
+    inputs did not change (:meth:`Design.evolve`), so a change recomputes exactly the stages
+    downstream of it, and no tab keeps numbers of an older scenario.
+    """
 
     scenario = traitlets.Instance(Scenario)
     catalog = traitlets.Instance(Catalog)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._design: Design | None = None
+
+    @property
+    def design(self) -> Design:
+        """The design of the current scenario and catalogue."""
+        return self.design_for(self.scenario, keep=True)
+
+    def design_for(self, scenario: Scenario, *, keep: bool = False) -> Design:
+        """The design of ``scenario`` (a trial before committing it), evolved from the current one."""
+        d = self._design
+        if d is not None and d.scenario is scenario and d.catalog is self.catalog:
+            return d
+        if d is None or d.catalog is not self.catalog:
+            new = Design(scenario, self.catalog)
+        else:
+            new = d.evolve(scenario)
+        if keep or scenario is self.scenario:
+            self._design = new
+        return new
+
+    def commit(self, design: Design) -> None:
+        """Make ``design`` (from :meth:`design_for`) the current one and its scenario the state's."""
+        self._design = design
+        self.scenario = design.scenario
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, catalog: Catalog | None = None) -> AppState:
@@ -125,24 +160,11 @@ def guarded(area: widgets.HTML) -> Callable[[Callable[..., Any]], Callable[..., 
 # ---------------------------------------------------------------- tables
 
 def _fmt(v: Any) -> tuple[str, bool]:
-    if v is None or (isinstance(v, float) and v != v) or v is pd.NA:
-        return "–", False
-    if isinstance(v, bool):
-        return ("yes" if v else "no"), False
-    if isinstance(v, int) or (hasattr(v, "dtype") and "int" in str(getattr(v, "dtype", ""))):
-        return f"{int(v):,}", True
-    if isinstance(v, float):
-        a = abs(v)
-        if v.is_integer() and a < 1e15:
-            return f"{v:,.0f}", True
-        if a >= 1000:
-            return f"{v:,.0f}", True
-        if a >= 10:
-            return f"{v:,.1f}", True
-        if a >= 0.01 or a == 0:
-            return f"{v:.3g}" if a < 1 else f"{v:.2f}", True
-        return f"{v:.2e}", True
-    return html.escape(str(v)), False
+    """(display text, right-align) of a table cell: :func:`gpucluster_lib.formatting.format_value`."""
+    if v is pd.NA:
+        return MISSING, False
+    num = is_number(v)
+    return (format_value(v) if num or not isinstance(v, str) else html.escape(v)), num
 
 
 def html_table(df: pd.DataFrame, *, max_rows: int = 200, highlight: Callable[[pd.Series], bool] | None = None,

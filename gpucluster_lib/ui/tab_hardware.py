@@ -10,9 +10,22 @@ import pandas as pd
 from gpucluster_lib.catalog import PRECISION_COLUMNS
 from gpucluster_lib.charts.hardware import accelerator_scatter, accelerator_scatter_spec
 from gpucluster_lib.errors import GpuClusterError
-from gpucluster_lib.hardware.resolve import resolve_hardware
-from gpucluster_lib.hardware.picker import RANKINGS, SUMMARY_COLUMNS, PickerFilter, pick, servers_for
-from gpucluster_lib.ui.common import AppState, chart_widget, guarded, html_table, message_area, section, table_widget
+from gpucluster_lib.hardware.picker import (
+    RANKINGS,
+    SUMMARY_COLUMNS,
+    PickerFilter,
+    pick,
+    servers_for,
+)
+from gpucluster_lib.ui.common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    message_area,
+    section,
+    table_widget,
+)
 
 TITLE = "Hardware"
 ORDER = 10
@@ -94,7 +107,7 @@ class HardwarePanel:
     def scenario_accelerator(self) -> str | None:
         """The accelerator the scenario resolves to (a server's GPU counts), or None if it cannot resolve."""
         try:
-            return resolve_hardware(self.state.scenario, self.state.catalog).accelerator_id
+            return self.state.design.hardware.accelerator_id
         except GpuClusterError:
             return self.state.scenario.hardware.accelerator
 

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import ipywidgets as widgets
 
-from gpucluster_lib.charts.inference import accelerator_comparison, memory_breakdown, throughput_latency
-from gpucluster_lib.inference import serve
+from gpucluster_lib.charts.inference import (
+    accelerator_comparison,
+    memory_breakdown,
+    throughput_latency,
+)
+from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
-from gpucluster_lib.workloads.transformer import preset_ids
-from gpucluster_lib.units import GB
-from gpucluster_lib.workloads.vision import estimate_inference, load_vision_presets
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -22,6 +23,9 @@ from gpucluster_lib.ui.common import (
     show_findings,
     table_widget,
 )
+from gpucluster_lib.units import GB
+from gpucluster_lib.workloads.transformer import preset_ids
+from gpucluster_lib.workloads.vision import estimate_inference, load_vision_presets
 
 TITLE = "Inference"
 ORDER = 50
@@ -78,7 +82,7 @@ class InferencePanel:
         self.compare_table = table_widget()
         del acc_df
         self._sync_from_scenario()
-        est = serve(self.state.scenario, self.state.catalog)
+        est = self._serving()
         self.curve = chart_widget(throughput_latency(est.sweep_frame(), est.tpot_slo_s, est.batch))
         self.memory = chart_widget(memory_breakdown(est.memory_per_gpu_bytes))
         self.compare = chart_widget(accelerator_comparison(compare_accelerators(self.state.scenario,
@@ -112,12 +116,16 @@ class InferencePanel:
         self._render(est)
         self.vision()
 
+    def _serving(self):
+        est = self.state.design.serving
+        if est is None:
+            raise ScenarioError("model.preset", "the scenario has no model: pick one above")
+        return est
+
     # ---------------------------------------------------------------- state <-> widgets
     def _sync_from_scenario(self) -> None:
         s = self.state.scenario
-        from gpucluster_lib.hardware.resolve import resolve_hardware
-
-        hw = resolve_hardware(s, self.state.catalog)
+        hw = self.state.design.hardware
         self._busy = True
         try:
             if s.model.preset in self.model.options:
@@ -145,7 +153,6 @@ class InferencePanel:
     def _apply(self) -> None:
         if self._busy:
             return
-        s = self.state.scenario
         changes = {
             "model": {"preset": self.model.value},
             "inference__precision": self.precision.value,
@@ -155,9 +162,7 @@ class InferencePanel:
             "inference__output_tokens": int(self.output_tokens.value),
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
         }
-        from gpucluster_lib.hardware.resolve import resolve_hardware
-
-        if self.accelerator.value != resolve_hardware(s, self.state.catalog).accelerator_id:
+        if self.accelerator.value != self.state.design.hardware.accelerator_id:
             server = system_for(self.state.catalog, self.accelerator.value)
             changes.update(hardware__server=server, hardware__accelerator=None if server else self.accelerator.value,
                            hardware__gpus_per_node=None, hardware__gpus=None)
@@ -170,14 +175,11 @@ class InferencePanel:
 
     def _refresh(self) -> None:
         self.msg.value = ""
-        est = serve(self.state.scenario, self.state.catalog)
-        self._render(est)
+        self._render(self._serving())
 
     def _vision(self) -> None:
-        from gpucluster_lib.hardware.resolve import resolve_hardware
-
         self.vision_msg.value = self.vision_out.value = ""
-        acc = resolve_hardware(self.state.scenario, self.state.catalog).accelerator
+        acc = self.state.design.hardware.accelerator
         precision = self.state.scenario.inference.precision
         est = estimate_inference(self.vision_model.value, acc, precision=precision,
                                  batch_size=int(self.vision_batch.value), video_fps=float(self.vision_fps.value))

@@ -8,10 +8,20 @@ import ipywidgets as widgets
 import pandas as pd
 
 from gpucluster_lib.charts import facility as charts
-from gpucluster_lib.facility.site import Budget, budget, default_node_counts, growth_table
+from gpucluster_lib.design import Design
+from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.facility.site import Budget, default_node_counts, growth_table
 from gpucluster_lib.findings import Finding, findings_html
 from gpucluster_lib.scenario import Scenario, parse_redundancy
-from gpucluster_lib.ui.common import AppState, chart_widget, guarded, html_table, kv_html, message_area, section
+from gpucluster_lib.ui.common import (
+    AppState,
+    chart_widget,
+    guarded,
+    html_table,
+    kv_html,
+    message_area,
+    section,
+)
 
 TITLE = "Power & space"
 ORDER = 20
@@ -103,9 +113,9 @@ class PowerPanel:
         self.node_table = widgets.HTML()
         self.totals = widgets.HTML()
         try:
-            first = budget(state.scenario, state.catalog)
-        except Exception:  # noqa: BLE001 - placeholder charts only; the refresh below shows the error
-            first = budget(Scenario(), state.catalog)
+            first = state.design.facility
+        except GpuClusterError:  # placeholder charts only; the refresh below shows the error
+            first = Design(Scenario(), state.catalog).facility
         self.budget: Budget = first
         self.elevation = chart_widget(charts.rack_elevation(first))
         self.breakdown = chart_widget(charts.power_breakdown(first))
@@ -270,7 +280,7 @@ class PowerPanel:
         if self._syncing:
             return
         self.msg.value = ""
-        b = budget(self.state.scenario, self.state.catalog)
+        b = self.state.design.facility
         self.budget = b
         self.findings.value = findings_html(_node_findings(b.findings), empty="All node checks pass.")
         lim = b.rack_fit.limits
@@ -282,7 +292,8 @@ class PowerPanel:
             ("Nodes per rack", f"{b.nodes_per_rack}, limited by {b.binding_constraint} "
                                f"(space {lim['space']}, power {lim['power']}, cooling {lim['cooling']}, "
                                f"weight {lim['weight']})"),
-            ("Hall", f"{b.racks} racks, {b.it_power_kw:,.1f} kW IT, {b.facility_power_kw:,.1f} kW facility, "
+            ("Hall", f"{b.nodes} nodes + {b.spare_nodes} hot spares in {b.racks} racks, "
+                     f"{b.it_power_kw:,.1f} kW IT, {b.facility_power_kw:,.1f} kW facility, "
                      f"{b.annual_energy_mwh:,.1f} MWh/year"),
         ]) + findings_html([f for f in b.findings if f not in b.node.findings], empty="No hall findings.")
         self.totals.value = html_table(totals_frame(b))

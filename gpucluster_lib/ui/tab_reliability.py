@@ -10,13 +10,27 @@ from typing import Any
 import altair as alt
 import ipywidgets as widgets
 
-from gpucluster_lib.economics import cost as cost_mod
-from gpucluster_lib.reliability import core as rel_mod
-from gpucluster_lib.economics.carbon import load_grid_presets
 from gpucluster_lib.charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
-from gpucluster_lib.charts.reliability import component_chart, days_band_chart, interval_goodput_chart
+from gpucluster_lib.charts.reliability import (
+    component_chart,
+    days_band_chart,
+    interval_goodput_chart,
+)
+from gpucluster_lib.design import Design
+from gpucluster_lib.economics import cost as cost_mod
+from gpucluster_lib.economics.carbon import load_grid_presets
+from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import sort_findings
-from gpucluster_lib.ui.common import AppState, chart_widget, guarded, kv_html, message_area, section, show_findings
+from gpucluster_lib.reliability import core as rel_mod
+from gpucluster_lib.ui.common import (
+    AppState,
+    chart_widget,
+    guarded,
+    kv_html,
+    message_area,
+    section,
+    show_findings,
+)
 
 TITLE = "Reliability & cost"
 ORDER = 60
@@ -52,19 +66,20 @@ def summary_pairs(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> list[
     return pairs
 
 
-def fallbacks_html(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> str:
-    items = {**{f"reliability.{k}": v for k, v in r.fallbacks.items()}, **c.fallbacks}
-    if not items:
+def assumptions_html(c: cost_mod.CostResult) -> str:
+    """The figures that rest on an assumption (e.g. a storage system missing from the catalogue)."""
+    if not c.assumptions:
         return ""
-    lis = "".join(f"<li><code>{html.escape(k)}</code>: {html.escape(v)}</li>" for k, v in sorted(items.items()))
-    return f'<div class="gc-msg gc-info">Figures from fallbacks (a module is missing):<ul>{lis}</ul></div>'
+    lis = "".join(f"<li>{html.escape(v)}</li>" for _, v in sorted(c.assumptions.items()))
+    return f'<div class="gc-msg gc-info">Assumed where the catalogue has no figure:<ul>{lis}</ul></div>'
 
 
-def compute(scenario: Any, catalog: Any) -> tuple[rel_mod.ReliabilityResult, cost_mod.CostResult, list[dict]]:
-    """The panel's computation, without widgets (also what the benchmark times)."""
-    r = rel_mod.assess(scenario, catalog)
-    c = cost_mod.assess(scenario, catalog, reliability_result=r)
-    rows = rel_mod.scaling_table(scenario, catalog, base=r) if r.training_days_ideal is not None else []
+def compute(design: Design) -> tuple[rel_mod.ReliabilityResult | None, cost_mod.CostResult, list[dict]]:
+    """The panel's figures, without widgets: the design's reliability and cost, and the
+    days-to-train band against cluster size (also what the benchmark times)."""
+    r, c = design.reliability, design.cost
+    rows = rel_mod.scaling_table(design.scenario, design.catalog, base=r) \
+        if r is not None and r.training_days_ideal is not None else []
     return r, c, rows
 
 
@@ -85,7 +100,7 @@ class ReliabilityPanel:
         self.msg = message_area()
         self.findings = widgets.HTML()
         self.summary = widgets.HTML()
-        self.fallbacks = widgets.HTML()
+        self.assumptions = widgets.HTML()
         rs = state.scenario.reliability
         cs = state.scenario.costs
         fs = state.scenario.facility
@@ -112,7 +127,7 @@ class ReliabilityPanel:
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self._apply)
         self._syncing = False
-        self._rel_key: Any = None
+        self._rel: Any = None
         self._rel: rel_mod.ReliabilityResult | None = None
         for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
                   self.model, self.grid):
@@ -130,7 +145,7 @@ class ReliabilityPanel:
             widgets.HTML("<p>Failure-aware time to train (Llama 3 / Meta RSC failure rates, Young and Daly "
                          "checkpoint intervals, Daly's goodput) and the cost and carbon of the cluster "
                          "(CapEx, OpEx, TCO with straight-line depreciation, build versus rent).</p>"),
-            controls, self.msg, self.summary, self.fallbacks, self.findings,
+            controls, self.msg, self.summary, self.assumptions, self.findings,
             section("Reliability: days-to-train band, checkpoint interval, interruptions by component",
                     self.rel_chart),
             section("Cost: waterfall, TCO over years, build versus rent, carbon", self.cost_chart),
@@ -167,18 +182,18 @@ class ReliabilityPanel:
 
     def _refresh(self) -> None:
         self.msg.value = ""
-        s = self.state.scenario
-        # reliability depends on these sections only; a price change reuses it and its chart
-        key = (s.reliability, s.hardware, s.model, s.training, s.network, id(self.state.catalog))
-        if key != self._rel_key:
-            r = rel_mod.assess(s, self.state.catalog)
-            rows = rel_mod.scaling_table(s, self.state.catalog, base=r) if r.training_days_ideal is not None else []
+        d = self.state.design
+        r, c = d.reliability, d.cost
+        if r is None:
+            raise ScenarioError("model.preset", "the scenario has no transformer model to train: reliability "
+                                "needs one (the cost below still applies)")
+        # the band chart only changes with the reliability stage: a price change reuses it
+        if r is not self._rel:
+            rows = rel_mod.scaling_table(d.scenario, d.catalog, base=r) if r.training_days_ideal is not None else []
             self.rel_chart.chart = reliability_chart(r, rows)
-            self._rel, self._rel_key = r, key
-        r = self._rel
-        c = cost_mod.assess(s, self.state.catalog, reliability_result=r)
+            self._rel = r
         self.summary.value = kv_html(summary_pairs(r, c))
-        self.fallbacks.value = fallbacks_html(r, c)
+        self.assumptions.value = assumptions_html(c)
         show_findings(self.findings, sort_findings([*r.findings, *c.findings]))
         self.cost_chart.chart = cost_chart(c)
 

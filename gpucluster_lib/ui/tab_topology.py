@@ -14,8 +14,8 @@ from gpucluster_lib.charts.topology import (
     topology_chart,
     topology_spec,
 )
-from gpucluster_lib.network.topology import KINDS, design_topology, growth_table
 from gpucluster_lib.network.cablelist import cable_summary
+from gpucluster_lib.network.topology import KINDS, growth_table
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -55,7 +55,7 @@ class TopologyPanel:
         self.nodes = widgets.BoundedIntText(value=1, min=1, max=65536, description="Nodes", style=wide)
         self.expand = widgets.Dropdown(options=["(none)"], description="Expand group", style=wide)
         self.summary = widgets.HTML()
-        self.chart = chart_widget(topology_chart(design_topology(state.scenario, state.catalog)))
+        self.chart = chart_widget(topology_chart(state.design.network))
         self.counts = table_widget()
         self.cables = table_widget()
         self.growth = chart_widget(growth_chart(growth_table(state.scenario, state.catalog, [1, 2])))
@@ -66,7 +66,7 @@ class TopologyPanel:
         # the growth chart does not depend on the node count: skip it when only that changes
         self.nodes.observe(lambda _ch: None if self._loading else self.refresh(growth=False), names="value")
         self.expand.observe(lambda _ch: self.refresh(growth=False), names="value")
-        state.observe(lambda _ch: self.load(), names="scenario")
+        state.observe(lambda _ch: None if self._loading else self.load(), names="scenario")
         self._loading = False
         self.load()
 
@@ -83,7 +83,7 @@ class TopologyPanel:
                 self.oversub.options = list(self.oversub.options) + [(f"{s.network.oversubscription:g}:1",
                                                                       s.network.oversubscription)]
             self.oversub.value = s.network.oversubscription
-            self.nodes.value = s.hardware.nodes or 1
+            self.nodes.value = self.state.design.hardware.nodes
         finally:
             self._loading = False
         self._refresh()
@@ -93,21 +93,34 @@ class TopologyPanel:
             self.refresh()
 
     def _scenario(self):
-        return self.state.scenario.replace(
+        s = self.state.scenario
+        changes = dict(
             network__topology=self.topology.value,
             network__switch=None if self.switch.value == "(default)" else self.switch.value,
             network__nic=None if self.nic.value == "(server's)" else self.nic.value,
-            network__oversubscription=float(self.oversub.value),
-            hardware__nodes=int(self.nodes.value), hardware__gpus=None)
+            network__oversubscription=float(self.oversub.value))
+        if int(self.nodes.value) != self.state.design.hardware.nodes:
+            changes.update(hardware__nodes=int(self.nodes.value), hardware__gpus=None)
+        new = s.replace(**changes)
+        return s if new == s else new
 
     # -- compute and show ------------------------------------------------------------
     def _refresh(self, growth: bool = True) -> None:
         scenario = self._scenario()
-        d = design_topology(scenario, self.state.catalog)
+        design = self.state.design_for(scenario)
+        d = design.network  # raises (shown in the message) before the scenario changes
+        if scenario is not self.state.scenario:
+            self._loading = True  # the state's observer must not reload the widgets we are editing
+            try:
+                self.state.commit(design)
+            finally:
+                self._loading = False
         self.msg.value = ""
         show_findings(self.findings, d.findings, empty="The design holds the cluster.")
         from gpucluster_lib.network.clos import ClosCounts
-        from gpucluster_lib.network.graph import _units  # the aggregated groups offered for expanding
+        from gpucluster_lib.network.graph import (
+            _units,  # the aggregated groups offered for expanding
+        )
 
         groups = ["(none)"]
         if isinstance(d.counts, ClosCounts) and d.counts.tiers > 1 and d.nodes > 32:

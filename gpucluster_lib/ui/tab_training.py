@@ -6,10 +6,14 @@ import html
 
 import ipywidgets as widgets
 
-from gpucluster_lib.charts.training import memory_chart, scaling_chart, time_breakdown_chart, top_plans_frame
-from gpucluster_lib.workloads.transformer import load_presets, preset_ids
-from gpucluster_lib.training import estimate, min_gpus_for_deadline, scaling, search_plans
-from gpucluster_lib.units import GIB
+from gpucluster_lib.charts.training import (
+    memory_chart,
+    scaling_chart,
+    time_breakdown_chart,
+    top_plans_frame,
+)
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.training import min_gpus_for_deadline, scaling
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -20,6 +24,8 @@ from gpucluster_lib.ui.common import (
     section,
     show_findings,
 )
+from gpucluster_lib.units import GIB
+from gpucluster_lib.workloads.transformer import load_presets, preset_ids
 
 TITLE = "Training"
 ORDER = 30
@@ -69,8 +75,6 @@ class TrainingPanel:
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
         self._loading = False
-        self._search_key = None
-        self._search_table = None
         self.time_chart = chart_widget(time_breakdown_chart(self._first()))
         self.mem_chart = chart_widget(memory_chart(self.est))
         self.scale_chart = chart_widget(scaling_chart(scaling(self.state.scenario, self.state.catalog,
@@ -107,8 +111,15 @@ class TrainingPanel:
 
     # -------------------------------------------------------------- state <-> widgets
     def _first(self):
-        self.est = estimate(self.state.scenario, self.state.catalog)
+        self.est = self._estimate(self.state.design)
         return self.est
+
+    @staticmethod
+    def _estimate(design):
+        est = design.training
+        if est is None:
+            raise ScenarioError("model.preset", "the scenario has no model: pick one above")
+        return est
 
     def load(self) -> None:
         """Copy the scenario into the widgets (without triggering a re-estimate per widget)."""
@@ -117,7 +128,7 @@ class TrainingPanel:
         try:
             if s.model.preset in self.preset.options or s.model.preset in [o[1] for o in self.preset.options]:
                 self.preset.value = s.model.preset
-            est = estimate(s, self.state.catalog)
+            est = self._estimate(self.state.design)
             self.est = est
             if est.accelerator in self.accelerator.options:
                 self.accelerator.value = est.accelerator
@@ -162,20 +173,20 @@ class TrainingPanel:
                                       "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
                                       "zero_stage": int(self.zero.value)}
         new = self.state.scenario.replace(**changes)
-        est = estimate(new, self.state.catalog)  # raises (shown in msg) before the state changes
+        design = self.state.design_for(new)
+        est = self._estimate(design)  # raises (shown in msg) before the state changes
         self.msg.value = ""
         with self.state.hold_trait_notifications():
             self._loading = True
             try:
-                self.state.scenario = new
+                self.state.commit(design)
             finally:
                 self._loading = False
         self.est = est
         self._render()
 
     def _refresh(self) -> None:
-        if self.est is None:
-            self.est = estimate(self.state.scenario, self.state.catalog)
+        self.est = self._estimate(self.state.design)
         self._render()
 
     def _render(self) -> None:
@@ -195,14 +206,8 @@ class TrainingPanel:
         self.time_chart.chart = time_breakdown_chart(e)
         self.mem_chart.chart = memory_chart(e)
         table = e.top_plans
-        if table is None:  # manual plan: search once per model/cluster/batch, not per plan edit
-            sc = self.state.scenario
-            key = (repr(sc.model), repr(sc.hardware), repr(sc.network), repr(sc.training),
-                   sc.parallelism.global_batch_size)
-            if self._search_key != key:
-                self._search_table = search_plans(sc, self.state.catalog).table
-                self._search_key = key
-            table = self._search_table
+        if table is None:  # manual plan: the design's plan search (once per model, cluster and batch)
+            table = self.state.design.plans.table
         self.plans.value = html_table(top_plans_frame(table, 10))
 
     def _deadline(self, _btn=None) -> None:
