@@ -2,27 +2,24 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-from gpucluster_lib.economics import cost as cost
-from gpucluster_lib.reliability import core as reliability
 from gpucluster_lib.charts import cost as cc
 from gpucluster_lib.charts import reliability as rc
+from gpucluster_lib.design import Design
+from gpucluster_lib.economics import cost as cost
+from gpucluster_lib.reliability import core as reliability
 from gpucluster_lib.scenario import load_scenario
 
 GPT3 = Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 @pytest.fixture()
-def results(monkeypatch):
-    for mod in ("training", "facility", "topology", "inference"):
-        monkeypatch.setitem(sys.modules, f"gpucluster_lib.{mod}", None)
-    s = load_scenario(GPT3)
-    r = reliability.assess(s)
-    return s, r, cost.assess(s, reliability_result=r)
+def results():
+    d = Design(load_scenario(GPT3))
+    return d.scenario, d.reliability, d.cost
 
 
 def _values(spec):
@@ -96,10 +93,12 @@ def test_carbon_chart(results):
     cc.carbon_chart(c, cost.grid_presets()).to_dict()
 
 
-def test_report_chart_hooks(results):
-    _, r, c = results
-    assert len(reliability.report_charts(r)) == 2
-    assert len(cost.report_charts(c)) == 4
+def test_report_sections_carry_the_charts(results):
+    from gpucluster_lib.report.render import report_sections
+
+    titles = {s.title: len(s.charts) for s in report_sections(load_scenario(GPT3))}
+    # reliability: interruptions by component + goodput against interval; cost: waterfall, TCO, rent, carbon
+    assert titles["Reliability"] == 2 and titles["Cost and carbon"] == 4
 
 
 def test_panel_updates_scenario_and_figures(results):

@@ -76,18 +76,21 @@ def test_index_html_escapes_names(tmp_path):
     assert "&lt;x&gt;.yaml" in index_html([r]) and "<value>" not in index_html([r])
 
 
-def test_key_figures_pick_headline_numbers_and_count_findings():
-    from gpucluster_lib.findings import Finding
-    from gpucluster_lib.report.render import Section, key_figures_html
+def test_key_figures_come_from_the_design_summary():
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.report.render import key_figures_html, report_sections
 
-    sections = [
-        Section("Training time", "", [], [Finding("memory_fit", "error", "does not fit")],
-                data={"training_days": 34.2, "mfu": 0.4512}, module="training"),
-        Section("Cost", "", [], [Finding("x", "warning", "w")], data={"capex": {"total": 5.6e7}}, module="cost"),
-    ]
-    out = key_figures_html(sections)
-    assert "Time to train (ideal)" in out and "34.20" in out
-    assert "45.1%" in out  # MFU shown as a percentage
-    assert "56,000,000" in out  # capex.total, nested key
-    assert "1 error(s)" in out and "1 warning(s)" in out
-    assert "Racks" not in out  # no facility section: no row
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    d = Design.from_yaml(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml")
+    out = key_figures_html(report_sections(d))
+    assert "<td>GPUs</td><td class='num'>1,024</td>" in out  # 128 DGX A100 x 8 GPUs (the scenario)
+    assert "<td>Hot-spare nodes</td><td class='num'>4</td>" in out
+    mfu = d.training.mfu
+    assert f"{mfu:.1%}" in out  # MFU as a percentage
+    errors = sum(f.severity == "error" for f in d.findings)
+    warnings = sum(f.severity == "warning" for f in d.findings)
+    assert (f"{errors} error(s)" in out) if errors or warnings else "No errors or warnings" in out
+    assert f"{warnings} warning(s)" in out or not (errors or warnings)
+    assert key_figures_html(d) == out  # the same table from the design itself

@@ -134,8 +134,9 @@ def _charts(stage: str, result: Any) -> list[Any]:
                 memory_breakdown(result.memory_per_gpu_bytes)]
     if stage == "reliability":
         from gpucluster_lib.charts.reliability import component_chart, interval_goodput_chart
+        from gpucluster_lib.reliability.core import goodput_curve
 
-        return [component_chart(result), interval_goodput_chart(result)]
+        return [interval_goodput_chart(goodput_curve(result)), component_chart(result)]
     if stage == "cost":
         from gpucluster_lib.charts.cost import (
             build_vs_rent,
