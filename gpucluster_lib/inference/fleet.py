@@ -65,8 +65,8 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes.
 
     ``node`` (the built node), ``network`` (the cluster's network design) and
-    ``cluster_facility`` (the cluster's budget, used when the fleet has the cluster's node
-    count; a fleet has no hot spares) come from a Design; computed when omitted.
+    ``cluster_facility`` (the cluster's budget, used as it is, hot spares included, when the
+    fleet is the cluster: the same node count) come from a Design; computed when omitted.
     """
     gpn = hw.gpus_per_node
     if tp <= gpn:
@@ -78,12 +78,8 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     racks = it_kw = fac_kw = None
     source = "quick estimate"
     if use_facility and nodes:
-        if cluster_facility is not None and cluster_facility.nodes == nodes and not cluster_facility.spare_nodes:
-            b = cluster_facility
-        elif cluster_facility is not None and cluster_facility.nodes == nodes:
-            # the cluster itself, without its hot spares: the same network and storage designs
-            b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node, network=network,
-                                storage=cluster_facility.storage)
+        if cluster_facility is not None and cluster_facility.nodes == nodes:
+            b = cluster_facility  # the fleet is the cluster itself, with its installed hot spares
         else:
             b = facility.budget(scenario, catalog, nodes=nodes, hardware=hw, node=node, network=network)
         racks, it_kw, fac_kw = int(b.racks), float(b.it_power_kw), float(b.facility_power_kw)
