@@ -5,7 +5,6 @@ and :mod:`gpucluster_lib.economics.cost`; this module only links widgets to the 
 from __future__ import annotations
 
 import html
-from typing import Any
 
 import altair as alt
 import ipywidgets as widgets
@@ -127,11 +126,21 @@ class ReliabilityPanel:
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self._apply)
         self._syncing = False
-        self._rel: Any = None
         self._rel: rel_mod.ReliabilityResult | None = None
-        for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
-                  self.model, self.grid):
-            w.observe(lambda _ch: self.apply(), names="value")
+        #: each widget writes only its own field: a change of one leaves the others as the scenario has them
+        self._fields = {
+            self.preset: ("reliability__failure_preset", str),
+            self.restart: ("reliability__restart_minutes", float),
+            self.write: ("reliability__checkpoint_write_gbps", lambda v: v or None),
+            self.spares: ("reliability__spare_nodes", lambda v: None if v < 0 else int(v)),
+            self.price: ("facility__energy_price_per_kwh", float),
+            self.grid: ("facility__grid_region", lambda v: None if v == "(scenario value)" else v),
+            self.years: ("costs__years", int),
+            self.rent: ("costs__rent_per_gpu_hour", lambda v: v or None),
+            self.model: ("costs__facility_model", str),
+        }
+        for w in self._fields:
+            w.observe(self.apply, names="value")
         state.observe(lambda _ch: self._from_state(), names="scenario")
 
         for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
@@ -165,20 +174,11 @@ class ReliabilityPanel:
             self._syncing = False
         self.refresh()
 
-    def _apply(self) -> None:
+    def _apply(self, change: dict) -> None:
         if self._syncing:
             return
-        self.state.update(
-            reliability__failure_preset=self.preset.value,
-            reliability__restart_minutes=float(self.restart.value),
-            reliability__checkpoint_write_gbps=self.write.value or None,
-            reliability__spare_nodes=None if self.spares.value < 0 else int(self.spares.value),
-            facility__energy_price_per_kwh=float(self.price.value),
-            facility__grid_region=None if self.grid.value == "(scenario value)" else self.grid.value,
-            costs__years=int(self.years.value),
-            costs__rent_per_gpu_hour=self.rent.value or None,
-            costs__facility_model=self.model.value,
-        )
+        key, convert = self._fields[change["owner"]]
+        self.state.update(**{key: convert(change["new"])})
 
     def _refresh(self) -> None:
         self.msg.value = ""

@@ -1,0 +1,79 @@
+"""An app session reads one Design per scenario state: visiting every tab computes each stage
+once, and a change on a tab recomputes exactly the stages downstream of it, so no tab shows
+numbers of an older scenario (no browser: the panels are driven through their widgets)."""
+
+from __future__ import annotations
+
+import importlib
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from gpucluster_lib.design import DESIGN_STAGES
+from gpucluster_lib.ui import tab_hardware, tab_inference, tab_power, tab_reliability, tab_topology, tab_training
+from gpucluster_lib.ui.common import AppState
+
+design_mod = importlib.import_module("gpucluster_lib.design")
+GPT3 = Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
+ALL = set(DESIGN_STAGES) | {"plans"}
+
+
+@pytest.fixture()
+def session():
+    state = AppState.from_path(GPT3)
+    start = Counter(design_mod.STAGE_CALLS)
+    panels = {
+        "hardware": tab_hardware.HardwarePanel(state),
+        "power": tab_power.PowerPanel(state),
+        "training": tab_training.TrainingPanel(state),
+        "topology": tab_topology.TopologyPanel(state),
+        "inference": tab_inference.InferencePanel(state),
+        "reliability": tab_reliability.ReliabilityPanel(state),
+    }
+    return state, panels, start
+
+
+def _delta(start: Counter) -> Counter:
+    return Counter(design_mod.STAGE_CALLS) - start
+
+
+def test_visiting_every_tab_computes_each_stage_once(session):
+    state, panels, start = session
+    assert _delta(start) == Counter({name: 1 for name in ALL})
+    assert all(p.msg.value == "" for p in panels.values() if hasattr(p, "msg"))
+
+
+def test_one_change_on_each_tab_recomputes_only_what_follows_from_it(session):
+    state, panels, start = session
+    seen = Counter({name: 1 for name in ALL})
+    steps = [
+        # (what the user changes, the stages it must recompute)
+        (lambda: setattr(panels["training"].pp, "value", 16), {"training", "reliability", "cost"}),
+        (lambda: setattr(panels["reliability"].years, "value", 5), {"serving", "cost"}),
+        (lambda: setattr(panels["inference"].rps, "value", 20.0), {"serving", "cost"}),
+        (lambda: setattr(panels["topology"].oversub, "value", 2.0), ALL - {"hardware", "storage", "spares"}),
+        (lambda: setattr(panels["power"].rack_kw, "value", 45.0), ALL - {"hardware", "storage", "spares"}),
+        # the picker filters the catalogue: the design stays as it is
+        (lambda: setattr(panels["hardware"].min_memory, "value", 80), set()),
+    ]
+    for change, expected in steps:
+        design_before = state.design
+        change()
+        computed = set(state.design.computed) if state.design is not design_before else set()
+        assert computed == expected, f"recomputed {sorted(computed)}, expected {sorted(expected)}"
+        seen.update(expected)
+        for p in panels.values():
+            assert getattr(p, "msg", None) is None or p.msg.value == "", p.msg.value
+    assert _delta(start) == seen  # every stage computed exactly once per state it depends on
+
+
+def test_reliability_tab_follows_a_training_tab_change(session):
+    # the stale-number case: PP 8 -> 16 on the Training tab must move the Reliability tab's ideal days
+    state, panels, _ = session
+    before = state.design.reliability.training_days_ideal
+    panels["training"].pp.value = 16
+    after = state.design.training.training_days
+    assert after != pytest.approx(before)
+    assert state.design.reliability.training_days_ideal == after
+    assert f"ideal {after:.1f}," in panels["reliability"].summary.value
