@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import sys
 import types
 from pathlib import Path
 
 import pytest
 
+from gpucluster_lib.cli import main
 from gpucluster_lib.economics import carbon as carbon
 from gpucluster_lib.economics import cost as cost
-from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.scenario import load_scenario, loads
 
@@ -20,27 +19,19 @@ GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yam
 LLAMA = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
 
 
-@pytest.fixture()
-def fallbacks(monkeypatch):
-    """Force every dependency fallback (issues 3-6 missing), whether or not they are merged."""
-    import gpucluster_lib
-
-    for mod in ("training", "facility", "topology", "inference"):
-        monkeypatch.setitem(sys.modules, f"gpucluster_lib.{mod}", None)
-        # `from . import facility` reads the package attribute first: hide it too (else the test
-        # depends on whether another test module imported it during collection)
-        monkeypatch.delattr(gpucluster_lib, mod, raising=False)
-
-
-def budget(it_kw=1000.0, pue=1.3, racks=25):
-    return types.SimpleNamespace(it_power_kw=it_kw, facility_power_kw=it_kw * pue, racks=racks)
+def budget(it_kw=1000.0, pue=1.3, racks=25, *, spare_nodes=0, it_typical_kw=None, nodes=None):
+    """A stand-in facility budget with the fields cost.assess reads (peak and typical IT power,
+    facility power, racks, installed spares). ``nodes`` (None: not the cluster's budget) and
+    ``findings`` are read by the serving fleet, to which cost passes the budget on."""
+    return types.SimpleNamespace(it_power_kw=it_kw, facility_power_kw=it_kw * pue, racks=racks,
+                                 it_typical_kw=it_typical_kw, spare_nodes=spare_nodes, nodes=nodes, findings=[])
 
 
 # --------------------------------------------------------------------------- pure functions
 
 
 def test_energy_cost_1mw():
-    assert cost.energy_cost_per_year(1000, 1.3, 0.10) == pytest.approx(1_138_800)  # issue #7: 1000 x 1.3 x 8760 x 0.10
+    assert cost.energy_cost_per_year(1000, 1.3, 0.10) == pytest.approx(1_138_800)  # by hand: 1 MW x PUE 1.3 x 8760 h x 0.10/kWh
 
 
 def test_energy_cost_load_fraction():
@@ -61,14 +52,6 @@ def test_maintenance_colocation_per_hour():
     assert cost.cost_per_gpu_hour(8_760_000, 1000, 0.5) == pytest.approx(2.0)
     assert cost.gpu_hours(1024, 30) == 737_280                                     # 1024 x 30 x 24
     assert cost.break_even_utilization(8_760_000, 1000, 2.0) == pytest.approx(0.5)  # 8.76M / (1000 x 8760 x 2)
-
-
-def test_fat_tree_counts():
-    assert cost.fat_tree_counts(30, 40) == {"leaf": 1, "spine": 0, "core": 0, "links": 30}  # one switch
-    # 1024 ports on radix 64: 1024/32 = 32 leaves, 32 x 32 / 64 = 16 spines, 1024 + 32 x 32 links
-    assert cost.fat_tree_counts(1024, 64) == {"leaf": 32, "spine": 16, "core": 0, "links": 2048}
-    # 1056 ports on radix 40 (> 40 x 20 = 800): 53 leaves, 3 pods x 20 aggregation, 60 x 20 / 40 = 30 cores
-    assert cost.fat_tree_counts(1056, 40) == {"leaf": 53, "spine": 60, "core": 30, "links": 1056 + 53 * 20 + 60 * 20}
 
 
 def test_carbon():
@@ -100,9 +83,6 @@ def test_grid_intensity_choice():
     (lambda: cost.colocation_per_year(100, float("nan")), "per_kw_month must be a non-negative"),
     (lambda: cost.cost_per_gpu_hour(100, 0), "gpus must be a positive"),
     (lambda: cost.break_even_utilization(100, 8, 0), "rent_per_gpu_hour must be a positive"),
-    (lambda: cost.fat_tree_counts(100, 41), "radix must be an even integer"),
-    (lambda: cost.fat_tree_counts(-1, 40), "endpoints must be a non-negative integer"),
-    (lambda: cost.fat_tree_counts(20_000, 40), "exceed a 3-tier fat tree"),
     (lambda: carbon.co2e_tonnes(-1, 0.4), "energy_mwh must be a non-negative"),
     (lambda: carbon.facility_energy_mwh(100, 0.5, 10), "pue must be at least 1"),
 ])
@@ -114,24 +94,26 @@ def test_pure_function_bad_input(call, match):
 # --------------------------------------------------------------------------- scenario
 
 
-def test_injected_budget_energy_and_carbon(fallbacks):
+def test_injected_budget_energy_and_carbon():
     s = load_scenario(GPT3).replace(facility__grid_kg_co2e_per_kwh=0.4)
     r = cost.assess(s, budget=budget(), training_days=30)
     assert r.opex_per_year["energy"] == pytest.approx(1_138_800)  # 1 MW IT, PUE 1.3, 0.10/kWh
     assert r.energy_mwh_per_year == pytest.approx(11_388)          # 1000 x 1.3 x 8760 / 1000
     assert r.co2e_tonnes_per_year == pytest.approx(4555.2)         # 11,388 MWh x 0.4
     assert r.training_run_co2e_tonnes == pytest.approx(1300 * 720 / 1000 * 0.4)  # 1.3 MW x 720 h x 0.4
-    assert "it_power_kw" not in r.fallbacks
+    assert (r.it_power_kw, r.facility_power_kw, r.racks) == (1000.0, 1300.0, 25)  # the injected budget's
 
 
-def test_gpt3_capex_by_hand(fallbacks):
+def test_gpt3_capex_by_hand_with_injected_budget_and_network_price():
     s = load_scenario(GPT3).replace(costs__server_price=200_000, costs__head_node_price=20_000,
                                     costs__network_price=5_000_000, costs__facility_per_kw=10_000,
                                     costs__rack_price=5_000, costs__storage_per_tb=100,
                                     reliability__spare_nodes=4)
-    r = cost.assess(s, budget=budget(), training_days=30)
+    r = cost.assess(s, budget=budget(spare_nodes=4), training_days=30)
+    assert r.nodes_bought == 132                                 # 128 job nodes + the budget's 4 spares
     assert r.capex["compute"] == 132 * 200_000 + 2 * 20_000      # 128 + 4 spares, 2 head nodes
-    assert r.capex["network"] == 5_000_000
+    assert r.capex["network"] == 5_000_000                       # costs.network_price replaces the BOM
+    assert r.price_sources["network"] == "scenario costs.network_price"
     # storage.size_storage: 2.4446e12 B / (60 s x 65 GB/s) = 0.63 -> one DDN AI400X2, 368.6 TB x 100
     assert r.capex["storage"] == pytest.approx(100 * 368.6) and r.storage["units"] == 1
     assert r.capex["facility"] == 1000 * 10_000 + 25 * 5_000       # 1 MW x 10k/kW + 25 racks
@@ -145,55 +127,104 @@ def test_gpt3_capex_by_hand(fallbacks):
     assert r.rent_training_run_cost == pytest.approx(1024 * 30 * 24 * 4.10)  # AWS p4d $32.77 / 8 GPUs
 
 
-def test_colocation_model(fallbacks):
+def test_gpt3_capex_by_hand():
+    """The GPT-3 example priced from its real budget and its topology's bill of materials."""
+    s = load_scenario(GPT3).replace(costs__server_price=200_000, costs__head_node_price=20_000,
+                                    costs__facility_per_kw=10_000, costs__rack_price=5_000,
+                                    costs__storage_per_tb=100, reliability__spare_nodes=4)
+    r = cost.assess(s, training_days=30)
+    # budget of 128 + 4 installed spares (hand-worked in tests/test_facility.py):
+    # 970.318 kW + 4 x 6.5 kW DGX A100 peak = 996.318 kW; ceil(132 / 4) = 33 + 5 infrastructure racks
+    assert r.it_power_kw == pytest.approx(970.318 + 4 * 6.5)
+    assert r.racks == 33 + 5
+    assert r.nodes_bought == 132
+    assert r.capex["compute"] == 132 * 200_000 + 2 * 20_000
+    # network: the topology's bill of materials at the cost_defaults prices (no catalogue prices):
+    # switches 142 compute + 16 storage QM8700 at 600 per 200G port x 40 ports = 24,000 each,
+    # 3 management SN4600C at 300 per 100G port x 64 = 19,200 each;
+    # cables at the link default: 1,024 in-rack DAC + (2,048 compute + 432 storage) in-row AOC
+    # x 900 (200G link); 394 management Cat6A cords at the 100G link's tenth, 400 / 10 = 40
+    switches = (142 + 16) * 24_000 + 3 * 19_200
+    cables = (1_024 + 2_048 + 432) * 900 + (290 + 104) * 40
+    assert r.capex["network"] == pytest.approx(switches + cables)  # = 7,018,960
+    assert r.price_sources["network"].startswith("topology bill of materials")
+    assert r.capex["storage"] == pytest.approx(100 * 368.6) and r.storage["units"] == 1  # one DDN AI400X2
+    assert r.capex["facility"] == pytest.approx(996.318 * 10_000 + 38 * 5_000)  # building per IT kW + racks
+    it = r.capex["compute"] + r.capex["network"] + r.capex["storage"]
+    assert r.capex["total"] == pytest.approx(it + r.capex["facility"])
+    annual = it / 4 + 38 * 5_000 / 4 + 996.318 * 10_000 / 15 + r.opex_per_year["total"]
+    assert r.annualized_cost == pytest.approx(annual)
+
+
+def test_colocation_model():
     s = load_scenario(GPT3).replace(costs__facility_model="colocation", costs__colocation_per_kw_month=150)
     r = cost.assess(s, budget=budget(), training_days=30)
     assert r.opex_per_year["space"] == pytest.approx(1000 * 150 * 12)  # 1.8M per year
     assert r.capex["facility"] == pytest.approx(25 * 6000)             # racks only (cost_defaults rack estimate)
 
 
-def test_colocation_price_ignored_when_building(fallbacks):
+def test_colocation_price_ignored_when_building():
     r = cost.assess(load_scenario(GPT3).replace(costs__colocation_per_kw_month=150), budget=budget(), training_days=30)
     assert any(f.code == "cost-colocation-ignored" for f in r.findings)
 
 
-def test_gpt3_defaults_mark_fallbacks(fallbacks):
-    r = cost.assess(load_scenario(GPT3))
-    assert r.it_power_kw == pytest.approx(r.nodes_bought * 6.5)  # DGX A100 6.5 kW x nodes incl. spares
-    assert set(r.fallbacks) >= {"it_power_kw", "capex.network", "reliability.training_days_ideal"}
+def test_gpt3_defaults():
+    from gpucluster_lib.reliability import core as reliability
+
+    s = load_scenario(GPT3)
+    r = cost.assess(s)
+    # the recommended 4 hot spares (tests/test_reliability.py) are bought, racked and powered at peak:
+    # 970.318 kW + 4 x 6.5 kW = 996.318 kW in 33 + 5 = 38 racks, as `gpucluster budget` counts them
+    assert r.nodes_bought == 128 + 4
+    assert r.it_power_kw == pytest.approx(970.318 + 4 * 6.5)
+    assert r.racks == 38
+    assert r.facility_power_kw == pytest.approx(996.318 * 1.3)  # PUE 1.3
+    # the run takes the failure-aware expected days of the reliability assessment
+    assert r.training_days == pytest.approx(reliability.assess(s).training_days_expected)
+    assert r.training_gpu_hours == pytest.approx(1024 * r.training_days * 24)
+    assert r.assumptions == {}  # every figure from the catalogue (the default storage row is there)
     assert r.price_sources["server"].startswith(("catalogue servers.csv dgx-a100-640gb", "cost_defaults"))
     assert r.capex["total"] == pytest.approx(sum(v for k, v in r.capex.items() if k != "total"))
     assert r.opex_per_year["total"] == pytest.approx(sum(v for k, v in r.opex_per_year.items() if k != "total"))
 
 
-def test_llama_serving_cost_per_million_tokens(fallbacks):
-    r = cost.assess(load_scenario(LLAMA))
-    assert r.tokens_per_s_served == 100 * 256  # 100 requests/s x 256 output tokens
-    assert r.cost_per_million_tokens == pytest.approx(r.annualized_cost / 8760 / (25_600 * 3600) * 1e6)
-    assert "cost_per_million_tokens" in r.fallbacks
+def test_llama_serving_cost_per_million_tokens():
+    from gpucluster_lib.inference import serve
+
+    s = load_scenario(LLAMA)
+    r = cost.assess(s)
+    est = serve(s)
+    # the whole cluster serves: 512 GPUs (64 replicas of TP 8) x the engine's tokens/s per GPU,
+    # not the 100 requests/s x 256 output tokens = 25,600 tokens/s of the sized fleet
+    assert est.tensor_parallel == 8
+    assert r.tokens_per_s_served == pytest.approx(512 * est.tokens_per_s_per_gpu)
+    assert r.tokens_per_s_served > 100 * 256
+    # annualised cost / (tokens/s x 8760 h x 3600 s) x 10^6 tokens
+    assert r.cost_per_million_tokens == pytest.approx(r.annualized_cost / (r.tokens_per_s_served * 8760 * 3600) * 1e6)
 
 
-def test_accelerator_only_node_uses_accelerator_price(fallbacks):
+def test_accelerator_only_node_uses_accelerator_price():
     s = loads("hardware: {accelerator: h100-sxm5-80gb, nodes: 2}\nmodel: llama3-70b\ntraining: {tokens: 1.0e+9}\n"
               "costs: {accelerator_price: 20000}\n")
-    r = cost.assess(s, budget=budget(20, 1.2, 1))
-    spares = r.nodes_bought - 2
-    assert r.capex["compute"] == pytest.approx((2 + spares) * 8 * 20_000 * 1.35 + 25_000)  # +35% server, 1 head node
+    r = cost.assess(s, budget=budget(20, 1.2, 1, spare_nodes=1))
+    assert r.nodes_bought == 3  # 2 job nodes + the budget's 1 installed spare
+    # 3 nodes x 8 GPUs x 20,000 x (1 + 0.35 server overhead, cost_defaults) + 1 head node at 25,000
+    assert r.capex["compute"] == pytest.approx(3 * 8 * 20_000 * 1.35 + 25_000)
 
 
-def test_missing_accelerator_price(fallbacks):
+def test_missing_accelerator_price():
     s = loads("hardware: {accelerator: l4, nodes: 1}\nmodel: llama3-70b\n")
     with pytest.raises(ScenarioError, match="costs.accelerator_price: no price known for 'l4'"):
         cost.assess(s, budget=budget(5, 1.2, 1))
 
 
-def test_unknown_grid_region(fallbacks):
+def test_unknown_grid_region():
     s = load_scenario(GPT3).replace(facility__grid_region="atlantis")
     with pytest.raises(UnknownIdError, match="facility.grid_region: unknown grid region 'atlantis'"):
         cost.assess(s, budget=budget(), training_days=30)
 
 
-def test_bad_training_days(fallbacks):
+def test_bad_training_days():
     with pytest.raises(ValueError, match="training_days must be positive"):
         cost.assess(load_scenario(GPT3), budget=budget(), training_days=0)
 
@@ -205,22 +236,20 @@ def test_bad_cost_values_at_load():
         loads("costs: {load_fraction: 1.5}\n")
 
 
-def test_modules_used_when_present(monkeypatch):
-    fac = types.ModuleType("gpucluster_lib.facility.site")
-    fac.budget = lambda scenario, catalog=None, nodes=None: budget(2000, 1.25, 40)
-    topo = types.ModuleType("gpucluster_lib.network.topology")
-    topo.design_topology = lambda scenario, catalog=None, nodes=None: types.SimpleNamespace(
-        switches={"leaf": 10, "spine": 5, "core": 0}, cables=100, transceivers=200, network_power_w=1)
-    import gpucluster_lib
-    for name, mod in (("facility", fac), ("topology", topo)):
-        monkeypatch.setitem(sys.modules, f"gpucluster_lib.{name}", mod)
-        monkeypatch.setattr(gpucluster_lib, name, mod, raising=False)
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.training", None)
+def test_upstream_results_passed_in_are_used():
+    from gpucluster_lib.hardware.resolve import catalog_for
+    from gpucluster_lib.network.topology import design_topology
+
     s = load_scenario(GPT3).replace(costs__prices={"qm8700": 20_000})
-    r = cost.assess(s)
-    assert r.it_power_kw == 2000 and r.racks == 40
-    assert r.capex["network"] == pytest.approx(15 * 20_000 + 100 * 900)  # 15 switches + 100 HDR links at 900
-    assert "it_power_kw" not in r.fallbacks and "capex.network" not in r.fallbacks
+    cat = catalog_for(s)
+    # the compute fabric alone: 64 leaves + 52 spines + 26 cores = 142 QM8700 (tests/test_facility.py),
+    # 1,024 in-rack DAC + 2,048 in-row AOC, no storage or management network
+    topo = design_topology(s, cat, side_networks=False)
+    r = cost.assess(s, cat, budget=budget(2000, 1.25, 40), topology=topo, training_days=30)
+    assert r.it_power_kw == 2000 and r.racks == 40 and r.facility_power_kw == 2500  # the budget's
+    # 142 switches at the costs.prices 20,000 + 3,072 HDR links at the 200G link default 900
+    assert r.capex["network"] == pytest.approx(142 * 20_000 + 3_072 * 900)
+    assert r.price_sources["switch:qm8700"] == "scenario costs.prices.qm8700"
 
 
 # --------------------------------------------------------------------------- CLI contract
@@ -230,17 +259,25 @@ COST_KEYS = {"capex", "opex_per_year", "tco", "years", "cost_per_gpu_hour", "tra
              "co2e_tonnes_per_year", "training_run_co2e_tonnes", "findings"}
 
 
-def test_cli_json_contract(capsys, fallbacks):
+def test_cli_json_contract(capsys):
     assert main(["cost", str(GPT3), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert COST_KEYS <= set(out)
     assert set(out["capex"]) == {"compute", "network", "storage", "facility", "total"}
     assert set(out["opex_per_year"]) == {"energy", "maintenance", "space", "total"}
     assert out["years"] == 4
-    assert out["fallbacks"]
+    assert out["assumptions"] == {}
+    # 128 job nodes + 4 recommended spares: 970.318 + 4 x 6.5 = 996.318 kW in 33 + 5 = 38 racks
+    assert out["nodes_bought"] == 132
+    assert out["racks"] == 38 and out["it_power_kw"] == pytest.approx(970.318 + 4 * 6.5)
+    # `gpucluster budget` counts the same installed nodes, racks and power
+    assert main(["budget", str(GPT3), "--json"]) == 0
+    b = json.loads(capsys.readouterr().out)
+    assert (b["nodes_installed"], b["racks"]) == (132, 38)
+    assert b["it_power_kw"] == pytest.approx(out["it_power_kw"], abs=1e-3)  # budget JSON rounds to 1 W
 
 
-def test_cli_text_and_bad_input(capsys, fallbacks, tmp_path):
+def test_cli_text_and_bad_input(capsys, tmp_path):
     assert main(["cost", str(GPT3)]) == 0
     assert "TCO over 4 years" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
@@ -298,23 +335,11 @@ def test_network_capex_prices_the_whole_topology_bill_of_materials():
 # --------------------------------------------------------------------------- review fixes
 
 
-def _fake_module(monkeypatch, name, **attrs):
-    import gpucluster_lib
-
-    mod = types.ModuleType(f"gpucluster_lib.{name}")
-    for k, v in attrs.items():
-        setattr(mod, k, v)
-    monkeypatch.setitem(sys.modules, f"gpucluster_lib.{name}", mod)
-    monkeypatch.setattr(gpucluster_lib, name, mod, raising=False)
-    return mod
-
-
-def test_cost_per_million_tokens_is_the_whole_cluster_serving(monkeypatch):
+def test_cost_per_million_tokens_is_the_whole_cluster_serving():
     """The whole cluster's cost over the whole cluster's tokens, not over a small fleet's."""
     # a 40-GPU fleet sized for the demand serves 25,600 tok/s at 640 tok/s per GPU (TP 8)
-    _fake_module(monkeypatch, "inference", serve=lambda scenario, catalog=None: types.SimpleNamespace(
-        tokens_per_s=25_600.0, tokens_per_s_per_gpu=640.0, tensor_parallel=8))
-    r = cost.assess(load_scenario(LLAMA), budget=budget(), training_days=30)
+    serving = types.SimpleNamespace(tokens_per_s=25_600.0, tokens_per_s_per_gpu=640.0, tensor_parallel=8)
+    r = cost.assess(load_scenario(LLAMA), budget=budget(), training_days=30, serving=serving)
     assert r.tokens_per_s_served == pytest.approx(512 * 640)  # 512 GPUs x 640 tok/s = 327,680 tok/s
     # annualised / (327,680 tok/s x 8760 h x 3600 s) x 10^6 tokens
     assert r.cost_per_million_tokens == pytest.approx(r.annualized_cost / (327_680 * 8760 * 3600) * 10**6)
@@ -343,8 +368,8 @@ def test_bom_prices_each_optic_once():
     assert cost._price_network_bom(bom, cat, prices, defaults) == pytest.approx(expected)
 
 
-def test_energy_from_typical_power_of_the_budget(fallbacks):
-    b = types.SimpleNamespace(it_power_kw=1000.0, it_typical_kw=800.0, facility_power_kw=1300.0, racks=25)
+def test_energy_from_typical_power_of_the_budget():
+    b = budget(1000.0, 1.3, 25, it_typical_kw=800.0)
     r = cost.assess(load_scenario(GPT3), budget=b, training_days=30)
     assert r.energy_mwh_per_year == pytest.approx(9_110.4)        # 800 kW x 1.3 x 8760 h / 1000
     assert r.opex_per_year["energy"] == pytest.approx(911_040)    # 800 x 1.3 x 8760 x 0.10 per kWh
@@ -353,29 +378,33 @@ def test_energy_from_typical_power_of_the_budget(fallbacks):
 
 def test_cost_and_budget_agree_on_energy():
     from gpucluster_lib.facility import site as facility
-    from gpucluster_lib.hardware.resolve import catalog_for
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+    from gpucluster_lib.reliability.core import spare_plan
 
     s = load_scenario(LLAMA)
     cat = catalog_for(s)
-    b = facility.budget(s, cat)
+    plan = spare_plan(s, resolve_hardware(s, cat))
+    b0 = facility.budget(s, cat)
+    b = facility.budget(s, cat, spare_nodes=plan.spare_nodes)
     r = cost.assess(s, cat, training_days=30)
     assert r.energy_mwh_per_year == pytest.approx(b.annual_energy_mwh)  # same nodes, same typical power
-    spares = r.nodes_bought - b.nodes
-    # peak IT = the job's budget + spares at node peak (bought, racked, standing by)
-    assert r.it_power_kw == pytest.approx(b.it_power_kw + spares * b.node.peak_power_w / 1000)
+    assert r.energy_mwh_per_year == pytest.approx(b0.annual_energy_mwh)  # spares stand by: no energy
+    # cost reads the one budget with the installed spares: same nodes, racks and peak power
+    assert r.nodes_bought == b.nodes_installed == 64 + plan.spare_nodes
+    assert r.racks == b.racks
+    assert r.it_power_kw == pytest.approx(b.it_power_kw)
+    # peak IT = the job's budget + spares at the DGX H100 peak 10.2 kW (DGX H100 User Guide)
+    assert r.it_power_kw == pytest.approx(b0.it_power_kw + plan.spare_nodes * 10.2)
 
 
-def test_fabric_sized_for_job_nodes_not_spares(monkeypatch):
-    seen = []
-
-    def design_topology(scenario, catalog=None, nodes=None):
-        seen.append(nodes)
-        return types.SimpleNamespace(switches={"leaf": 16, "spine": 8}, cables=1024)
-
-    _fake_module(monkeypatch, "topology", design_topology=design_topology)
-    s = load_scenario(LLAMA).replace(reliability__spare_nodes=3, costs__prices={"qm9700": 30_000})
-    r = cost.assess(s, budget=budget(), training_days=30)
-    assert 64 in seen and 67 not in seen                    # 64 job nodes, not 64 + 3 spares
-    assert r.nodes_bought == 67                             # spares are still bought
-    assert r.capex["network"] == pytest.approx(24 * 30_000 + 1024 * 1_500)  # 24 switches + 1,024 NDR links
+def test_fabric_sized_for_job_nodes_not_spares():
+    s = load_scenario(LLAMA).replace(reliability__spare_nodes=3)
+    r = cost.assess(s, training_days=30)
+    r0 = cost.assess(s.replace(reliability__spare_nodes=0), training_days=30)
+    assert r.nodes_bought == 67 and r0.nodes_bought == 64   # spares are still bought
+    assert r.capex["network"] == pytest.approx(r0.capex["network"])  # fabric of the 64 job nodes either way
+    # the spares take rack space: ceil(67 / 4) = 17 compute racks against ceil(64 / 4) = 16
+    # (4 DGX H100 per 45 kW rack: (45 - 0.1 kW management switch) // 10.2 kW)
+    assert r.racks - r0.racks == 17 - 16
     assert any(f.code == "cost-fabric-job-nodes" for f in r.findings)
+    assert not any(f.code == "cost-fabric-job-nodes" for f in r0.findings)

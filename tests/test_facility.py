@@ -1,12 +1,16 @@
-"""Rack and hall budgets, conversions and the budget CLI (issue #4)."""
+"""Rack and hall budgets, conversions and the budget CLI.
+
+The network power of a budget comes from the topology design (``network_source`` "topology")
+or is given (``network_power_w``, source "given"); the hand-worked figures below count the
+topology's switches and optics with the Clos rules of :mod:`gpucluster_lib.network.clos`
+and the catalogue values of ``data/switches.csv`` and ``data/cabling.yaml``.
+"""
 
 from __future__ import annotations
 
 import json
-import sys
 import types
 
-import numpy as np
 import pytest
 
 from gpucluster_lib import units
@@ -18,7 +22,6 @@ from gpucluster_lib.facility.site import (
     budget,
     cfm_per_kw,
     cooling_tons,
-    fabric_switch_count,
     facility_power_w,
     growth_table,
     hall_layout,
@@ -26,20 +29,35 @@ from gpucluster_lib.facility.site import (
     rack_fit,
     redundant_capacity_kw,
 )
+from gpucluster_lib.network.topology import design_topology
 from gpucluster_lib.scenario import from_dict, load_scenario
 
 REF = "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
+GPT3 = "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"
+
+# Network power of the superpod below (140 DGX A100, 8 x HDR per node, 2 head nodes), counted by
+# hand with the Clos rules of gpucluster_lib.network.clos and the catalogue:
+# compute: 1,120 ports; node-aligned leaves of 40-port QM8790 hold 20 // 8 = 2 nodes (16 down,
+#   16 up) -> 70 leaves; two tiers hold 40 x 16 = 640 < 1,120 -> three tiers: pods of 20 leaves
+#   (4 pods, the last with 10 leaves: ceil(10 x 16 / 20) = 8 spines) -> 3 x 16 + 8 = 56 spines;
+#   1,120 spine-core links / 40 ports = 28 cores: 154 switches x 700 W (switches.csv max_power_w)
+#   = 107,800 W; 2 x 1,120 in-row HDR AOCs x 9 W (cabling.yaml power_w_per_cable) = 20,160 W
+#   (node-leaf links are in-rack passive DAC: 0 W).
+# storage: 140 x 2 ports (servers.csv storage_nic_count) + ceil(280 x 0.25) = 70 targets + 2 head
+#   nodes = 352 ports on QM8790 (no catalogue switch holds 352 alone: the compute switch);
+#   3:1 leaves split 30 down / 10 up -> ceil(352 / 30) = 12 leaves; spines: smallest divisor S of
+#   10 with 12 x 10 / S <= 40 -> 5 (clos rule 3): 17 x 700 W = 11,900 W; (352 + 120) AOCs x 9 W
+#   = 4,248 W.
+# management: 140 x 1 port (servers.csv mgmt_ports_count) + 2 x 2 head-node ports + 154 + 17
+#   switch ports = 315 links at 10 GbE; no Ethernet switch holds 315 alone (SN4600C 64 x 4
+#   breakout = 256): SN4600C leaves of 204 down / 52 up at 4:1 -> 2 leaves + 1 spine, 3 x 466 W
+#   = 1,398 W (copper RJ45: 0 W).
+SUPERPOD_NETWORK_W = 107_800 + 20_160 + 11_900 + 4_248 + 1_398  # = 145,506 W
 
 
 @pytest.fixture(scope="module")
 def cat():
     return load_catalog()
-
-
-@pytest.fixture(autouse=True)
-def no_topology(monkeypatch):
-    """Pin the network to the documented fallback estimate (issue 5's module may be merged)."""
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", None)
 
 
 def superpod(**facility):
@@ -145,36 +163,38 @@ def test_superpod_it_power_node_max_times_count_plus_network(cat):
     b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat, network_power_w=0,
                network_rack_units=0)
     assert b.it_power_kw == pytest.approx(140 * 6.5)
-    # with a network of 98 kW: 140 QM8790 x 700 W (switches.csv; three tiers since
-    # 1,120 endpoints > 40^2/2 = 800, 5E/k = 5 x 1120 / 40 = 140 switches, Al-Fares 2008)
+    # a given network power of 98 kW is added as it is (network_source "given")
     b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat, network_power_w=98_000)
     assert b.it_power_kw == pytest.approx(140 * 6.5 + 98)
+    assert b.network_source == "given"
 
 
 def test_superpod_full_hall(cat):
     b = budget(superpod(), cat)
     # racks: (30 kW - 0.1 kW management switch) // 6.5 kW = 4 nodes per rack -> 35 compute racks
     assert (b.nodes_per_rack, b.binding_constraint, b.compute_racks) == (4, "power", 35)
-    # fallback network: 140 fabric switches x 700 W + 35 management switches x 100 W = 101.5 kW
-    assert b.network_power_w == pytest.approx(140 * 700 + 35 * 100)
+    # network from the topology design: 145,506 W (SUPERPOD_NETWORK_W, counted by hand above)
+    assert b.network_source == "topology"
+    assert b.network_power_w == pytest.approx(SUPERPOD_NETWORK_W)
+    assert b.network_rack_units == 154 + 17 + 3 * 2  # 1U QM8790s, 2U SN4600Cs (switches.csv rack_units)
     # storage (gpucluster_lib.facility.storage): no model, so no checkpoint to size by -> the one-appliance
     # minimum for > 1 node: 1 ddn-ai400x2 x 2.5 kW (ESTIMATE, no power in storage.csv), 2U;
     # head nodes 2 x 0.75 kW
     assert (b.storage.appliances, b.storage.basis) == (1, "minimum")
     assert b.storage_power_w == pytest.approx(1 * 2500) and b.head_power_w == pytest.approx(1500)
     assert b.storage_rack_units == 2
-    it = 140 * 6.5 + 101.5 + 2.5 + 1.5  # = 1015.5 kW
+    it = 140 * 6.5 + 145.506 + 2.5 + 1.5  # = 1059.506 kW
     assert b.it_power_kw == pytest.approx(it)
     assert b.facility_power_kw == pytest.approx(it * 1.3)
     assert b.heat_load_btu_per_h == pytest.approx(it * 1000 * 3.412142, rel=1e-6)
     assert b.cooling_tons == pytest.approx(it * 1000 * 3.412142 / 12_000, rel=1e-6)
     assert b.airflow_cfm == pytest.approx(it * 3412.142 / (1.08 * 11.1 * 1.8), rel=1e-6)
-    # infrastructure racks: 140U of switches + 2U storage + 2U heads = 144U over 40U -> 3.6 -> 4;
-    # power (98 + 2.5 + 1.5) kW / 30 kW = 3.4 -> 4
-    assert b.infra_racks == 4 and b.racks == 39
-    rows, length, depth, area = hall_layout(39, 10)
+    # infrastructure racks: 177U of switches + 2U storage + 2U heads = 181U over 40U -> 4.5 -> 5;
+    # power (145.506 + 2.5 + 1.5) kW / 30 kW = 4.98 -> 5
+    assert b.infra_racks == 5 and b.racks == 40
+    rows, length, depth, area = hall_layout(40, 10)
     assert rows == 4 and b.floor_area_m2 == pytest.approx(area)
-    # N+1 UPS on IT x 1.2 growth: 1218.6 kW over n = max(2, ceil(1.2186)) = 2 modules, +1 -> x1.5
+    # N+1 UPS on IT x 1.2 growth: 1271.4 kW over n = max(2, ceil(1.2714)) = 2 modules, +1 -> x1.5
     assert b.ups_kw == pytest.approx(it * 1.2 * 1.5)
 
 
@@ -182,11 +202,17 @@ def test_reference_server_budget(cat):
     b = budget(load_scenario(REF), cat)
     # 15 kW rack: (15 - 0.1) // 6.5 = 2 nodes per rack, power bound
     assert (b.nodes_per_rack, b.binding_constraint) == (2, "power")
-    # IT: 6.5 kW node + QM8700 700 W + management switch 100 W + 1 head node 750 W = 8.05 kW
-    assert b.it_power_kw == pytest.approx(6.5 + 0.7 + 0.1 + 0.75)
-    assert b.facility_power_kw == pytest.approx(8.05 * 1.5)  # PUE 1.5
-    assert b.racks == 1 and b.infra_racks == 0  # switch and head node share the one rack
-    assert b.rack_units_used == 4 + 1 + 1 + 2  # node 4U, switch 1U, head 1U, reserved 2U
+    # IT: 6.5 kW node + QM8700 700 W (switches.csv) + management switch SN2700 233 W (the
+    # lowest-power Ethernet switch with >= 10 GbE ports that holds the 5 management links:
+    # 1 node x 2 + 1 head node x 2 + 1 compute switch) + 1 head node 750 W = 8.183 kW
+    assert b.network_source == "topology"
+    assert b.network_power_w == pytest.approx(700 + 233)
+    assert b.it_power_kw == pytest.approx(6.5 + 0.7 + 0.233 + 0.75)
+    assert b.facility_power_kw == pytest.approx(8.183 * 1.5)  # PUE 1.5
+    assert b.racks == 1 and b.infra_racks == 0  # switches and head node share the one rack
+    # node 4U, QM8700 1U, SN2700 1U, head 1U, reserved 2U; one node: local NVMe, no storage appliance
+    assert b.storage_rack_units == 0
+    assert b.rack_units_used == 4 + 1 + 1 + 1 + 2
     assert b.floor_area_m2 == pytest.approx((0.6 + 2.4) * (1.2 + 2.1))  # one rack + aisles + row ends
 
 
@@ -223,14 +249,6 @@ def test_redundancy_by_hand():
         redundant_capacity_kw(-1, "N")
 
 
-def test_fabric_switch_count_by_hand():
-    sw, tiers = fabric_switch_count(np.array([0, 40, 1024, 1120]), 40)
-    # 1024 > 800 = 40^2/2 -> three tiers: 5 x 1024 / 40 = 128
-    assert list(sw) == [0, 1, 128, 140] and list(tiers) == [0, 1, 3, 3]
-    sw, tiers = fabric_switch_count(1024, 64)  # 2 tiers: 32 leaves + 16 spines (issue 5 worked example)
-    assert int(sw) == 48 and int(tiers) == 2
-
-
 def test_nodes_override(cat):
     b = budget(superpod(), cat, nodes=20)
     assert b.nodes == 20 and b.compute_racks == 5
@@ -247,26 +265,55 @@ def test_growth_table_matches_budget(cat):
     g = growth_table(b, [1, 20, 140, 560], s, cat).set_index("nodes")
     assert g.loc[140, "racks"] == b.racks
     assert g.loc[140, "it_mw"] == pytest.approx(b.it_power_kw / 1000)
-    b20 = budget(s, cat, nodes=20)
-    assert g.loc[20, "racks"] == b20.racks and g.loc[20, "it_mw"] == pytest.approx(b20.it_power_kw / 1000)
+    # other node counts scale the network linearly (documented approximation of growth_table):
+    # 20 nodes: 20 x 6.5 + 145.506 x 20 / 140 + 2.5 storage + 1.5 heads = 154.787 kW
+    assert g.loc[20, "it_mw"] == pytest.approx((20 * 6.5 + 145.506 * 20 / 140 + 2.5 + 1.5) / 1000)
+    # 5 compute racks (4 per rack) + 1: ceil(177 x 20 / 140) = 26U of switches + 2U + 2U < 40U
+    assert g.loc[20, "racks"] == 6 == budget(s, cat, nodes=20).racks
     assert g["facility_mw"].is_monotonic_increasing
 
 
-def test_topology_module_is_used_when_present(monkeypatch, cat):
-    fake = types.ModuleType("gpucluster_lib.network.topology")
-    fake.design_topology = lambda scenario, catalog=None, *, nodes=None: types.SimpleNamespace(
-        network_power_w=1000.0 * nodes, network_rack_units=nodes // 4)
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", fake)
-    b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat)
+def test_the_network_design_passed_in_is_used(cat):
+    # a Design passes its network stage: the budget reads that design's power and rack units
+    net = types.SimpleNamespace(nodes=140, network_power_w=140_000.0, network_rack_units=35)
+    b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat, network=net)
     assert b.network_source == "topology" and b.network_power_w == 140_000
+    assert b.network_rack_units == 35
     assert b.it_power_kw == pytest.approx(140 * 6.5 + 140)
-    assert not [f for f in b.findings if f.code == "network_estimate"]
+    # the default is the scenario's own topology design, the same one `gpucluster topology` shows
+    s = superpod()
+    assert budget(s, cat).network_power_w == pytest.approx(design_topology(s, cat).network_power_w)
 
 
-def test_fallback_network_is_reported(cat):
-    b = budget(superpod(), cat)
-    assert b.network_source == "estimate"
-    assert any(f.code == "network_estimate" and f.severity == "info" for f in b.findings)
+def test_installed_spares_take_rack_space_and_peak_power(cat):
+    s = load_scenario(GPT3)
+    b0 = budget(s, cat)
+    # GPT-3 example, 128 DGX A100: network from the topology design, counted as for the superpod:
+    # compute 64 leaves + (3 x 16 + ceil(4 x 16 / 20) = 4) = 52 spines + ceil(1024 / 40) = 26 cores
+    # = 142 QM8700 x 700 W = 99,400 W and 2 x 1,024 AOCs x 9 W = 18,432 W; storage 128 x 2 + 64
+    # targets + 2 = 322 ports: ceil(322 / 30) = 11 leaves + 5 spines = 16 x 700 W = 11,200 W and
+    # (322 + 110) AOCs x 9 W = 3,888 W; management 128 + 4 + 142 + 16 = 290 links: 3 SN4600C x
+    # 466 W = 1,398 W. Total 134,318 W
+    assert b0.network_power_w == pytest.approx(99_400 + 18_432 + 11_200 + 3_888 + 1_398)
+    # IT = 128 x 6.5 kW + 134.318 + 2.5 kW storage (one appliance) + 2 x 0.75 kW heads = 970.318 kW
+    assert b0.it_power_kw == pytest.approx(128 * 6.5 + 134.318 + 2.5 + 1.5)
+    assert (b0.compute_racks, b0.infra_racks, b0.racks) == (32, 5, 37)  # ceil(128 / 4); 168U / 40U -> 5
+    b = budget(s, cat, spare_nodes=4)
+    assert (b.nodes, b.spare_nodes, b.nodes_installed) == (128, 4, 132)
+    # 4 hot spares racked at the DGX A100 peak 6.5 kW (DGX A100 User Guide): 970.318 + 4 x 6.5
+    assert b.it_power_kw == pytest.approx(970.318 + 4 * 6.5)  # = 996.318 kW
+    assert b.facility_power_kw == pytest.approx(996.318 * 1.3)  # PUE 1.3
+    # ceil(132 / 4) = 33 compute racks + the same 5 infrastructure racks = 38
+    assert (b.compute_racks, b.infra_racks, b.racks) == (33, 5, 38)
+    # the fabric is sized for the job nodes; a spare stands by, so the typical power is unchanged
+    assert b.network_power_w == b0.network_power_w
+    assert b.it_typical_kw == pytest.approx(b0.it_typical_kw)
+    assert b.annual_energy_mwh == pytest.approx(b0.annual_energy_mwh)
+    d = b.to_dict()
+    assert (d["nodes"], d["spare_nodes"], d["nodes_installed"], d["racks"]) == (128, 4, 132, 38)
+    for bad in (-1, True, 1.5):
+        with pytest.raises(ScenarioError, match="reliability.spare_nodes: must be a whole number of nodes, at least 0"):
+            budget(s, cat, spare_nodes=bad)
 
 
 # ----------------------------------------------------------------- CLI contract
@@ -303,7 +350,7 @@ def test_cli_bad_input_no_traceback(tmp_path, capsys):
 
 
 def test_rack_power_never_exceeds_it_power(cat):
-    """The per-rack 100 W management switch is IT power only in the fallback network estimate."""
+    """The management switches are in the network design's power; the rack adds none of its own."""
     s = load_scenario(REF)
     # network power given (as from a topology design, whose management switches are in it):
     # IT = 6.5 kW node + 0.7 kW network + 0.75 kW head node = 7.95 kW; the one shared rack holds
@@ -311,8 +358,8 @@ def test_rack_power_never_exceeds_it_power(cat):
     b = budget(s, cat, network_power_w=700.0)
     assert b.it_power_kw == pytest.approx(6.5 + 0.7 + 0.75)
     assert b.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.75)
-    # fallback estimate: QM8700 700 W + the 100 W management switch it counts = 8.05 kW IT and rack
+    # topology design: QM8700 700 W + SN2700 management switch 233 W = 8.183 kW IT and rack
     e = budget(s, cat)
-    assert e.network_source == "estimate"
-    assert e.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.1 + 0.75)
+    assert e.network_source == "topology"
+    assert e.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.233 + 0.75)
     assert e.rack_power_kw <= e.it_power_kw + 1e-9

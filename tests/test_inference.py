@@ -13,8 +13,8 @@ from gpucluster_lib.inference.fleet import nodes_per_rack
 from gpucluster_lib.inference.latency import weights_read_bytes
 from gpucluster_lib.inference.memory import kv_cache_bytes_per_token_per_gpu
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, compute_peak_tflops
-from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import from_dict, load_scenario
+from gpucluster_lib.workloads.transformer import resolve_transformer
 
 LLAMA3_SCENARIO = "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
 
@@ -29,7 +29,8 @@ def scenario(**inference):
 
 
 def test_kv_cache_llama2_70b_bf16_hand_worked():
-    # issue #6: 80 layers x 2 (K and V) x 8 KV heads x 128 head dim x 2 bytes = 327,680 bytes/token
+    # Llama 2 70B (Touvron 2023, GQA with 8 KV heads):
+    # 80 layers x 2 (K and V) x 8 KV heads x 128 head dim x 2 bytes = 327,680 bytes/token
     est = serve(scenario(precision="bf16", tensor_parallel=4, requests_per_s=1))
     assert est.kv_cache_bytes_per_token == 327_680
     assert est.kv_cache_bytes_per_token_per_gpu == 327_680 / 4  # 2 of the 8 KV heads per GPU
@@ -258,28 +259,49 @@ def test_tp_not_dividing_attention_heads():
 
 def test_node_exceeding_rack_power():
     s = load_scenario(LLAMA3_SCENARIO).replace(facility__rack_power_limit_kw=5.0)
-    f = codes(serve(s))["rack_power"]  # from the facility budget (issue #4): DGX H100 peak 10.2 kW > 5 kW
+    f = codes(serve(s))["rack_power"]  # from the facility budget: DGX H100 peak 10.2 kW > 5 kW
     assert f.severity == "error" and "10.2 kW" in f.message and f.field == "facility.rack_power_limit_kw"
 
 
-def test_fallback_rack_estimate_without_facility_module(monkeypatch):
-    import sys
-
+def test_quick_rack_estimate():
     from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
     from gpucluster_lib.inference.fleet import size_fleet
 
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.facility.site", None)  # import fails -> fallback
     s = load_scenario(LLAMA3_SCENARIO)
     cat = catalog_for(s)
     found = []
-    fleet = size_fleet(s, cat, resolve_hardware(s, cat), replicas=5, tp=8, findings=found)
-    # 5 DGX H100 x 10.2 kW = 51 kW; 4 per 45 kW / 48U rack -> 2 racks
-    assert (fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.source) == (5, 2, 51.0, "fallback")
-    assert found[0].code == "inference.facility_fallback"
+    fleet = size_fleet(s, cat, resolve_hardware(s, cat), replicas=5, tp=8, findings=found, use_facility=False)
+    # 5 DGX H100 x 10.2 kW (servers.csv max_power_w) = 51 kW; min(45 kW // 10.2 kW = 4,
+    # (48U - 4U reserved) // 8U = 5) = 4 per rack -> 2 racks; facility = 51 kW x PUE 1.25
+    assert (fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.source) == (5, 2, 51.0, "quick estimate")
+    assert fleet.facility_power_kw == pytest.approx(51.0 * 1.25)
+    assert found[0].code == "inference.quick_estimate"
     found.clear()
     tight = s.replace(facility__rack_power_limit_kw=5.0)
-    size_fleet(tight, cat, resolve_hardware(tight, cat), replicas=5, tp=8, findings=found)
+    size_fleet(tight, cat, resolve_hardware(tight, cat), replicas=5, tp=8, findings=found, use_facility=False)
     assert found[0].code == "inference.node_exceeds_rack" and "10.2 kW" in found[0].message
+
+
+def test_fleet_racks_and_power_from_the_facility_budget():
+    from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+    from gpucluster_lib.inference.fleet import size_fleet
+
+    s = load_scenario(LLAMA3_SCENARIO)
+    cat = catalog_for(s)
+    fleet = size_fleet(s, cat, resolve_hardware(s, cat), replicas=5, tp=8, findings=[])
+    assert (fleet.nodes, fleet.source) == (5, "facility budget")
+    # network of 5 DGX H100, counted by hand from the topology rules and the catalogue:
+    # compute 5 x 8 NDR ports = 40 <= 64: one QM9700 at 747 W (switches.csv typical);
+    # storage 5 x 2 ports + ceil(10 x 0.25) = 3 targets + 2 head nodes = 15: one QM9700, 747 W;
+    # management 5 x 2 + 2 x 2 + 2 switches = 16 links: one SN2700, 233 W;
+    # 5 nodes in 2 racks: in-row 400G fibre with twin-port MMA4Z00-NS switch optics at 15 W
+    # (cabling.yaml): 40 / 2 = 20 compute + ceil(15 / 2) = 8 storage modules = 420 W
+    network_kw = (747 + 747 + 233 + 28 * 15) / 1000  # = 2.147 kW
+    # IT = 5 x 10.2 kW + network + one 2.5 kW storage appliance + 2 x 0.75 kW head nodes
+    assert fleet.it_power_kw == pytest.approx(5 * 10.2 + network_kw + 2.5 + 1.5)  # = 57.147 kW
+    assert fleet.facility_power_kw == pytest.approx(fleet.it_power_kw * 1.25)  # PUE 1.25
+    # ceil(5 / 4) = 2 compute racks + 1 for 3U of switches, 2U storage and 2U of head nodes
+    assert fleet.racks == 3
 
 
 def test_capex_rules_and_missing_price():
@@ -313,13 +335,9 @@ def test_no_target_sizes_the_scenario_cluster():
     assert codes(est)["inference.no_target"].field == "inference.requests_per_s"
 
 
-def test_report_hook_and_vision_dispatch():
-    from gpucluster_lib.inference import report_charts
+def test_vision_dispatch():
     from gpucluster_lib.inference.vision import VisionServingEstimate
 
-    est = serve(load_scenario(LLAMA3_SCENARIO))
-    titles = [c.to_dict()["title"] for c in report_charts(est)]
-    assert titles[0].startswith("Throughput against latency") and titles[1] == "Memory per GPU"
     vis = serve(from_dict({"model": {"preset": "resnet50"}, "hardware": {"server": "dgx-h100", "nodes": 1},
                            "inference": {"precision": "fp16", "images_per_s": 1000}}))
-    assert isinstance(vis, VisionServingEstimate) and report_charts(vis) == []
+    assert isinstance(vis, VisionServingEstimate)

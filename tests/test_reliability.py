@@ -4,37 +4,28 @@ from __future__ import annotations
 
 import json
 import math
-import sys
 import types
 from pathlib import Path
 
 import pytest
 
-from gpucluster_lib.reliability import core as rel
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.facility.storage import size_storage
+from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.reliability import core as rel
 from gpucluster_lib.scenario import load_scenario, loads
+from gpucluster_lib.training import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
-
-
-@pytest.fixture()
-def no_training(monkeypatch):
-    """Force the training-engine fallback (issue 3 missing), whether or not it is merged."""
-    import gpucluster_lib
-
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.training", None)
-    # `from . import training` reads the package attribute first: hide it too, or the fixture
-    # depends on whether another test imported the module earlier in the session
-    monkeypatch.delattr(gpucluster_lib, "training", raising=False)
 
 
 # --------------------------------------------------------------------------- checkpoint interval
 
 
 def test_young_interval_60s_3h():
-    assert rel.young_interval_s(60, 3 * 3600) == pytest.approx(1138.4, abs=0.1)  # issue #7: sqrt(2 x 60 x 10800) = 1138 s
+    assert rel.young_interval_s(60, 3 * 3600) == pytest.approx(1138.4, abs=0.1)  # Young 1974: sqrt(2 x 60 x 10800) = 1138 s
 
 
 @pytest.mark.parametrize(("delta_min", "m_h", "young_min", "daly_min"), [
@@ -182,8 +173,9 @@ def test_band_collapses_without_uncertainty_and_failures():
 # --------------------------------------------------------------------------- scenario
 
 
-def test_gpt3_scenario(no_training):
-    r = rel.assess(load_scenario(GPT3))
+def test_gpt3_scenario():
+    s = load_scenario(GPT3)
+    r = rel.assess(s)
     assert r.gpus == 1024
     assert r.mtbi_hours == pytest.approx(24 * 884_736 / (1024 * 419))  # 49.49 h: Llama 3 rate at 1,024 GPUs
     assert r.checkpoint_bytes == pytest.approx(174.6e9 * 14, rel=0.005)  # Narayanan 2021 Table 2: 174.6B params
@@ -192,11 +184,35 @@ def test_gpt3_scenario(no_training):
     assert 0.9 < r.goodput < 1.0
     assert r.training_days_p10 < r.training_days_p50 < r.training_days_p90
     assert r.training_days_expected > r.training_days_ideal
-    assert "training_days_ideal" in r.fallbacks  # issue 3 missing -> marked
-    assert any(f.code == "rel-fallback-training" for f in r.findings)
+    # training.tokens is set: the ideal days are the training engine's, for the same plan
+    assert r.training_days_ideal == pytest.approx(estimate(s).training_days)
+    assert 25 < r.training_days_ideal < 40  # Narayanan 2021 Sec. 5.1: about 34 days (tests/test_training.py)
+    assert r.assumptions == {}  # the default storage system is in the catalogue
 
 
-def test_llama3_scale_scenario_mtbi(no_training):
+def test_spare_plan_gpt3_by_hand():
+    s = load_scenario(GPT3)
+    plan = rel.spare_plan(s, resolve_hardware(s, catalog_for(s)))
+    # node repairs per day: 1,024 GPUs x (gpu 196 + hbm 72 + nic 7 + host 43 + psu 3 = 321) / 884,736
+    # GPU-days (Llama 3 Table 5 hardware causes) = 0.37153 per day
+    assert plan.node_repairs_per_day == pytest.approx(1024 * 321 / 884_736)
+    # nodes in repair: Poisson with mean 0.37153 / 24 h x 72 h repair = 1.1146;
+    # P(X <= 3) = 0.9732 < 0.99 <= P(X <= 4) = 0.9943 -> 4 spares (failure_rates.yaml repair_hours 72)
+    mean = 1024 * 321 / 884_736 / 24 * 72
+    assert mean == pytest.approx(1.1146, abs=1e-4)
+    assert (plan.recommended, plan.spare_nodes) == (4, 4)
+    assert plan.full_size_availability == pytest.approx(
+        math.exp(-mean) * (1 + mean + mean**2 / 2 + mean**3 / 6 + mean**4 / 24))
+    assert plan.full_size_availability == pytest.approx(0.9943, abs=1e-4)
+    # reliability.spare_nodes overrides the count, not the recommendation
+    fixed = rel.spare_plan(s.replace(reliability__spare_nodes=2), resolve_hardware(s, catalog_for(s)))
+    assert (fixed.recommended, fixed.spare_nodes) == (4, 2)
+    # the assessment reports the same plan
+    r = rel.assess(s, training_days_ideal=30.0)
+    assert (r.spare_nodes, r.spare_nodes_recommended) == (4, 4)
+
+
+def test_llama3_scale_scenario_mtbi():
     s = loads("hardware: {server: dgx-h100, nodes: 2048}\nmodel: llama3-70b\n")  # 16,384 H100 as in Llama 3
     r = rel.assess(s)
     assert r.mtbi_hours == pytest.approx(3.09, abs=0.01)  # 54 x 24 / 419
@@ -205,21 +221,23 @@ def test_llama3_scale_scenario_mtbi(no_training):
 def test_injected_training_days_are_used():
     r = rel.assess(load_scenario(GPT3), training_days_ideal=34.0)  # Narayanan 2021 Sec. 5.1: ~34 days
     assert r.training_days_ideal == 34.0
-    assert "training_days_ideal" not in r.fallbacks
+    # expected = ideal x E[1/e] / goodput / P(full size) (see test_expected_days_is_the_expectation_of_the_band)
+    assert r.training_days_expected == pytest.approx(
+        34.0 * rel.efficiency_time_factor(0.75, 1.1) / r.goodput / r.full_size_availability)
 
 
-def test_training_module_is_used_when_present(monkeypatch):
-    fake = types.ModuleType("gpucluster_lib.training")
-    fake.estimate = lambda scenario, catalog=None: types.SimpleNamespace(training_days=20.0, step_time_s=1.0)
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.training", fake)
-    import gpucluster_lib
-    monkeypatch.setattr(gpucluster_lib, "training", fake, raising=False)
-    r = rel.assess(load_scenario(GPT3))
-    assert r.training_days_ideal == 20.0
-    assert r.fallbacks.get("training_days_ideal") is None
+def test_checkpoint_size_and_write_bandwidth_come_from_the_storage_design():
+    s = load_scenario(GPT3)
+    cat = catalog_for(s)
+    # a storage design passed in (as a Design does): 2 appliances of 65 GB/s write = 130 GB/s
+    store = size_storage(s.replace(reliability__storage_units=2), cat, nodes=128)
+    r = rel.assess(s, cat, storage=store, training_days_ideal=30.0)
+    assert r.checkpoint_bytes == store.checkpoint_bytes == pytest.approx(174.6e9 * 14, rel=0.005)
+    assert (r.storage_system, r.storage_units, r.checkpoint_write_gb_per_s) == ("ddn-ai400x2", 2, 130.0)
+    assert r.checkpoint_write_s == pytest.approx(store.checkpoint_bytes / 130e9)  # 2.44e12 B / 130 GB/s = 18.8 s
 
 
-def test_global_rate_override_and_component_override(no_training):
+def test_global_rate_override_and_component_override():
     s = load_scenario(GPT3).replace(reliability__gpu_failures_per_1000_gpu_days=1.0)
     r = rel.assess(s)
     assert r.interruptions_per_day == pytest.approx(1.024)  # 1024 x 1.0 / 1000
@@ -228,7 +246,7 @@ def test_global_rate_override_and_component_override(no_training):
     assert r2.interruptions_per_day == pytest.approx(1.024 * (1 - 63 / 419))  # software 63 of 419 removed
 
 
-def test_more_spares_raise_full_size_availability(no_training):
+def test_more_spares_raise_full_size_availability():
     s = load_scenario(GPT3)
     low = rel.assess(s.replace(reliability__spare_nodes=0))
     high = rel.assess(s.replace(reliability__spare_nodes=6))
@@ -237,7 +255,7 @@ def test_more_spares_raise_full_size_availability(no_training):
     assert any(f.code == "rel-too-few-spares" for f in low.findings)
 
 
-def test_head_node_findings(no_training):
+def test_head_node_findings():
     s = load_scenario(GPT3)
     one = rel.assess(s.replace(hardware__head_nodes=1))
     assert any(f.code == "rel-head-node-not-redundant" for f in one.findings)
@@ -246,30 +264,30 @@ def test_head_node_findings(no_training):
     assert off.head_node_availability < rel.assess(s).head_node_availability
 
 
-def test_psu_redundancy_effect(no_training):
+def test_psu_redundancy_effect():
     r = rel.assess(load_scenario(GPT3))
     assert r.psu_redundancy == "3+3"  # DGX A100 User Guide: 6 x 3 kW, half redundant
     assert r.psu_node_outages_per_year < r.psu_node_outages_per_year_without_redundancy
 
 
-def test_slow_checkpoint_gives_error_finding(no_training):
+def test_slow_checkpoint_gives_error_finding():
     s = load_scenario(GPT3).replace(reliability__checkpoint_write_gbps=0.05, reliability__restart_minutes=600)
     r = rel.assess(s)
     assert any(f.code == "rel-goodput-very-low" and f.severity == "error" for f in r.findings)
 
 
-def test_deadline_finding(no_training):
+def test_deadline_finding():
     r = rel.assess(load_scenario(GPT3).replace(training__deadline_days=20))
     assert any(f.code == "rel-deadline-at-risk" for f in r.findings)
 
 
-def test_no_tokens(no_training):
+def test_no_tokens():
     r = rel.assess(loads("hardware: {server: dgx-a100-640gb, nodes: 4}\nmodel: gpt3-175b\n"))
     assert r.training_days_ideal is None and r.training_days_p90 is None
     assert any(f.code == "rel-no-tokens" for f in r.findings)
 
 
-def test_scaling_table(no_training):
+def test_scaling_table():
     rows = rel.scaling_table(load_scenario(GPT3), node_counts=[64, 128, 256])
     assert [r["gpus"] for r in rows] == [512, 1024, 2048]
     assert rows[0]["mtbi_hours"] == pytest.approx(2 * rows[1]["mtbi_hours"])  # rate proportional to GPUs
@@ -290,7 +308,7 @@ def test_scaling_table(no_training):
     (lambda: rel.interruptions_per_day(0, 1), "gpus must be a positive"),
     (lambda: rel.interruptions_per_day(8, -1), "rate_per_1000_gpu_days must be a non-negative"),
     (lambda: rel.mtbi_hours(float("nan")), "rate_per_day must be a non-negative"),
-    (lambda: rel.checkpoint_bytes(0), "params must be a positive"),
+    (lambda: rel.checkpoint_bytes(0), "params must be positive, got 0"),
     (lambda: rel.checkpoint_write_s(1e12, 0), "write_gb_per_s must be a positive"),
     (lambda: rel.spares_needed(1, 72, 1.0), "confidence must be between 0 and 1"),
     (lambda: rel.spares_needed(1, 0), "repair_hours must be a positive"),
@@ -305,13 +323,13 @@ def test_pure_function_bad_input(call, match):
         call()
 
 
-def test_unknown_component(no_training):
+def test_unknown_component():
     s = load_scenario(GPT3).replace(reliability__component_rates={"gpus": 0.1})
     with pytest.raises(UnknownIdError, match="reliability.component_rates.gpus: unknown failure component 'gpus'; did you mean 'gpu'"):
         rel.assess(s)
 
 
-def test_negative_component_rate(no_training):
+def test_negative_component_rate():
     s = load_scenario(GPT3).replace(reliability__component_rates={"gpu": -1.0})
     with pytest.raises(ScenarioError, match="reliability.component_rates.gpu: must be at least 0"):
         rel.assess(s)
@@ -322,7 +340,7 @@ def test_negative_component_rate(no_training):
     ("reliability__efficiency_range", [0.5, 0.7, 0.9], r"reliability.efficiency_range: must be two numbers"),
     ("reliability__efficiency_range", [0.0, 1.0], r"reliability.efficiency_range: must satisfy"),
 ])
-def test_bad_ranges(no_training, key, value, match):
+def test_bad_ranges(key, value, match):
     with pytest.raises(ScenarioError, match=match):
         rel.assess(load_scenario(GPT3).replace(**{key: value}))
 
@@ -339,7 +357,7 @@ def test_bad_scenario_values_at_load():
         loads("reliability: {checkpoint_write_gbps: 0}\n")
 
 
-def test_unknown_storage_system(no_training):
+def test_unknown_storage_system():
     s = load_scenario(GPT3).replace(reliability__storage_system="ddn-ai400x9")
     with pytest.raises(UnknownIdError, match="reliability.storage_system: unknown storage option 'ddn-ai400x9'"):
         rel.assess(s)
@@ -358,24 +376,32 @@ REL_KEYS = {"interruptions_per_day", "mtbi_hours", "checkpoint_bytes", "checkpoi
             "spare_nodes", "findings"}
 
 
-def test_cli_json_contract(capsys, no_training):
+def test_cli_json_contract(capsys):
     assert main(["reliability", str(GPT3), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert REL_KEYS <= set(out)
     assert out["mtbi_hours"] == pytest.approx(49.49, abs=0.01)  # 24 x 884,736 / (1,024 x 419)
-    assert "training_days_ideal" in out["fallbacks"]
+    assert out["training_days_ideal"] == pytest.approx(estimate(load_scenario(GPT3)).training_days)
+    assert (out["spare_nodes"], out["spare_nodes_recommended"]) == (4, 4)  # test_spare_plan_gpt3_by_hand
+    assert out["assumptions"] == {}
 
 
-def test_cli_text_and_bad_file(capsys, no_training, tmp_path):
+def test_cli_text_and_bad_file(capsys, tmp_path):
     assert main(["reliability", str(GPT3)]) == 0
     assert "MTBI" in capsys.readouterr().out
     bad = tmp_path / "bad.yaml"
-    bad.write_text("reliability: {component_rates: {gpux: 1}}\nhardware: {nodes: 2}\n")
+    bad.write_text("model: {preset: gpt3-175b}\nreliability: {component_rates: {gpux: 1}}\nhardware: {nodes: 2}\n")
     assert main(["reliability", str(bad), "--json"]) == 2
-    assert "reliability.component_rates.gpux" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "reliability.component_rates.gpux" in err and "Traceback" not in err
+    # no model: no training job to assess
+    bad.write_text("hardware: {server: dgx-a100-640gb, nodes: 2}\n")
+    assert main(["reliability", str(bad), "--json"]) == 2
+    err = capsys.readouterr().err
+    assert "model: the scenario has no model, so there is no training job to assess" in err
 
 
-def test_scaling_table_row_matches_assess_at_scenario_size(no_training):
+def test_scaling_table_row_matches_assess_at_scenario_size():
     s = load_scenario(GPT3)
     r = rel.assess(s)
     (row,) = rel.scaling_table(s, node_counts=[128], base=r)
@@ -397,40 +423,45 @@ def test_more_bad_input_branches():
         rel.preset_rates("llama5")
 
 
-def test_precision_without_peak(no_training):
-    # T4 has no BF16 tensor-core figure in the catalogue (Turing: FP16/INT8 only)
+def test_precision_without_peak():
+    # T4 has no BF16 tensor-core figure in the catalogue (Turing: FP16/INT8 only): the training
+    # engine refuses the precision and names the ones the catalogue has
     s = loads("hardware: {accelerator: t4, nodes: 1}\nmodel: llama2-7b\ntraining: {tokens: 1.0e+9, precision: bf16}\n")
-    with pytest.raises(ScenarioError, match="training.precision: t4 has no bf16_tflops figure"):
+    with pytest.raises(ScenarioError, match="training.precision: t4 has no dense bf16 peak in the catalogue; "
+                                            "choose one of: fp16, fp32"):
         rel.assess(s)
 
 
-def test_fp8_on_a100_falls_back_to_bf16_peak(no_training):
+def test_fp8_on_a100_is_refused():
     s = load_scenario(GPT3).replace(training__precision="fp8")  # A100: no FP8 tensor cores (A100 datasheet)
-    r = rel.assess(s)
-    assert r.training_days_ideal == pytest.approx(rel.assess(load_scenario(GPT3)).training_days_ideal)
-    assert "bf16_tflops" in r.fallbacks["training_days_ideal"]
+    with pytest.raises(ScenarioError, match="training.precision: a100-sxm4-80gb has no dense fp8 peak in the "
+                                            "catalogue; choose one of: bf16, fp16, tf32, fp32"):
+        rel.assess(s)
 
 
-def test_storage_without_write_bandwidth(no_training):
-    import types as _t
-    row = {"write_gb_per_s": 0.0, "capacity_tb": 100.0}
-    fake = _t.SimpleNamespace(get=lambda table, id_, path="": dict(row))
+def test_storage_without_write_bandwidth():
+    row = {"kind": "nfs-appliance", "write_gb_per_s": 0.0, "capacity_tb": 100.0}
+    fake = types.SimpleNamespace(get=lambda table, id_, path="": dict(row))
     s = load_scenario(GPT3).replace(reliability__storage_system="slow-nas")
     with pytest.raises(ScenarioError, match="reliability.storage_system: slow-nas has no write bandwidth"):
-        rel._storage(s, fake, 1e12, {}, [], nodes=128)
+        size_storage(s, fake, nodes=128, checkpoint_bytes=1e12)
 
 
-def test_default_storage_missing_from_catalogue_is_a_marked_fallback(no_training):
-    import types as _t
-
+def test_default_storage_missing_from_catalogue_is_a_marked_assumption():
     def get(table, id_, path=""):
         raise UnknownIdError("storage option", id_, ["other"], path)
 
-    fb: dict[str, str] = {}
-    d = rel._storage(load_scenario(GPT3), _t.SimpleNamespace(get=get), 2.45e12, fb, [], nodes=128)
-    # datasheet figures of the default appliance: 2.45e12 / (60 s x 65e9) = 0.63 -> 1 unit at 65 GB/s
+    s = load_scenario(GPT3)
+    d = size_storage(s, types.SimpleNamespace(get=get), nodes=128, checkpoint_bytes=2.45e12)
+    # datasheet figures of the default appliance: 2.45e12 / (60 s x 65e9) = 0.63 -> 1 unit at 65 GB/s;
+    # 3 kept x 2.45 TB = 7.35 TB < 368.6 TB -> 1 by capacity
     assert (d.system, d.appliances, d.checkpoint_write_gb_per_s) == ("ddn-ai400x2", 1, 65.0)
-    assert "storage" in fb
+    assert (d.by_bandwidth, d.by_capacity) == (1, 1)
+    assert "not in the catalogue" in d.sources["storage"]
+    # the reliability assessment names the assumption its checkpoint write time rests on
+    r = rel.assess(s, storage=d, training_days_ideal=30.0)
+    assert r.assumptions["storage"] == d.sources["storage"]
+    assert r.checkpoint_write_s == pytest.approx(2.45e12 / 65e9)  # 37.7 s
 
 
 # --------------------------------------------------------------------------- expected = mean of the band
@@ -452,7 +483,7 @@ def test_band_mean_matches_the_efficiency_factor_without_failures():
     assert b["p10"] >= 30 * 3636 / 3600 / 1.1 * (1 - 1e-9)  # never faster than the fastest throughput
 
 
-def test_expected_days_is_the_expectation_of_the_band(no_training):
+def test_expected_days_is_the_expectation_of_the_band():
     r = rel.assess(load_scenario(GPT3), training_days_ideal=30.0)
     # expected = ideal x E[1/e] / goodput / P(full size) = 30 x 1.094263 / g / P
     ratio = r.training_days_expected / (30.0 * 1.094263 / r.goodput)  # = 1 / P(full size)

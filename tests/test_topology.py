@@ -15,9 +15,6 @@ from gpucluster_lib import cli
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import CatalogError, ScenarioError, UnknownIdError
 from gpucluster_lib.hardware.resolve import resolve_hardware
-from gpucluster_lib.network.topology import fabric_gbps_per_gpu
-from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.network.topology import design_topology, effective_port_gbps, growth_table
 from gpucluster_lib.network.cabling import load_cabling, parse_cabling
 from gpucluster_lib.network.clos import (
     balanced_divisor,
@@ -28,6 +25,13 @@ from gpucluster_lib.network.clos import (
     three_tier_plan,
     tree_counts,
 )
+from gpucluster_lib.network.topology import (
+    design_topology,
+    effective_port_gbps,
+    fabric_gbps_per_gpu,
+    growth_table,
+)
+from gpucluster_lib.scenario import from_dict
 
 
 def scen(**net):
@@ -430,7 +434,7 @@ def test_cli_json_contract(capsys, tmp_path):
     assert out["endpoints"] == 1024 and out["max_endpoints"] == 2048
     assert csv.read_text().startswith("network,tier,a_end,a_port,b_end,b_port,cable,length_class")
     assert cli.main(["topology", str(path), "--nodes", "0"]) == 2
-    assert "--nodes: must be a positive integer" in capsys.readouterr().err
+    assert "--nodes: must be a positive whole number of nodes, got 0" in capsys.readouterr().err
     assert math.isfinite(out["network_power_w"])
 
 
@@ -542,11 +546,16 @@ def test_contract_counts_are_compute_fabric_and_flat():
 
 
 def test_cost_module_contract():
-    # cost.py (issue 7) sums `switches` and `cables` values and multiplies them by unit prices
+    # economics.cost prices the bill of materials: kind, id and count of every switch, cable and
+    # transceiver of the compute, storage and management networks
     d = design_topology(scen(nodes=128))
     assert sum(d.switches.values()) == 48 and sum(d.cables.values()) == 2048
-    kinds = {row["kind"] for row in d.bom()}
+    bom = d.bom()
+    kinds = {row["kind"] for row in bom}
     assert kinds == {"switch", "cable", "transceiver"}
+    assert all({"kind", "id", "count", "network"} <= set(row) for row in bom)
+    assert sum(r["count"] for r in bom if r["kind"] == "switch") == sum(g.count for g in d.switch_groups)
+    assert sum(r["count"] for r in bom if r["kind"] == "cable") == sum(d.cables_all.values())
 
 
 def test_cable_list_matches_counts_for_a_partial_pod_three_tier_fabric():
@@ -554,8 +563,8 @@ def test_cable_list_matches_counts_for_a_partial_pod_three_tier_fabric():
     at every tier; spines 3 x 16 + ceil(4 x 16 / 20) = 52, cores ceil(1024 / 40) = 26."""
     from pathlib import Path
 
-    from gpucluster_lib.scenario import load_scenario
     from gpucluster_lib.network.cablelist import cable_list
+    from gpucluster_lib.scenario import load_scenario
 
     root = Path(__file__).resolve().parent.parent
     d = design_topology(load_scenario(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"))

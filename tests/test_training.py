@@ -15,7 +15,6 @@ import numpy as np
 import pytest
 
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import from_dict, load_scenario
 from gpucluster_lib.training import estimate, min_gpus_for_deadline, search_plans
 from gpucluster_lib.training import flops as fl
@@ -25,6 +24,7 @@ from gpucluster_lib.training.memory import (
     in_flight_factor,
     model_state_bytes,
 )
+from gpucluster_lib.workloads.transformer import resolve_transformer
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
@@ -312,18 +312,8 @@ def test_zero_or_negative_sizes(section, key, value, match):
         scen(**{section: {key: value}})
 
 
-def test_vision_kind_needs_the_vision_module(monkeypatch):
-    import builtins
-
-    real_import = builtins.__import__
-
-    def fake(name, globals=None, locals=None, fromlist=(), level=0):
-        if fromlist and "vision" in fromlist:
-            raise ImportError("no vision")
-        return real_import(name, globals, locals, fromlist, level)
-
-    monkeypatch.setattr(builtins, "__import__", fake)
-    with pytest.raises(ScenarioError, match=r"model.kind: vision workloads"):
+def test_vision_kind_needs_a_vision_preset():
+    with pytest.raises(ScenarioError, match=r"model.preset: a vision model needs model.preset, one of: resnet50, "):
         estimate(scen(model={"preset": None, "kind": "cnn"}))
 
 
@@ -406,7 +396,6 @@ def test_tp_across_nodes_is_a_warning_not_an_error():
 
 
 def test_vision_preset_is_dispatched_to_the_vision_module():
-    pytest.importorskip("gpucluster_lib.workloads.vision")  # issue 6
     s = from_dict({"model": {"preset": "resnet50"}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 1},
                    "training": {"epochs": 90}})
     d = estimate(s).to_dict()
