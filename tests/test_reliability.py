@@ -308,7 +308,7 @@ def test_scaling_table():
     (lambda: rel.interruptions_per_day(0, 1), "gpus must be a positive"),
     (lambda: rel.interruptions_per_day(8, -1), "rate_per_1000_gpu_days must be a non-negative"),
     (lambda: rel.mtbi_hours(float("nan")), "rate_per_day must be a non-negative"),
-    (lambda: rel.checkpoint_bytes(0), "params must be positive, got 0"),
+    (lambda: rel.checkpoint_bytes(0), "params must be a positive finite number, got 0"),
     (lambda: rel.checkpoint_write_s(1e12, 0), "write_gb_per_s must be a positive"),
     (lambda: rel.spares_needed(1, 72, 1.0), "confidence must be between 0 and 1"),
     (lambda: rel.spares_needed(1, 0), "repair_hours must be a positive"),

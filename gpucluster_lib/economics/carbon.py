@@ -18,18 +18,13 @@ from typing import Any
 
 import yaml
 
+from gpucluster_lib.checks import require_non_negative
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import HOURS_PER_YEAR, KW_PER_MW
 
 GRID_PATH = data_path("grid_intensity.yaml")
-
-
-def _check(name: str, value: float, *, positive: bool = False) -> None:
-    ok = isinstance(value, (int, float)) and math.isfinite(value) and (value > 0 if positive else value >= 0)
-    if not ok:
-        raise ValueError(f"{name} must be a {'positive' if positive else 'non-negative'} finite number, got {value!r}")
 
 
 def facility_energy_mwh(it_kw: float, pue: float, hours: float, load_fraction: float = 1.0) -> float:
@@ -50,9 +45,9 @@ def facility_energy_mwh(it_kw: float, pue: float, hours: float, load_fraction: f
     -----
     .. math:: E = P_{IT} \\cdot PUE \\cdot t \\cdot f_{load} / 1000   (The Green Grid WP#49)
     """
-    _check("it_kw", it_kw)
-    _check("hours", hours)
-    _check("load_fraction", load_fraction)
+    require_non_negative(it_kw=it_kw)
+    require_non_negative(hours=hours)
+    require_non_negative(load_fraction=load_fraction)
     if not (isinstance(pue, (int, float)) and math.isfinite(pue) and pue >= 1):
         raise ValueError(f"pue must be at least 1, got {pue!r}")
     return it_kw * pue * hours * load_fraction / KW_PER_MW
@@ -65,8 +60,8 @@ def energy_mwh_per_year(it_kw: float, pue: float, load_fraction: float = 1.0) ->
 
 def co2e_tonnes(energy_mwh: float, kg_co2e_per_kwh: float) -> float:
     """Emissions [t CO2e] = energy [MWh] x intensity [kg/kWh] (1 MWh x 1 kg/kWh = 1 t)."""
-    _check("energy_mwh", energy_mwh)
-    _check("kg_co2e_per_kwh", kg_co2e_per_kwh)
+    require_non_negative(energy_mwh=energy_mwh)
+    require_non_negative(kg_co2e_per_kwh=kg_co2e_per_kwh)
     return energy_mwh * kg_co2e_per_kwh
 
 

@@ -46,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.economics import carbon
 from gpucluster_lib.economics.carbon import load_grid_presets
 from gpucluster_lib.errors import ScenarioError
@@ -74,18 +75,6 @@ COST_DEFAULTS_PATH = data_path("cost_defaults.yaml")
 # =========================================================================== pure functions
 
 
-def _check(**values: float) -> None:
-    for name, v in values.items():
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v >= 0):
-            raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
-
-
-def _check_pos(**values: float) -> None:
-    for name, v in values.items():
-        if not (isinstance(v, (int, float)) and math.isfinite(v) and v > 0):
-            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
-
-
 def energy_cost_per_year(it_kw: float, pue: float, price_per_kwh: float, load_fraction: float = 1.0) -> float:
     """Energy bill per year [currency/yr].
 
@@ -106,7 +95,7 @@ def energy_cost_per_year(it_kw: float, pue: float, price_per_kwh: float, load_fr
 
     1 MW at PUE 1.3 and 0.10/kWh: 1000 x 1.3 x 8760 x 0.10 = 1,138,800 per year.
     """
-    _check(it_kw=it_kw, price_per_kwh=price_per_kwh, load_fraction=load_fraction)
+    require_non_negative(it_kw=it_kw, price_per_kwh=price_per_kwh, load_fraction=load_fraction)
     if not (isinstance(pue, (int, float)) and math.isfinite(pue) and pue >= 1):
         raise ValueError(f"pue must be at least 1, got {pue!r}")
     return it_kw * pue * HOURS_PER_YEAR * load_fraction * price_per_kwh
@@ -114,8 +103,8 @@ def energy_cost_per_year(it_kw: float, pue: float, price_per_kwh: float, load_fr
 
 def straight_line_depreciation(capex: float, years: float, salvage: float = 0.0) -> float:
     """Depreciation per year [currency/yr] = (CapEx - salvage) / years."""
-    _check(capex=capex, salvage=salvage)
-    _check_pos(years=years)
+    require_non_negative(capex=capex, salvage=salvage)
+    require_positive(years=years)
     if salvage > capex:
         raise ValueError(f"salvage ({salvage}) cannot exceed capex ({capex})")
     return (capex - salvage) / years
@@ -123,13 +112,13 @@ def straight_line_depreciation(capex: float, years: float, salvage: float = 0.0)
 
 def book_value(capex: float, years: float, age_years: float, salvage: float = 0.0) -> float:
     """Book value [currency] after ``age_years`` of straight-line depreciation (floored at salvage)."""
-    _check(age_years=age_years)
+    require_non_negative(age_years=age_years)
     return max(capex - straight_line_depreciation(capex, years, salvage) * age_years, salvage)
 
 
 def maintenance_per_year(capex: float, fraction: float) -> float:
     """Maintenance / support contracts per year [currency/yr] = fraction x CapEx."""
-    _check(capex=capex, fraction=fraction)
+    require_non_negative(capex=capex, fraction=fraction)
     if fraction > 1:
         raise ValueError(f"fraction must be at most 1, got {fraction!r}")
     return capex * fraction
@@ -137,20 +126,20 @@ def maintenance_per_year(capex: float, fraction: float) -> float:
 
 def colocation_per_year(it_kw: float, per_kw_month: float) -> float:
     """Colocation space and power capacity per year [currency/yr] = kW x price per kW-month x 12."""
-    _check(it_kw=it_kw, per_kw_month=per_kw_month)
+    require_non_negative(it_kw=it_kw, per_kw_month=per_kw_month)
     return it_kw * per_kw_month * MONTHS_PER_YEAR
 
 
 def cost_per_gpu_hour(annual_cost: float, gpus: int, utilization: float = 1.0) -> float:
     """Cost per delivered GPU-hour [currency/GPU-h] = annual cost / (GPUs x 8760 h x utilization)."""
-    _check(annual_cost=annual_cost)
-    _check_pos(gpus=gpus, utilization=utilization)
+    require_non_negative(annual_cost=annual_cost)
+    require_positive(gpus=gpus, utilization=utilization)
     return annual_cost / (gpus * HOURS_PER_YEAR * utilization)
 
 
 def gpu_hours(gpus: int, days: float) -> float:
     """GPU-hours [GPU-h] of ``gpus`` accelerators for ``days`` of wall-clock time."""
-    _check(gpus=gpus, days=days)
+    require_non_negative(gpus=gpus, days=days)
     return gpus * days * HOURS_PER_DAY
 
 
@@ -160,8 +149,8 @@ def break_even_utilization(annual_own_cost: float, gpus: int, rent_per_gpu_hour:
     Owning costs the same whether used or not; renting costs rent x used GPU-hours:
     u* = annual own cost / (GPUs x 8760 h x rent).
     """
-    _check(annual_own_cost=annual_own_cost)
-    _check_pos(gpus=gpus, rent_per_gpu_hour=rent_per_gpu_hour)
+    require_non_negative(annual_own_cost=annual_own_cost)
+    require_positive(gpus=gpus, rent_per_gpu_hour=rent_per_gpu_hour)
     return annual_own_cost / (gpus * HOURS_PER_YEAR * rent_per_gpu_hour)
 
 

@@ -31,6 +31,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError
 from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.scenario import Scenario
@@ -134,11 +135,8 @@ def appliances_needed(checkpoint_bytes: float, target_s: float, write_gb_per_s: 
     appliance; ``ceil(k x C / Cap)`` keeps k checkpoints on appliances of Cap [TB] (0 when
     the capacity is unknown).
     """
-    for name, v in (("target_s", target_s), ("write_gb_per_s", write_gb_per_s), ("kept", kept)):
-        if not v > 0:
-            raise ValueError(f"{name} must be positive, got {v!r}")
-    if not checkpoint_bytes >= 0:
-        raise ValueError(f"checkpoint_bytes must be non-negative, got {checkpoint_bytes!r}")
+    require_positive(target_s=target_s, write_gb_per_s=write_gb_per_s, kept=kept)
+    require_non_negative(checkpoint_bytes=checkpoint_bytes)
     by_bw = math.ceil(checkpoint_bytes / (target_s * write_gb_per_s * GB) - 1e-9)
     by_cap = math.ceil(kept * checkpoint_bytes / (capacity_tb * TB) - 1e-9) if capacity_tb else 0
     return by_bw, by_cap

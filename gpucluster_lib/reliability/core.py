@@ -45,6 +45,7 @@ import numpy as np
 import yaml
 
 from gpucluster_lib import training
+from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.facility import storage as storage_mod
 from gpucluster_lib.facility.storage import size_storage
@@ -79,18 +80,6 @@ MC_SEED = 20240723
 # =========================================================================== pure functions
 
 
-def _check_positive(**values: float) -> None:
-    for name, v in values.items():
-        if v is None or not isinstance(v, (int, float)) or not math.isfinite(v) or v <= 0:
-            raise ValueError(f"{name} must be a positive finite number, got {v!r}")
-
-
-def _check_non_negative(**values: float) -> None:
-    for name, v in values.items():
-        if v is None or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
-            raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
-
-
 def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
     """Young's first-order optimum checkpoint interval [s].
 
@@ -107,7 +96,7 @@ def young_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
 
     References: Young 1974, CACM 17(9) (see module references).
     """
-    _check_positive(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
+    require_positive(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
     return math.sqrt(2.0 * checkpoint_s * mtbf_s)
 
 
@@ -129,7 +118,7 @@ def daly_interval_s(checkpoint_s: float, mtbf_s: float) -> float:
               + \\tfrac19 \\tfrac{\\delta}{2M}\\right] - \\delta \\quad (\\delta < 2M),
               \\qquad \\tau_{opt} = M \\quad (\\delta \\ge 2M)
     """
-    _check_positive(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
+    require_positive(checkpoint_s=checkpoint_s, mtbf_s=mtbf_s)
     if checkpoint_s >= 2.0 * mtbf_s:
         return float(mtbf_s)
     x = checkpoint_s / (2.0 * mtbf_s)
@@ -162,8 +151,8 @@ def expected_wall_time_s(work_s: float, interval_s: float, checkpoint_s: float, 
 
     With no failures (M -> inf) this is T_s (tau + delta) / tau.
     """
-    _check_non_negative(work_s=work_s, checkpoint_s=checkpoint_s, restart_s=restart_s)
-    _check_positive(interval_s=interval_s)
+    require_non_negative(work_s=work_s, checkpoint_s=checkpoint_s, restart_s=restart_s)
+    require_positive(interval_s=interval_s)
     if not (isinstance(mtbf_s, (int, float)) and mtbf_s > 0):
         raise ValueError(f"mtbf_s must be positive (math.inf for no failures), got {mtbf_s!r}")
     return work_s / goodput(interval_s, checkpoint_s, restart_s, mtbf_s)
@@ -183,8 +172,8 @@ def goodput(interval_s: float, checkpoint_s: float, restart_s: float, mtbf_s: fl
 
     (Daly 2006 eq. 13). ``np.expm1`` keeps it exact for M much larger than tau.
     """
-    _check_positive(interval_s=interval_s)
-    _check_non_negative(checkpoint_s=checkpoint_s, restart_s=restart_s)
+    require_positive(interval_s=interval_s)
+    require_non_negative(checkpoint_s=checkpoint_s, restart_s=restart_s)
     if not (isinstance(mtbf_s, (int, float)) and mtbf_s > 0):
         raise ValueError(f"mtbf_s must be positive (math.inf for no failures), got {mtbf_s!r}")
     if math.isinf(mtbf_s):
@@ -207,20 +196,20 @@ def interruptions_per_day(gpus: int, rate_per_1000_gpu_days: float) -> float:
     ``gpus x r / 1000`` with ``r`` in interruptions per 1000 GPU-days (Kokolis et al. 2025:
     MTTF = 1 / (N r_f), with N nodes and r_f per node-day).
     """
-    _check_positive(gpus=gpus)
-    _check_non_negative(rate_per_1000_gpu_days=rate_per_1000_gpu_days)
+    require_positive(gpus=gpus)
+    require_non_negative(rate_per_1000_gpu_days=rate_per_1000_gpu_days)
     return gpus * rate_per_1000_gpu_days / 1000.0
 
 
 def mtbi_hours(rate_per_day: float) -> float:
     """Mean time between interruptions [h] from a rate [1/day]; ``inf`` for a zero rate."""
-    _check_non_negative(rate_per_day=rate_per_day)
+    require_non_negative(rate_per_day=rate_per_day)
     return math.inf if rate_per_day == 0 else HOURS_PER_DAY / rate_per_day
 
 
 def checkpoint_write_s(size_bytes: float, write_gb_per_s: float) -> float:
     """Time to write a checkpoint [s] at an aggregate bandwidth [GB/s, 10^9 B/s]."""
-    _check_positive(size_bytes=size_bytes, write_gb_per_s=write_gb_per_s)
+    require_positive(size_bytes=size_bytes, write_gb_per_s=write_gb_per_s)
     return size_bytes / (write_gb_per_s * GB)
 
 
@@ -230,14 +219,14 @@ def storage_units_for_checkpoint(size_bytes: float, target_s: float, unit_write_
 
     ``max(ceil(size / (target x write)), ceil(kept x size / capacity), 1)`` [count].
     """
-    _check_positive(size_bytes=size_bytes, target_s=target_s, unit_write_gb_per_s=unit_write_gb_per_s,
+    require_positive(size_bytes=size_bytes, target_s=target_s, unit_write_gb_per_s=unit_write_gb_per_s,
                     unit_capacity_tb=unit_capacity_tb, kept=kept)
     return max(*storage_mod.appliances_needed(size_bytes, target_s, unit_write_gb_per_s, unit_capacity_tb, kept), 1)
 
 
 def poisson_cdf(k: int, mean: float) -> float:
     """P(X <= k) for X ~ Poisson(mean) [probability]."""
-    _check_non_negative(mean=mean)
+    require_non_negative(mean=mean)
     if k < 0:
         return 0.0
     term = math.exp(-mean)
@@ -255,8 +244,8 @@ def spares_needed(node_failures_per_day: float, repair_hours: float, confidence:
     lambda the node-failure rate [1/h] and MTTR the repair time [h]. The answer is the
     smallest k with P(X <= k) >= confidence [count].
     """
-    _check_non_negative(node_failures_per_day=node_failures_per_day)
-    _check_positive(repair_hours=repair_hours)
+    require_non_negative(node_failures_per_day=node_failures_per_day)
+    require_positive(repair_hours=repair_hours)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
     mean = node_failures_per_day / HOURS_PER_DAY * repair_hours
@@ -268,8 +257,8 @@ def spares_needed(node_failures_per_day: float, repair_hours: float, confidence:
 
 def availability(mtbf_h: float, mttr_h: float) -> float:
     """Steady-state availability MTBF / (MTBF + MTTR) [fraction]."""
-    _check_positive(mtbf_h=mtbf_h)
-    _check_non_negative(mttr_h=mttr_h)
+    require_positive(mtbf_h=mtbf_h)
+    require_non_negative(mttr_h=mttr_h)
     return mtbf_h / (mtbf_h + mttr_h)
 
 
@@ -277,7 +266,7 @@ def redundant_availability(single: float, copies: int) -> float:
     """Availability of ``copies`` independent units of which one suffices: 1 - (1 - A)^n [fraction]."""
     if not 0 <= single <= 1:
         raise ValueError(f"single availability must be between 0 and 1, got {single!r}")
-    _check_positive(copies=copies)
+    require_positive(copies=copies)
     return 1.0 - (1.0 - single) ** copies
 
 
@@ -290,8 +279,8 @@ def redundant_group_failures_per_year(needed: int, spares: int, unit_mtbf_h: flo
     """
     if needed < 1 or spares < 0:
         raise ValueError(f"redundancy must be N+M with N >= 1 and M >= 0, got {needed}+{spares}")
-    _check_positive(unit_mtbf_h=unit_mtbf_h)
-    _check_non_negative(repair_h=repair_h)
+    require_positive(unit_mtbf_h=unit_mtbf_h)
+    require_non_negative(repair_h=repair_h)
     n = needed + spares
     lam = 1.0 / unit_mtbf_h
     f_per_h = math.comb(n, spares) * (lam * repair_h) ** spares * (n - spares) * lam
@@ -306,7 +295,7 @@ def ideal_training_days_6nd(active_params: float, tokens: float, gpus: int, peak
     for Neural Language Models", arXiv:2001.08361, Sec. 2.1: C ~ 6 N D). Used only when
     the training engine (issue 3) is missing.
     """
-    _check_positive(active_params=active_params, tokens=tokens, gpus=gpus, peak_tflops=peak_tflops, mfu=mfu)
+    require_positive(active_params=active_params, tokens=tokens, gpus=gpus, peak_tflops=peak_tflops, mfu=mfu)
     return 6.0 * active_params * tokens / (gpus * peak_tflops * TERA * mfu) / SECONDS_PER_DAY
 
 
@@ -337,7 +326,7 @@ def days_to_train_band(ideal_days: float, interval_s: float, checkpoint_s: float
     Daly's eq. (13) at that rate, and the Poisson scatter of the number of interruptions
     around its mean adds ``(N - E[N]) x (R + (tau + delta)/2)`` of lost time.
     """
-    _check_positive(ideal_days=ideal_days, interval_s=interval_s, mtbi_s=mtbi_s, samples=samples)
+    require_positive(ideal_days=ideal_days, interval_s=interval_s, mtbi_s=mtbi_s, samples=samples)
     lo_f, hi_f = failure_range
     lo_e, hi_e = efficiency_range
     if not (0 < lo_f <= hi_f) or not (0 < lo_e <= hi_e):

@@ -9,6 +9,7 @@ References
 
 from __future__ import annotations
 
+from gpucluster_lib.checks import require_positive
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.workloads.transformer import resolve_transformer
@@ -24,9 +25,7 @@ def checkpoint_bytes(params: float, bytes_per_param: float = CHECKPOINT_BYTES_PE
     Default 14 B/parameter: bf16 weights + fp32 master weights + Adam m and v
     (Rajbhandari et al. 2020, Sec. 3.1, without the 2 B of gradients).
     """
-    for name, v in (("params", params), ("bytes_per_param", bytes_per_param)):
-        if not v > 0:
-            raise ValueError(f"{name} must be positive, got {v!r}")
+    require_positive(params=params, bytes_per_param=bytes_per_param)
     return params * bytes_per_param
 
 
