@@ -150,7 +150,7 @@ def test_rack_fit_bad_power():
 def test_node_over_rack_power_is_a_finding(cat):
     b = budget(from_dict({"hardware": {"server": "dgx-h100", "nodes": 3},
                           "facility": {"rack_power_limit_kw": 8}}), cat)
-    err = [f for f in b.findings if f.code == "rack_power"]
+    err = [f for f in b.findings if f.code == "facility-rack-power"]
     assert err and err[0].severity == "error" and "10.2 kW" in err[0].message
     assert b.compute_racks == 3  # one node per rack, flagged
 

@@ -75,7 +75,7 @@ def test_panel_updates_scenario_and_results():
     p.mode.value = "Build from parts"
     assert state.scenario.hardware.accelerator == "a100-sxm4-80gb" and state.scenario.hardware.parts is not None
     p.psu_count.value, p.psu_spares.value = 2, "one (N+1)"  # 1+1 x 3000 W for an 8x A100 node
-    assert "psu_capacity" in p.findings.value and "error" in p.findings.value
+    assert "node-psu-capacity" in p.findings.value and "error" in p.findings.value
     p.rack.value = "custom"
     p.rack_custom.value = 3  # shorter than the 4U generic HGX chassis
     assert "shorter than one 4U node" in p.msg.value

@@ -53,7 +53,7 @@ def test_int4_is_weight_only_with_group_scales():
     assert WEIGHT_BYTES["int4"] == 0.515625
     est = serve(scenario(precision="int4", tensor_parallel=2, requests_per_s=1))
     assert est.compute_precision == "bf16"
-    assert any(f.code == "inference.int4_weight_only" for f in est.findings)
+    assert any(f.code == "inference-int4-weight-only" for f in est.findings)
 
 
 def test_fp8_peak_is_read_not_derived():
@@ -187,7 +187,7 @@ def codes(est):
 def test_fp8_on_a100_is_a_finding():
     est = serve(scenario(precision="fp8", tensor_parallel=8, requests_per_s=1,
                          hardware={"server": "dgx-a100-640gb", "nodes": 1}))
-    f = codes(est)["inference.precision_unsupported"]
+    f = codes(est)["inference-precision-unsupported"]
     assert f.severity == "error" and "a100-sxm4-80gb" in f.message and "bf16" in f.fix
     assert est.meets_slo is False
 
@@ -195,7 +195,7 @@ def test_fp8_on_a100_is_a_finding():
 def test_model_that_fits_nowhere():
     # Llama 3 405B in BF16: 405.85e9 x 2 B / 8 = 101 GB per GPU > 0.9 x 80 GiB = 77.3 GB
     est = serve(scenario(model="llama3-405b", precision="bf16", tensor_parallel=8, requests_per_s=1))
-    f = codes(est)["inference.model_does_not_fit"]
+    f = codes(est)["inference-model-does-not-fit"]
     assert f.severity == "error"
     assert "101.5 GB" in f.message and "77.3 GB" in f.message
     assert "tensor_parallel 16" in f.fix and "precision fp8" in f.fix
@@ -204,20 +204,20 @@ def test_model_that_fits_nowhere():
 
 def test_slo_no_batch_meets():
     est = serve(scenario(precision="fp8", tensor_parallel=2, requests_per_s=1, tpot_slo_s=0.005))
-    f = codes(est)["inference.slo_unmet"]
+    f = codes(est)["inference-slo-unmet"]
     assert f.severity == "error" and "TPOT <= 0.005 s" in f.message and f.field == "inference.tpot_slo_s"
     assert est.meets_slo is False
 
 
 def test_tp_not_dividing_kv_heads():
     est = serve(scenario(precision="fp8", tensor_parallel=3, requests_per_s=1))
-    f = codes(est)["inference.tp_kv_heads"]
+    f = codes(est)["inference-tp-kv-heads"]
     assert "8 KV heads" in f.message and "[1, 2, 4, 8, 16, 32, 64]" in f.fix
 
 
 def test_batch_larger_than_memory():
     est = serve(scenario(precision="bf16", tensor_parallel=2, batch_size=100_000, requests_per_s=1))
-    f = codes(est)["inference.batch_exceeds_memory"]
+    f = codes(est)["inference-batch-exceeds-memory"]
     assert f"at most {est.max_batch} sequences" in f.message
 
 
@@ -253,13 +253,13 @@ def test_tp_not_dividing_attention_heads():
                    "hardware": {"server": "dgx-h100", "nodes": 2},
                    "inference": {"precision": "bf16", "tensor_parallel": 16, "requests_per_s": 1}})
     found = codes(serve(s))
-    assert "24 attention heads" in found["inference.tp_attention_heads"].message
-    assert found["inference.tp_across_nodes"].severity == "warning"  # 16 > 8 GPUs per DGX H100
+    assert "24 attention heads" in found["inference-tp-attention-heads"].message
+    assert found["inference-tp-across-nodes"].severity == "warning"  # 16 > 8 GPUs per DGX H100
 
 
 def test_node_exceeding_rack_power():
     s = load_scenario(LLAMA3_SCENARIO).replace(facility__rack_power_limit_kw=5.0)
-    f = codes(serve(s))["rack_power"]  # from the facility budget: DGX H100 peak 10.2 kW > 5 kW
+    f = codes(serve(s))["facility-rack-power"]  # from the facility budget: DGX H100 peak 10.2 kW > 5 kW
     assert f.severity == "error" and "10.2 kW" in f.message and f.field == "facility.rack_power_limit_kw"
 
 
@@ -275,11 +275,11 @@ def test_quick_rack_estimate():
     # (48U - 4U reserved) // 8U = 5) = 4 per rack -> 2 racks; facility = 51 kW x PUE 1.25
     assert (fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.source) == (5, 2, 51.0, "quick estimate")
     assert fleet.facility_power_kw == pytest.approx(51.0 * 1.25)
-    assert found[0].code == "inference.quick_estimate"
+    assert found[0].code == "inference-quick-estimate"
     found.clear()
     tight = s.replace(facility__rack_power_limit_kw=5.0)
     size_fleet(tight, cat, resolve_hardware(tight, cat), replicas=5, tp=8, findings=found, use_facility=False)
-    assert found[0].code == "inference.node_exceeds_rack" and "10.2 kW" in found[0].message
+    assert found[0].code == "inference-node-exceeds-rack" and "10.2 kW" in found[0].message
 
 
 def test_fleet_racks_and_power_from_the_facility_budget():
@@ -322,7 +322,7 @@ def test_capex_rules_and_missing_price():
                      findings=found) == 24 * 25_000 + 3 * 20_000
     # nothing priced: None and an info finding naming the overrides
     assert capex_usd(sc, SimpleNamespace(server=None, accelerator=acc), nodes=3, gpus=24, findings=found) is None
-    assert found[-1].code == "inference.no_price" and "costs.server_price" in found[-1].fix
+    assert found[-1].code == "inference-no-price" and "costs.server_price" in found[-1].fix
     # a 1-GPU replica still occupies a whole 8-GPU node: 1 node x 8 GPUs x 25k, not 1 x 25k
     assert capex_usd(sc_gpu, SimpleNamespace(server=None, accelerator=acc, gpus_per_node=8), nodes=1, gpus=1,
                      findings=found) == 8 * 25_000
@@ -332,7 +332,7 @@ def test_no_target_sizes_the_scenario_cluster():
     s = scenario(precision="fp8", tensor_parallel=2, hardware={"server": "dgx-h100", "nodes": 3})
     est = serve(s)
     assert est.gpus == 24 and est.replicas == 12  # 3 nodes x 8 GPUs / TP 2
-    assert codes(est)["inference.no_target"].field == "inference.requests_per_s"
+    assert codes(est)["inference-no-target"].field == "inference.requests_per_s"
 
 
 def test_vision_dispatch():

@@ -67,11 +67,11 @@ def test_tab_reacts_and_shows_findings():
     assert state.scenario.inference.requests_per_s == 200.0
     assert "80 GPUs" in panel.summary.value
     panel.tpot.value = 2.0   # 2 ms: no batch can meet it
-    assert "inference.slo_unmet" in panel.findings.value
+    assert "inference-slo-unmet" in panel.findings.value
     panel.tpot.value = 100.0
     panel.accelerator.value = "a100-sxm4-80gb"  # fp8 on A100: a finding, not a traceback
     assert state.scenario.hardware.server == "dgx-a100-640gb"
-    assert "inference.precision_unsupported" in panel.findings.value
+    assert "inference-precision-unsupported" in panel.findings.value
     assert panel.msg.value == ""
 
 

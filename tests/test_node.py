@@ -60,7 +60,7 @@ def test_reference_server_3plus1_supplies_cover_8x_a100(cat):
     assert gpus.peak_w == 8 * 400  # 8x A100 SXM4 at 400 W TDP (NVIDIA A100 datasheet)
     assert n.peak_power_w == 6500  # servers.csv: estimate taken from the DGX A100 (same BOM)
     # 6.5 kW / 9 kW = 72% load, inside the 80% limit of the 20% margin: info only
-    psu = [f for f in n.findings if f.code == "psu_capacity"]
+    psu = [f for f in n.findings if f.code == "node-psu-capacity"]
     assert [f.severity for f in psu] == ["info"] and "72%" in psu[0].message
     assert n.gpu_memory_gb == pytest.approx(8 * 80 * 2**30 / 1e9)  # 80 GiB per GPU = 85.9 GB
 
@@ -118,7 +118,7 @@ def test_psu_findings_by_hand():
     # 3+1 x 3000 W: 9000 W usable, 12000 W installed, 80% limit = 7200 W
     assert check_psu(6500, 4, 3000, "3+1", 9000)[0].severity == "info"
     warn = check_psu(7500, 4, 3000, "3+1", 9000)[0]  # 7500 / 9000 = 83% > 80%
-    assert (warn.code, warn.severity) == ("psu_capacity", "warning") and "83%" in warn.message
+    assert (warn.code, warn.severity) == ("node-psu-capacity", "warning") and "83%" in warn.message
     err = check_psu(9500, 4, 3000, "3+1", 9000)[0]  # above N capacity: not redundant
     assert err.severity == "error" and "not redundant" in err.message
     err = check_psu(12500, 4, 3000, "3+1", 9000)[0]  # above all four together
@@ -129,7 +129,7 @@ def test_parts_psu_too_small_is_error(cat):
     n = node(cat, {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8,
                    "parts": {"psus": {"count": 2, "rating_w": 3000, "redundancy": "1+1"}}})
     # 8 x 700 W GPUs alone (5.6 kW, H100 SXM datasheet) exceed one 3 kW supply
-    assert "psu_capacity" in codes(n, "error")
+    assert "node-psu-capacity" in codes(n, "error")
 
 
 # ----------------------------------------------------------------- PCIe
@@ -144,7 +144,7 @@ def test_cpu_lanes():
 
 def test_too_many_pcie_gpus_for_slots(cat):
     n = node(cat, {"accelerator": "a100-pcie-80gb", "gpus_per_node": 11, "server": "generic-4u-8gpu-pcie"})
-    msgs = [f.message for f in n.findings if f.code == "pcie_slots"]
+    msgs = [f.message for f in n.findings if f.code == "node-pcie-slots"]
     assert any("11 PCIe GPUs need 11 x16 slots" in m and "has 10" in m for m in msgs)
 
 
@@ -152,7 +152,7 @@ def test_nics_beyond_free_slots(cat):
     n = node(cat, {"accelerator": "a100-pcie-80gb", "gpus_per_node": 8, "server": "generic-4u-8gpu-pcie",
                    "parts": {"nics": {"id": "connectx-6-hdr", "count": 4}}})
     # 10 x16 slots - 8 GPUs = 2 free for 4 x16 NICs
-    assert any("4 x16 NICs but only 2" in f.message for f in n.findings if f.code == "pcie_slots")
+    assert any("4 x16 NICs but only 2" in f.message for f in n.findings if f.code == "node-pcie-slots")
 
 
 def test_lanes_oversubscribed_warning(cat):
@@ -162,7 +162,7 @@ def test_lanes_oversubscribed_warning(cat):
     # 8 GPUs x16 + 2 NICs x16 + 2 NVMe x4 = 168 lanes > 128 from 2x EPYC 7742
     assert n.pcie_lanes_needed == 8 * 16 + 2 * 16 + 2 * 4
     assert n.pcie_lanes_available == 128
-    assert "pcie_lanes" in codes(n, "warning")
+    assert "node-pcie-lanes" in codes(n, "warning")
 
 
 def test_card_wider_than_chassis_slot():
@@ -176,34 +176,34 @@ def test_card_wider_than_chassis_slot():
 
 def test_sxm_gpu_in_pcie_chassis(cat):
     n = node(cat, {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 4, "server": "generic-2u-4gpu-pcie"})
-    assert "form_factor" in codes(n, "error")
+    assert "node-form-factor" in codes(n, "error")
 
 
 def test_pcie_gpu_in_hgx_chassis(cat):
     n = node(cat, {"accelerator": "l40s", "gpus_per_node": 8, "server": "generic-4u-hgx-8gpu"})
-    assert any("PCIe card" in f.message for f in n.findings if f.code == "form_factor")
+    assert any("PCIe card" in f.message for f in n.findings if f.code == "node-form-factor")
 
 
 def test_sxm_count_must_match_baseboard(cat):
     n = node(cat, {"accelerator": "a100-sxm4-80gb", "gpus_per_node": 6})
-    assert any("not 6" in f.message for f in n.findings if f.code == "form_factor")
+    assert any("not 6" in f.message for f in n.findings if f.code == "node-form-factor")
 
 
 def test_tpu_cannot_be_built_from_parts(cat):
     n = node(cat, {"accelerator": "tpu-v4", "gpus_per_node": 4})
-    assert "form_factor" in codes(n, "error")
+    assert "node-form-factor" in codes(n, "error")
 
 
 def test_passive_gpu_in_workstation(cat):
     n = node(cat, {"server": "lambda-workstation", "accelerator": "l40s", "gpus_per_node": 2})
-    assert "cooling_mismatch" in codes(n, "error")
+    assert "node-cooling-mismatch" in codes(n, "error")
 
 
 def test_liquid_parts_need_liquid_cooling():
     acc = {"id": "hot", "cooling": "liquid"}
     assert check_cooling(acc, {"id": "box", "cooling": "air", "kind": "chassis"}, False, "air")[0].severity == "error"
     out = check_cooling({"id": "x", "cooling": "passive"}, {"id": "dlc", "cooling": "liquid"}, True, "air")
-    assert out[0].code == "cooling_mismatch" and "facility.cooling" in out[0].fix + out[0].field
+    assert out[0].code == "node-cooling-mismatch" and "facility.cooling" in out[0].fix + out[0].field
     assert check_cooling({"id": "x", "cooling": "passive"}, {"id": "dlc", "cooling": "liquid"}, True, "liquid") == []
 
 
@@ -213,13 +213,13 @@ def test_ram_hard_floor(cat):
     n = node(cat, {"accelerator": "l4", "gpus_per_node": 1, "server": "generic-2u-4gpu-pcie",
                    "parts": {"memory_gb": 16}})
     assert any("16 GB" in f.message and "24 GB" in f.message for f in n.findings
-               if f.code == "ram_floor" and f.severity == "error")
+               if f.code == "node-ram-floor" and f.severity == "error")
 
 
 def test_ram_recommended_floor(cat):
     n = node(cat, {"accelerator": "a100-sxm4-80gb", "gpus_per_node": 8, "parts": {"memory_gb": 512}})
     # 2 x GPU memory = 2 x 8 x 80 GiB = 1,374 GB recommended (Puget/Lambda: at least twice VRAM)
-    warn = [f for f in n.findings if f.code == "ram_floor"]
+    warn = [f for f in n.findings if f.code == "node-ram-floor"]
     assert warn[0].severity == "warning" and "1,374 GB" in warn[0].message
 
 
@@ -234,20 +234,20 @@ def test_no_network_port(cat):
     n = node(cat, {"accelerator": "l4", "gpus_per_node": 1, "server": "generic-2u-4gpu-pcie",
                    "parts": {"nics": {"id": "connectx-6-hdr", "count": 0},
                              "mgmt_nics": {"id": "intel-x710-10gbe", "count": 0}}})
-    assert any("no network port" in f.message for f in n.findings if f.code == "network_ports")
+    assert any("no network port" in f.message for f in n.findings if f.code == "node-network-ports")
 
 
 def test_multi_node_needs_fabric_port(cat):
     n = node(cat, {"accelerator": "l4", "gpus_per_node": 4, "server": "generic-2u-4gpu-pcie", "nodes": 4,
                    "parts": {"nics": {"id": "connectx-4-lx-25gbe", "count": 1}}})
-    assert "network_ports" in codes(n, "error")
+    assert "node-network-ports" in codes(n, "error")
 
 
 def test_rail_optimized_wants_port_per_gpu(cat):
     n = node(cat, {"accelerator": "a100-sxm4-80gb", "gpus_per_node": 8, "nodes": 16,
                    "parts": {"nics": {"id": "connectx-6-hdr", "count": 2}}},
              network={"topology": "rail-optimized"})
-    assert any("2 ports for 8 GPUs" in f.message for f in n.findings if f.code == "network_ports")
+    assert any("2 ports for 8 GPUs" in f.message for f in n.findings if f.code == "node-network-ports")
 
 
 def test_chassis_must_be_a_chassis(cat):
@@ -264,4 +264,4 @@ def test_no_chassis_for_large_sxm_gets_sized_frame_and_supplies(cat):
     assert n.psu_redundancy == f"{math.ceil(n.peak_power_w / (0.8 * 3300))}+1"
     assert not codes(n, "error")
     n = node(cat, {"accelerator": "mi300x", "gpus_per_node": 8})  # OAM: no SXM chassis forced on it
-    assert "form_factor" not in codes(n, "error") and n.rack_units == 8
+    assert "node-form-factor" not in codes(n, "error") and n.rack_units == 8

@@ -164,7 +164,7 @@ def test_plan_that_does_not_fit_is_a_finding():
     assert not est.fits
     # 70B params x 16 bytes (ZeRO Sec. 3.1) = 1,104 GB >> 80 GiB
     assert est.memory_per_gpu_bytes["optimizer_states"] == pytest.approx(68_976_648_192 * 12, rel=0.01)
-    f = [x for x in est.findings if x.code == "training.memory_exceeded"]
+    f = [x for x in est.findings if x.code == "training-memory-exceeded"]
     assert f and f[0].severity == "error" and "GiB" in f[0].message
 
 
@@ -365,7 +365,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
 def test_training_days_none_without_tokens():
     est = estimate(scen(training={"tokens": None}))
     assert est.training_days is None and est.to_dict()["training_days"] is None
-    assert any(f.code == "training.no_token_budget" for f in est.findings)
+    assert any(f.code == "training-no-token-budget" for f in est.findings)
 
 
 def test_arrays_and_single_plan_agree():
@@ -390,7 +390,7 @@ def test_nvlink_domain_from_the_catalogue():
 
 def test_tp_across_nodes_is_a_warning_not_an_error():
     est = estimate(scen(parallelism={"tensor": 16, "pipeline": 4, "allow_tp_across_nodes": True}))
-    f = [x for x in est.findings if x.code == "training.tp_across_nodes"]
+    f = [x for x in est.findings if x.code == "training-tp-across-nodes"]
     assert f and f[0].severity == "warning"
     assert est.time_breakdown_s["tp_comm"] > estimate(scen(parallelism={"pipeline": 8})).time_breakdown_s["tp_comm"]
 
@@ -414,7 +414,7 @@ def test_mfu_above_the_published_ceiling_is_flagged():
     seen = set()
     for path in sorted((Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml")):
         est = estimate(load_scenario(path))
-        flagged = any(f.code == "training.mfu_above_published" for f in est.findings)
+        flagged = any(f.code == "training-mfu-above-published" for f in est.findings)
         assert flagged == (est.mfu > 0.65), path.name
         seen.add(flagged)
     assert seen == {True, False}  # the examples exercise both branches

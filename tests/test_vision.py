@@ -94,7 +94,7 @@ def test_training_days_hand_worked(cat):
 
 def test_training_precision_missing_is_a_finding(cat):
     est = estimate_training(training("resnet50", "v100-sxm2-32gb", 8, 1, "bf16"), cat)  # V100: no BF16
-    f = {f.code: f for f in est.findings}["training.precision_unsupported"]
+    f = {f.code: f for f in est.findings}["training-precision-unsupported"]
     assert f.severity == "error" and "fp16" in f.fix
     assert est.images_per_s is None
 

@@ -444,7 +444,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         storage_w = fac.storage_power_kw * W_PER_KW
         appliances = math.ceil(storage_w / store.appliance_power_w - 1e-9) if storage_w else 0
         if appliances != store.appliances:
-            findings.append(Finding("storage_power_override", "info",
+            findings.append(Finding("storage-power-override", "info",
                                     f"facility.storage_power_kw {fac.storage_power_kw:g} kW is racked as {appliances} "
                                     f"x {store.appliance_rack_units}U appliance(s); reliability and cost use "
                                     f"{store.appliances} x {store.system}",
@@ -457,7 +457,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
             need = (f"one {store.checkpoint_bytes / TB:.2f} TB checkpoint within {store.checkpoint_target_s:g} s at "
                     f"{store.appliance_write_gb_per_s:g} GB/s each: {store.by_bandwidth}; "
                     f"{store.checkpoints_kept} kept: {store.by_capacity}; basis {store.basis}")
-            findings.append(Finding("storage_estimate", "info",
+            findings.append(Finding("storage-sized", "info",
                                     f"shared storage sized as {appliances} x {store.appliance_rack_units}U {store.system} "
                                     f"of {store.appliance_power_w / W_PER_KW:g} kW ({need})",
                                     fix="set facility.storage_power_kw to your storage system's power",
@@ -495,7 +495,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     gen_kw, _, _ = redundant_capacity_kw(planned_fac_kw, fac.power_redundancy)
     energy_mwh = facility_power_w(it_typ_w, fac.pue) * HOURS_PER_YEAR / W_PER_KW / KW_PER_MW
     if fac.power_redundancy == "N":
-        findings.append(Finding("power_redundancy", "warning",
+        findings.append(Finding("facility-power-redundancy", "warning",
                                 "facility.power_redundancy is 'N': one UPS or generator failure drops the load",
                                 fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
     # the per-rack management switch is in the network design's power (its management
@@ -530,28 +530,28 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
     lim = fit.limits
     peak_kw = node.peak_power_w / W_PER_KW
     if lim["power"] < 1:
-        findings.append(Finding("rack_power", "error",
+        findings.append(Finding("facility-rack-power", "error",
                                 f"one node's peak {peak_kw:,.1f} kW exceeds the rack power limit "
                                 f"{fac.rack_power_limit_kw:g} kW", fix=f"raise facility.rack_power_limit_kw to at "
                                 f"least {math.ceil(peak_kw + pa.MGMT_SWITCH_W / W_PER_KW)} kW",
                                 field="facility.rack_power_limit_kw"))
     if lim["cooling"] < 1:
-        findings.append(Finding("rack_cooling", "error",
+        findings.append(Finding("facility-rack-cooling", "error",
                                 f"one node's peak {peak_kw:,.1f} kW exceeds what {fac.cooling} cooling removes per "
                                 f"rack ({cooling_limit_kw:g} kW)",
                                 fix="rear-door or direct liquid cooling (facility.cooling)", field="facility.cooling"))
     if lim["weight"] < 1:
-        findings.append(Finding("rack_weight", "error",
+        findings.append(Finding("facility-rack-weight", "error",
                                 f"one node ({node.weight_kg:,.0f} kg) exceeds the rack weight limit "
                                 f"{fac.rack_weight_limit_kg:g} kg", field="facility.rack_weight_limit_kg",
                                 fix="a rack with a higher load rating"))
     if node.weight_estimated:
-        findings.append(Finding("rack_weight", "info",
+        findings.append(Finding("facility-rack-weight", "info",
                                 f"node weight not in the catalogue; estimated {node.weight_kg:,.0f} kg "
                                 f"({pa.SERVER_KG_PER_U:g} kg per U)", fix="add weight_kg to the servers.csv row"))
     if fit.fits:
         others = ", ".join(f"{c} {lim[c]}" for c in CONSTRAINTS if c != fit.binding)
-        findings.append(Finding("rack_fit", "info",
+        findings.append(Finding("facility-rack-fit", "info",
                                 f"{fit.nodes_per_rack} node(s) per {fac.rack_units}U rack, limited by "
                                 f"{fit.binding} ({others})"))
 

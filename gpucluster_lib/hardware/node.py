@@ -4,8 +4,8 @@
 :class:`NodeDesign`: the power of each component at peak and in typical training load,
 the node's peak and typical draw, the usable supply capacity under its redundancy
 scheme, rack units and weight, and the findings of the design checks (stable codes
-``psu_capacity``, ``pcie_slots``, ``pcie_lanes``, ``ram_floor``, ``network_ports``,
-``cooling_mismatch``, ``form_factor``).
+``node-psu-capacity``, ``node-pcie-slots``, ``node-pcie-lanes``, ``node-ram-floor``,
+``node-network-ports``, ``node-cooling-mismatch``, ``node-form-factor``).
 
 Two ways to describe a node:
 
@@ -60,8 +60,8 @@ AUTO_PSU_RATING_W = 3300.0
 #: PCIe lanes per NVMe drive (U.2/M.2 NVMe are x4).
 NVME_LANES = 4
 
-CHECK_CODES = ("psu_capacity", "pcie_slots", "pcie_lanes", "ram_floor", "network_ports", "cooling_mismatch",
-               "form_factor")
+CHECK_CODES = ("node-psu-capacity", "node-pcie-slots", "node-pcie-lanes", "node-ram-floor", "node-network-ports",
+               "node-cooling-mismatch", "node-form-factor")
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -449,7 +449,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
     else:
         peak, typical = comp_peak, comp_typ
         if complete and overrides and server.get("max_power_w"):
-            findings.append(Finding("psu_capacity", "info",
+            findings.append(Finding("node-psu-capacity", "info",
                                     f"hardware.parts changes {server['id']}'s components, so the peak is the "
                                     f"component estimate {comp_peak:,.0f} W, not the vendor's "
                                     f"{server['max_power_w']:,.0f} W", field="hardware.parts"))
@@ -459,7 +459,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
     if psu_red == "auto":
         n_work = max(1, math.ceil(peak / ((1 - margin) * psu_rating)))
         psu_count, psu_red = n_work + 1, f"{n_work}+1"
-        findings.append(Finding("psu_capacity", "info",
+        findings.append(Finding("node-psu-capacity", "info",
                                 f"no supplies given: sized as {psu_red} x {psu_rating:,.0f} W for the estimated "
                                 f"peak {peak:,.0f} W", fix="set hardware.parts.psus", field="hardware.parts.psus"))
     usable = None
@@ -468,13 +468,13 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
         usable = usable_psu_w(int(psu_count), float(psu_rating), str(psu_red), field_path=path)
         findings += check_psu(peak, int(psu_count), float(psu_rating), str(psu_red), usable, margin)
     else:
-        findings.append(Finding("psu_capacity", "info",
+        findings.append(Finding("node-psu-capacity", "info",
                                 f"{server['id'] if server else 'this node'}: the catalogue gives no supply "
                                 "configuration, so the supply check is skipped",
                                 fix="add psu_count, psu_rating_w and psu_redundancy, or hardware.parts.psus"))
     if frame is not None and not complete and frame.get("max_power_w") and comp_peak > float(frame["max_power_w"]):
         what = "recommended maximum draw" if frame["kind"] == "workstation" else "power envelope"
-        findings.append(Finding("psu_capacity", "warning",
+        findings.append(Finding("node-psu-capacity", "warning",
                                 f"estimated peak {comp_peak:,.0f} W exceeds {frame['id']}'s {what} of "
                                 f"{frame['max_power_w']:,.0f} W",
                                 fix="fewer or lower-power GPUs, or a larger chassis", field="hardware.gpus_per_node"))
@@ -493,7 +493,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
     ru = (frame or {}).get("rack_units")
     if ru is None:
         ru = pa.TOWER_RACK_UNITS
-        findings.append(Finding("form_factor", "info",
+        findings.append(Finding("node-form-factor", "info",
                                 f"{(frame or {}).get('id', 'this node')} is a tower; on a rack shelf it is counted as "
                                 f"{ru}U", fix="use a rack-mount server for a rack deployment"))
     weight = (frame or {}).get("weight_kg")
@@ -542,7 +542,7 @@ def _catalogue_drives(server: dict[str, Any], cat: Catalog) -> list[tuple[dict[s
 
 def check_psu(peak_w: float, count: int, rating_w: float, redundancy: str, usable_w: float,
               margin: float = pa.PSU_MARGIN) -> list[Finding]:
-    """``psu_capacity``: the N working supplies against the peak draw with a margin.
+    """``node-psu-capacity``: the N working supplies against the peak draw with a margin.
 
     error: peak above all supplies together, or above the N working ones (a supply failure
     would trip the node); warning: peak above (1 - margin) x usable; else an info line.
@@ -553,34 +553,34 @@ def check_psu(peak_w: float, count: int, rating_w: float, redundancy: str, usabl
     total = count * rating_w
     head = f"{redundancy} x {rating_w:,.0f} W supplies give {usable_w:,.0f} W usable"
     if peak_w > total:
-        return [Finding("psu_capacity", "error",
+        return [Finding("node-psu-capacity", "error",
                         f"peak draw {peak_w:,.0f} W exceeds all {count} supplies together ({total:,.0f} W)",
                         fix="more or larger supplies, or fewer / lower-power GPUs", field="hardware.parts.psus")]
     if peak_w > usable_w:
-        return [Finding("psu_capacity", "error",
+        return [Finding("node-psu-capacity", "error",
                         f"{head}, below the peak draw {peak_w:,.0f} W: the node is not redundant, one supply "
                         "failure trips it", fix="add a supply (e.g. N+1 with larger N) or larger supplies",
                         field="hardware.parts.psus")]
     if peak_w > allowed:
-        return [Finding("psu_capacity", "warning",
+        return [Finding("node-psu-capacity", "warning",
                         f"{head}; peak draw {peak_w:,.0f} W loads them to {peak_w / usable_w:.0%}, above the "
                         f"{1 - margin:.0%} limit ({allowed:,.0f} W) of a {margin:.0%} margin",
                         fix="larger supplies or one more working supply", field="hardware.parts.psus")]
-    return [Finding("psu_capacity", "info",
+    return [Finding("node-psu-capacity", "info",
                     f"{head}; peak draw {peak_w:,.0f} W loads them to {peak_w / usable_w:.0%} "
                     f"(limit {1 - margin:.0%}, {allowed:,.0f} W)")]
 
 
 def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | None,
                       complete: bool) -> list[Finding]:
-    """``form_factor``: SXM/OAM modules need a matching baseboard; PCIe cards need slots;
+    """``node-form-factor``: SXM/OAM modules need a matching baseboard; PCIe cards need slots;
     board-level parts (GB200, TPU) come only as complete systems."""
     if complete:
         return []
     ff = acc["form_factor"]
     out: list[Finding] = []
     if ff in ("board", "TPU"):
-        return [Finding("form_factor", "error",
+        return [Finding("node-form-factor", "error",
                         f"{acc['id']} ({ff}) is not sold as a part; it comes only in a vendor system",
                         fix="pick a catalogue system (hardware.server) for this accelerator",
                         field="hardware.accelerator")]
@@ -589,17 +589,17 @@ def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | No
     if ff in ("SXM", "OAM"):
         want = ff.lower()
         if base is not None and base != want:
-            out.append(Finding("form_factor", "error",
+            out.append(Finding("node-form-factor", "error",
                                f"{acc['id']} is an {ff} module and needs an {'HGX/DGX' if ff == 'SXM' else 'OAM UBB'}"
                                f" baseboard; {fid} has {base} GPU slots",
                                fix=f"pick a chassis with gpu_baseboard '{want}', or a PCIe version of the GPU",
                                field="hardware.parts.chassis"))
         if gpus not in BASEBOARD_GPU_COUNTS:
-            out.append(Finding("form_factor", "error",
+            out.append(Finding("node-form-factor", "error",
                                f"{ff} baseboards hold {' or '.join(map(str, BASEBOARD_GPU_COUNTS))} GPUs, not {gpus}",
                                fix="set hardware.gpus_per_node to 4 or 8", field="hardware.gpus_per_node"))
     elif ff == "PCIe" and base in ("sxm", "oam"):
-        out.append(Finding("form_factor", "error",
+        out.append(Finding("node-form-factor", "error",
                            f"{acc['id']} is a PCIe card; {fid} is a {base.upper()} baseboard chassis without GPU "
                            "slots", fix="pick a PCIe GPU chassis, or the SXM version of the GPU",
                            field="hardware.parts.chassis"))
@@ -608,53 +608,53 @@ def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | No
 
 def check_cooling(acc: dict[str, Any], frame: dict[str, Any] | None, complete: bool,
                   facility_cooling: str) -> list[Finding]:
-    """``cooling_mismatch``: passive cards need a server with ducted front-to-back airflow (not a
+    """``node-cooling-mismatch``: passive cards need a server with ducted front-to-back airflow (not a
     tower built for fan cards); liquid-cooled parts need liquid cooling in the node and the hall."""
     out: list[Finding] = []
     node_cooling = str((frame or {}).get("cooling") or "air")
     fid = (frame or {}).get("id", "the chassis")
     if not complete:
         if acc["cooling"] == "passive" and (frame or {}).get("kind") == "workstation":
-            out.append(Finding("cooling_mismatch", "error",
+            out.append(Finding("node-cooling-mismatch", "error",
                                f"{acc['id']} is passively cooled and relies on the server's ducted airflow; "
                                f"{fid} is a tower built for cards with their own fans",
                                fix="use actively cooled cards in a workstation, or a rack server for passive cards",
                                field="hardware.accelerator"))
         if acc["cooling"] == "liquid" and node_cooling == "air":
-            out.append(Finding("cooling_mismatch", "error",
+            out.append(Finding("node-cooling-mismatch", "error",
                                f"{acc['id']} is liquid-cooled but {fid} is air-cooled",
                                fix="pick a liquid-cooled chassis or an air-cooled GPU", field="hardware.accelerator"))
     if node_cooling == "liquid" and facility_cooling != "liquid":
-        out.append(Finding("cooling_mismatch", "error",
+        out.append(Finding("node-cooling-mismatch", "error",
                            f"{fid} needs direct liquid cooling but facility.cooling is '{facility_cooling}'",
                            fix="set facility.cooling to 'liquid' (coolant distribution units)",
                            field="facility.cooling"))
     elif node_cooling == "hybrid" and facility_cooling == "air":
-        out.append(Finding("cooling_mismatch", "warning",
+        out.append(Finding("node-cooling-mismatch", "warning",
                            f"{fid} is hybrid (liquid + air) cooled but facility.cooling is 'air'",
                            fix="set facility.cooling to 'liquid' or 'rear_door'", field="facility.cooling"))
     return out
 
 
 def check_ram(memory_gb: float, gpu_memory_gb: float, cpu: dict[str, Any] | None, cpu_count: int) -> list[Finding]:
-    """``ram_floor``: below 24 GB is an error; below max(64 GB, 2x GPU memory) a warning
+    """``node-ram-floor``: below 24 GB is an error; below max(64 GB, 2x GPU memory) a warning
     (power_assumptions: Puget/Lambda guidance; DGX A100/H100 ship 3.2x)."""
     if memory_gb <= 0:
         raise ScenarioError("hardware.parts.memory_gb", f"must be a positive number of GB, got {memory_gb!r}")
     rec = max(pa.RAM_RECOMMENDED_FLOOR_GB, pa.RAM_PER_GPU_MEMORY * gpu_memory_gb)
     out: list[Finding] = []
     if memory_gb < pa.RAM_HARD_FLOOR_GB:
-        out.append(Finding("ram_floor", "error",
+        out.append(Finding("node-ram-floor", "error",
                            f"{memory_gb:g} GB of system memory is below the {pa.RAM_HARD_FLOOR_GB:g} GB floor",
                            fix=f"fit at least {rec:,.0f} GB", field="hardware.parts.memory_gb"))
     elif memory_gb < rec:
-        out.append(Finding("ram_floor", "warning",
+        out.append(Finding("node-ram-floor", "warning",
                            f"{memory_gb:,.0f} GB of system memory is below the recommended {rec:,.0f} GB "
                            f"(max of {pa.RAM_RECOMMENDED_FLOOR_GB:g} GB and {pa.RAM_PER_GPU_MEMORY:g}x the "
                            f"{gpu_memory_gb:,.0f} GB of GPU memory)",
                            fix=f"fit {rec:,.0f} GB or more", field="hardware.parts.memory_gb"))
     if cpu is not None and cpu.get("max_memory_gb") and cpu_count and memory_gb > cpu["max_memory_gb"] * cpu_count:
-        out.append(Finding("ram_floor", "error",
+        out.append(Finding("node-ram-floor", "error",
                            f"{memory_gb:,.0f} GB exceeds what {cpu_count} x {cpu['id']} address "
                            f"({cpu['max_memory_gb'] * cpu_count:,.0f} GB)",
                            fix="less memory or more / larger CPUs", field="hardware.parts.memory_gb"))
@@ -664,7 +664,7 @@ def check_ram(memory_gb: float, gpu_memory_gb: float, cpu: dict[str, Any] | None
 def check_pcie(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | None, nics: list[Nic],
                drives: list[tuple[dict[str, Any], int]], cpu: dict[str, Any] | None,
                cpu_count: int) -> tuple[list[Finding], int | None, int | None, list[Finding]]:
-    """``pcie_slots`` and ``pcie_lanes`` for a node built from parts.
+    """``node-pcie-slots`` and ``node-pcie-lanes`` for a node built from parts.
 
     Slots: each PCIe GPU takes an x16 slot no narrower than the card; x16 NICs take x16
     slots, x8 NICs an x8 or a spare x16. Lanes: PCIe GPUs x16 + NICs + NVMe drives x4
@@ -682,22 +682,22 @@ def check_pcie(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | None, nic
     nic8 = sum(n.count for n in nics if n.lanes < 16)
     if x16 is not None:
         if pcie_gpus > x16:
-            slots.append(Finding("pcie_slots", "error", f"{pcie_gpus} PCIe GPUs need {pcie_gpus} x16 slots; {fid} "
+            slots.append(Finding("node-pcie-slots", "error", f"{pcie_gpus} PCIe GPUs need {pcie_gpus} x16 slots; {fid} "
                                  f"has {x16}", fix="fewer GPUs or a larger chassis", field="hardware.gpus_per_node"))
         width, max_width = acc.get("slot_width_slots"), f.get("max_gpu_slot_width_slots")
         if pcie_gpus and width and max_width and width > max_width:
-            slots.append(Finding("pcie_slots", "error",
+            slots.append(Finding("node-pcie-slots", "error",
                                  f"{acc['id']} is {width} slots wide; {fid} takes cards up to {max_width} slots",
                                  fix="a narrower card or a chassis with wider GPU positions",
                                  field="hardware.accelerator"))
         free16 = max(0, x16 - pcie_gpus)
         if nic16 > free16:
-            slots.append(Finding("pcie_slots", "error",
+            slots.append(Finding("node-pcie-slots", "error",
                                  f"{nic16} x16 NICs but only {free16} x16 slots are left after the GPUs in {fid}",
                                  fix="fewer NICs, dual-port NICs, or a chassis with more slots",
                                  field="hardware.parts.nics"))
         elif nic8 > x8 + (free16 - nic16):
-            slots.append(Finding("pcie_slots", "error",
+            slots.append(Finding("node-pcie-slots", "error",
                                  f"{nic8} x8 NICs but only {x8} x8 and {free16 - nic16} spare x16 slots in {fid}",
                                  fix="fewer NICs", field="hardware.parts.nics"))
     if ff in ("SXM", "OAM"):
@@ -708,7 +708,7 @@ def check_pcie(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | None, nic
     needed = pcie_gpus * int(acc.get("pcie_lanes") or 16) + sum(n.lanes * n.count for n in nics) + NVME_LANES * nvme
     avail = cpu_io_lanes(cpu, cpu_count)
     if needed > avail:
-        lanes.append(Finding("pcie_lanes", "warning",
+        lanes.append(Finding("node-pcie-lanes", "warning",
                              f"the cards need {needed} PCIe lanes ({pcie_gpus} GPUs x16, NICs, {nvme} NVMe x4) but "
                              f"{cpu_count} x {cpu['id']} give {avail}",
                              fix="a chassis with PCIe switches (GPUs then share uplink bandwidth), fewer cards, or "
@@ -717,26 +717,26 @@ def check_pcie(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | None, nic
 
 
 def check_network(nics: list[Nic], mgmt_ports: int, gpus: int, nodes: int, topology: str) -> list[Finding]:
-    """``network_ports``: at least two ports per node (management and data); at least one
+    """``node-network-ports``: at least two ports per node (management and data); at least one
     high-speed fabric port (InfiniBand/VPI, or Ethernet >= 100 Gb/s for RoCE) per node
     in a multi-node cluster, and one per GPU for a rail-optimised fabric."""
     ports = sum(n.ports * n.count for n in nics) + mgmt_ports
     fabric = sum(n.ports * n.count for n in nics if n.role == "compute" and _is_fabric(n))
     out: list[Finding] = []
     if ports == 0:
-        out.append(Finding("network_ports", "error", "the node has no network port",
+        out.append(Finding("node-network-ports", "error", "the node has no network port",
                            fix="add a NIC (hardware.parts.nics) and management ports", field="hardware.parts.nics"))
     elif ports < 2:
-        out.append(Finding("network_ports", "warning",
+        out.append(Finding("node-network-ports", "warning",
                            f"the node has {ports} network port; at least two (management and data) are needed",
                            fix="add a management or data NIC", field="hardware.parts.mgmt_nics"))
     if nodes > 1 and fabric == 0:
-        out.append(Finding("network_ports", "error",
+        out.append(Finding("node-network-ports", "error",
                            f"{nodes} nodes but no high-speed fabric port (InfiniBand, or Ethernet >= 100 Gb/s for "
                            "RoCE) on the node", fix="add compute NICs (network.nic, hardware.parts.nics)",
                            field="hardware.parts.nics"))
     elif nodes > 1 and topology == "rail-optimized" and fabric < gpus:
-        out.append(Finding("network_ports", "warning",
+        out.append(Finding("node-network-ports", "warning",
                            f"a rail-optimised fabric wants one fabric port per GPU: {fabric} ports for {gpus} GPUs",
                            fix=f"fit {gpus} compute NIC ports", field="hardware.parts.nics"))
     return out

@@ -93,7 +93,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         npr = nodes_per_rack(node_w, node_u, fac.rack_power_limit_kw, fac.rack_units)
         if npr == 0:
             findings.append(Finding(
-                "inference.node_exceeds_rack", "error",
+                "inference-node-exceeds-rack", "error",
                 f"one node draws {node_w / W_PER_KW:.1f} kW and is {node_u:g}U, more than a rack allows "
                 f"({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U less {RESERVED_RACK_UNITS}U reserved); "
                 "counted one node per rack",
@@ -104,7 +104,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         it_kw = nodes * node_w / W_PER_KW
         fac_kw = it_kw * scenario.facility.pue
         findings.append(Finding(
-            "inference.quick_estimate", "info",
+            "inference-quick-estimate", "info",
             f"racks and power estimated quickly: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
             f"(server max power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
             f"facility power = IT x PUE {scenario.facility.pue:g}",
@@ -134,7 +134,7 @@ def capex_usd(scenario: Any, hw: Any, *, nodes: int, gpus: int, findings: list[F
         bought = max(gpus, nodes * int(getattr(hw, "gpus_per_node", 0) or 0))
         return bought * gpu_price + (nodes * server_price if server_price is not None else 0.0)
     findings.append(Finding(
-        "inference.no_price", "info",
+        "inference-no-price", "info",
         f"no price for {server.get('id') or hw.accelerator['id']} in the catalogue: tokens/s per dollar not computed",
         fix="set costs.server_price (per node) or costs.accelerator_price (per GPU)", field="costs.server_price"))
     return None

@@ -219,23 +219,23 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
              and (arch.kv_heads % t == 0 or t % arch.kv_heads == 0)]
     if arch.kv_heads % tp and tp % arch.kv_heads:
         findings.append(Finding(
-            "inference.tp_kv_heads", "error",
+            "inference-tp-kv-heads", "error",
             f"tensor_parallel {tp} does not divide the {arch.kv_heads} KV heads of {arch.name} (nor is a multiple "
             f"of them): the KV cache cannot be split evenly",
             fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
     elif arch.attention_heads % tp:
         findings.append(Finding(
-            "inference.tp_attention_heads", "error",
+            "inference-tp-attention-heads", "error",
             f"tensor_parallel {tp} does not divide the {arch.attention_heads} attention heads of {arch.name}",
             fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
     elif tp > arch.kv_heads:
         findings.append(Finding(
-            "inference.kv_heads_replicated", "info",
+            "inference-kv-heads-replicated", "info",
             f"tensor_parallel {tp} exceeds the {arch.kv_heads} KV heads: each KV head is stored on "
             f"{tp // arch.kv_heads} GPUs", field="inference.tensor_parallel"))
     if tp > hw.gpus_per_node:
         findings.append(Finding(
-            "inference.tp_across_nodes", "warning",
+            "inference-tp-across-nodes", "warning",
             f"tensor_parallel {tp} spans {math.ceil(tp / hw.gpus_per_node)} nodes of {hw.gpus_per_node} GPUs: "
             "its all-reduces run over the scale-out fabric",
             fix=f"use tensor_parallel <= {hw.gpus_per_node}", field="inference.tensor_parallel"))
@@ -292,13 +292,13 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if peak is None:
         ok = supported_precisions(acc)
         findings.append(Finding(
-            "inference.precision_unsupported", "error",
+            "inference-precision-unsupported", "error",
             f"{acc['id']} has no dense {precision.upper()} figure in the catalogue: it cannot serve at {precision}",
             fix=f"use inference.precision in {ok}" + (" or an accelerator with FP8 (H100, H200, B200, MI300X)"
                                                       if precision == "fp8" else ""),
             field="inference.precision"))
     if precision == "int4":
-        findings.append(Finding("inference.int4_weight_only", "info",
+        findings.append(Finding("inference-int4-weight-only", "info",
                                 f"int4 is weight-only: weights take {weight_bytes:.3f} bytes each (4 bits + a 16-bit "
                                 f"scale per 128), GEMMs run at {cprec} peak", field="inference.precision"))
     if inf.tensor_parallel is not None:
@@ -336,7 +336,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             fix.append(f"precision {smaller[0]}")
         fix.append("an accelerator with more memory")
         findings.append(Finding(
-            "inference.model_does_not_fit", "error",
+            "inference-model-does-not-fit", "error",
             f"{arch.name} at {precision} needs {needed / GB:.1f} GB per GPU at TP {tp} (weights "
             f"{mem.weights_bytes / GB:.1f} GB + workspace {mem.workspace_bytes / GB:.1f} GB + runtime "
             f"{mem.runtime_bytes / GB:.1f} GB + one sequence's KV {mem.bytes_per_sequence / GB:.2f} GB) but "
@@ -345,7 +345,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             fix="use " + " or ".join(fix), field="inference.tensor_parallel"))
     elif inf.batch_size is not None and inf.batch_size > mem.max_batch:
         findings.append(Finding(
-            "inference.batch_exceeds_memory", "error",
+            "inference-batch-exceeds-memory", "error",
             f"batch_size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
             f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
             f"{inf.input_tokens + inf.output_tokens} tokens",
@@ -354,7 +354,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     elif best.chosen is None and peak is not None:
         i0 = 0
         findings.append(Finding(
-            "inference.slo_unmet", "error",
+            "inference-slo-unmet", "error",
             f"no batch size meets TTFT <= {inf.ttft_slo_s:g} s and TPOT <= {inf.tpot_slo_s:g} s at TP {tp}: "
             f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
             fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
@@ -373,7 +373,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         replicas = math.ceil(target / tok_rep)
     elif tok_rep:
         replicas = max(hw.gpus // tp, 1)
-        findings.append(Finding("inference.no_target", "info",
+        findings.append(Finding("inference-no-target", "info",
                                 f"no traffic target: sized the scenario's {hw.gpus} GPUs ({replicas} replicas of TP {tp})",
                                 fix="set inference.requests_per_s or inference.tokens_per_s",
                                 field="inference.requests_per_s"))

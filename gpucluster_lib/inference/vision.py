@@ -91,7 +91,7 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
     else:
         target = None
     if _peak(hw.accelerator, inf.precision, _INFER_PEAK) is None:
-        findings.append(Finding("inference.precision_unsupported", "error",
+        findings.append(Finding("inference-precision-unsupported", "error",
                                 f"{hw.accelerator['id']} has no dense {inf.precision} peak: it cannot serve at "
                                 f"{inf.precision}", fix="use inference.precision fp16 or bf16",
                                 field="inference.precision"))
@@ -104,7 +104,7 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
     else:
         gpus = hw.gpus
         if est is not None:
-            findings.append(Finding("inference.no_target", "info", f"no images_per_s or video_streams: sized the "
+            findings.append(Finding("inference-no-target", "info", f"no images_per_s or video_streams: sized the "
                                     f"scenario's {hw.gpus} GPUs", fix="set inference.images_per_s",
                                     field="inference.images_per_s"))
     fleet = size_fleet(scenario, cat, hw, replicas=gpus, tp=1, findings=findings, node=node,

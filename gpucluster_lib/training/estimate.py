@@ -310,11 +310,11 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         top = result.table
         if plan is None:
             plan = plan_from_codes(result.table.iloc[0].to_dict())  # the least memory-hungry fastest
-            findings.append(Finding("training.no_plan_fits", "error",
+            findings.append(Finding("training-no-plan-fits", "error",
                                     f"none of the {result.enumerated} valid plans fits in {ctx.memory_capacity / GIB:.0f} GiB "
                                     "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
                                     "smaller micro-batch / full recomputation / ZeRO-3"))
-        findings.append(Finding("training.plan_search", "info",
+        findings.append(Finding("training-plan-search", "info",
                                 f"searched {result.enumerated} valid plans, {result.fitting} fit in memory; "
                                 f"best: {plan.label()}"))
     else:
@@ -346,7 +346,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     mfu = mflops / ctx.peak_flops
     if mfu > MFU_PUBLISHED_CEILING:
         findings = sort_findings([*findings, Finding(
-            "training.mfu_above_published", "warning",
+            "training-mfu-above-published", "warning",
             f"estimated MFU {mfu:.1%} is above the best published training MFU we know of "
             f"({MFU_PUBLISHED_CEILING:.0%}: MPT-7B on 8x A100 80GB, 64.2%, MosaicML llm-foundry benchmarks); "
             "treat this estimate as optimistic",
@@ -373,43 +373,43 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     cap = ctx.memory_capacity
     if not fits:
         parts = ", ".join(f"{k} {memory[k] / GIB:.1f}" for k in MEMORY_KEYS)
-        out.append(Finding("training.memory_exceeded", "error",
+        out.append(Finding("training-memory-exceeded", "error",
                            f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU (first pipeline stage: "
                            f"{parts} GiB) but the accelerator has {cap / GIB:.1f} GiB",
                            fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
                                "a smaller micro-batch, or parallelism: auto", field="parallelism"))
     if plan.tensor > ctx.nvlink_domain:
-        out.append(Finding("training.tp_across_nodes", "warning",
+        out.append(Finding("training-tp-across-nodes", "warning",
                            f"tensor parallelism {plan.tensor} spans nodes (NVLink domain {ctx.nvlink_domain}); "
                            "its all-reduces run over the scale-out fabric", fix="keep tensor <= GPUs per node",
                            field="parallelism.tensor"))
     if plan.zero_stage == 3 and plan.pipeline > 1:
-        out.append(Finding("training.zero3_with_pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
+        out.append(Finding("training-zero3-with-pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
                            "parameters for every micro-batch; frameworks (DeepSpeed) do not support it",
                            field="parallelism.zero_stage"))
     if breakdown["bubble"] > 0.15 * step:
-        out.append(Finding("training.pipeline_bubble", "warning",
+        out.append(Finding("training-pipeline-bubble", "warning",
                            f"pipeline bubble is {breakdown['bubble'] / step:.0%} of the step "
                            f"((p-1)/(v m) with p={plan.pipeline}, v={plan.virtual_stages}, m={plan.micro_batches})",
                            fix="more micro-batches (larger global batch), virtual stages, or less pipelining",
                            field="parallelism.pipeline"))
     comm = sum(breakdown[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
     if comm > 0.3 * step:
-        out.append(Finding("training.communication_bound", "warning",
+        out.append(Finding("training-communication-bound", "warning",
                            f"exposed communication is {comm / step:.0%} of the step",
                            fix="more bandwidth per GPU, less data/tensor parallelism across nodes, or more overlap"))
     if not eff.validated:
-        out.append(Finding("training.efficiency_unvalidated", "warning",
+        out.append(Finding("training-efficiency-unvalidated", "warning",
                            f"efficiency parameters for the '{eff.generation}' generation are not validated against "
                            "published runs; treat the estimate as indicative", field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:
-        out.append(Finding("training.deadline_missed", "warning",
+        out.append(Finding("training-deadline-missed", "warning",
                            f"training takes {days:.1f} days, more than the {dl:g}-day deadline",
                            fix="add GPUs (see min_gpus_for_deadline) or reduce the token budget",
                            field="training.deadline_days"))
     if days is None:
-        out.append(Finding("training.no_token_budget", "info", "training.tokens is not set: no time to train",
+        out.append(Finding("training-no-token-budget", "info", "training.tokens is not set: no time to train",
                            field="training.tokens"))
     return out
 

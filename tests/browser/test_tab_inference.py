@@ -29,7 +29,7 @@ def test_inference_tab_updates_fleet_and_findings(app_page, artifacts):
     tpot = page.get_by_label("TPOT SLO ms")
     tpot.fill("0.5")
     tpot.press("Enter")
-    expect(page.locator(".gc-findings").filter(has_text="inference.slo_unmet").first).to_be_visible()
+    expect(page.locator(".gc-findings").filter(has_text="inference-slo-unmet").first).to_be_visible()
     expect(summary).to_contain_text("does not meet")
     assert "Traceback" not in page.locator("body").inner_text()
     page.screenshot(path=str(artifacts / "tab-inference.png"), full_page=True)
