@@ -1,4 +1,4 @@
-"""Timings of the power & space budget (issue #4): library calls and one widget change.
+"""Timings of the power & space budget: library calls and one widget change.
 
     PYTHONPATH=. python benchmarks/bench_facility.py
 

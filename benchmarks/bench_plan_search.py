@@ -1,4 +1,4 @@
-"""Plan-search and widget-update timings of the training-time engine (issue #3).
+"""Plan-search and widget-update timings of the training-time engine.
 
 Full search: every valid plan of the Megatron 1T model (Narayanan 2021 Table 1) on 4096
 A100 (512 DGX A100), evaluated in one vectorised numpy call, against a plain-Python loop

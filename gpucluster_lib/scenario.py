@@ -140,7 +140,7 @@ class NetworkSpec:
     scalable_unit_nodes: int | None = f(None, gt=0, doc="nodes per scalable unit (rail-optimised)")
     mgmt_switch: str | None = f(None, doc="switches.csv id of the management network")
     storage_network: bool = f(True)
-    # -- topology module (issue 5) ------------------------------------------------------
+    # -- topology design -----------------------------------------------------------------
     fabric_manager_ports: int = f(0, ge=0, doc="compute-fabric ports of a fabric manager (UFM) appliance; "
                                   "NVIDIA's DGX H100 SuperPOD gives it one node slot (4 ports)")
     nodes_per_rack: int | None = f(None, gt=0, doc="compute nodes per rack (default: from rack power and U)")

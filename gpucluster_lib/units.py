@@ -70,7 +70,7 @@ LB_PER_KG = 2.20462262
 W_PER_KW = 1000
 KW_PER_MW = 1000
 
-# --- facility: power, heat, air (issue 4) ---------------------------------------
+# --- facility: power, heat, air -----------------------------------------------
 #: 1 ft = 0.3048 m exactly (international foot, NIST SP 811 B.8).
 M_PER_FT = 0.3048
 #: 1 ft^3/min in m^3/s: 0.3048^3 / 60.

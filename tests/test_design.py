@@ -133,7 +133,7 @@ def test_installed_spares_are_one_decision_for_facility_reliability_and_cost():
 
 
 def test_112_dgx_h100_in_a_40_rack_hall_buys_and_racks_the_same_nodes():
-    # the case of the issue: cost bought 116 nodes in 41 racks while the budget counted 112 in 40
+    # the case that gave two answers: cost bought 116 nodes in 41 racks while the budget counted 112 in 40
     s = from_dict({"hardware": {"server": "dgx-h100", "nodes": 112},
                    "network": {"switch": "qm9700", "nic": "connectx-7-ndr", "nics_per_node": 8},
                    "facility": {"rack_power_limit_kw": 45, "rack_units": 48}})

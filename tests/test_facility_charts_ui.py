@@ -1,4 +1,4 @@
-"""Charts (through their Vega-Lite dicts) and the Power & space panel without a browser (issue #4)."""
+"""Charts (through their Vega-Lite dicts) and the Power & space panel without a browser."""
 
 from __future__ import annotations
 

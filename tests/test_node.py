@@ -1,4 +1,4 @@
-"""Node builder: vendor figures, supplies, and every design check (issue #4)."""
+"""Node builder: vendor figures, supplies, and every design check."""
 
 from __future__ import annotations
 

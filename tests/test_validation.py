@@ -1,4 +1,4 @@
-"""Predicted against published training runs: the tolerances of issue #3.
+"""Predicted against published training runs: the tolerances of the training-time engine.
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100; the efficiency set in
 data/efficiency.yaml was fitted on them): median |step-time error| < 10%, every row < 20%.

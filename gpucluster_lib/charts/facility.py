@@ -1,4 +1,4 @@
-"""Charts for the power, cooling and space budget (issue #4).
+"""Charts for the power, cooling and space budget.
 
 Each chart has two forms: ``*_spec(...) -> dict`` (a Vega-Lite spec) and the
 ``alt.Chart`` built from it. The spec comes from a template validated by altair once

@@ -94,7 +94,7 @@ SERVER_KG_PER_U = 20.0
 
 # ------------------------------------------------------------------ node: RAM rules
 #: Below this much system memory a GPU node cannot stage data, pin buffers and run the
-#: framework's host processes [GB]: the issue's hard floor.
+#: framework's host processes [GB]. ESTIMATE.
 RAM_HARD_FLOOR_GB = 24.0
 #: Recommended minimum system memory [GB]: 64 GB for any GPU node, and at least twice the
 #: total GPU memory (Puget Systems' and Lambda's workstation guidance; NVIDIA's DGX A100/H100
@@ -166,7 +166,7 @@ ASSUMPTIONS: tuple[Assumption, ...] = (
     Assumption("board, baseboard, VRM and PSU losses", OTHER_FRACTION, "of electronics", "estimate"),
     Assumption("PSU margin", PSU_MARGIN, "of peak", "80% continuous-load rule (NEC 210.19/210.20; "
                "Lambda 1,440 W guidance); 80 PLUS efficiency curve; GPU power excursions"),
-    Assumption("RAM hard floor", RAM_HARD_FLOOR_GB, "GB", "issue #4"),
+    Assumption("RAM hard floor", RAM_HARD_FLOOR_GB, "GB", "estimate: data staging, pinned buffers, host processes"),
     Assumption("RAM recommended", RAM_RECOMMENDED_FLOOR_GB, "GB", "and 2x GPU memory (Puget/Lambda guidance)"),
     Assumption("reserved U per rack", RESERVED_RACK_UNITS, "U", "estimate: 1U OOB switch + 1U patch panel"),
     Assumption("air rack ceiling", COOLING_DENSITY_LIMIT_KW["air"], "kW", "Uptime / hw_reference 5.2"),

@@ -292,8 +292,8 @@ def ideal_training_days_6nd(active_params: float, tokens: float, gpus: int, peak
     """Failure-free training days from the 6 N D rule [days].
 
     ``6 x active params x tokens / (GPUs x peak x MFU)`` (Kaplan et al. 2020, "Scaling Laws
-    for Neural Language Models", arXiv:2001.08361, Sec. 2.1: C ~ 6 N D). Used only when
-    the training engine (issue 3) is missing.
+    for Neural Language Models", arXiv:2001.08361, Sec. 2.1: C ~ 6 N D). A quick
+    cross-check of the training engine's figure; the assessment reads the training engine.
     """
     require_positive(active_params=active_params, tokens=tokens, gpus=gpus, peak_tflops=peak_tflops, mfu=mfu)
     return 6.0 * active_params * tokens / (gpus * peak_tflops * TERA * mfu) / SECONDS_PER_DAY

@@ -1,4 +1,4 @@
-"""Power & space panel: node builder, rack fit, hall totals and growth (issue #4)."""
+"""Power & space panel: node builder, rack fit, hall totals and growth."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The Power & space tab in a real browser: node count and PUE change the hall totals (issue #4)."""
+"""The Power & space tab in a real browser: node count and PUE change the hall totals."""
 
 from __future__ import annotations
 
