@@ -15,8 +15,8 @@ from pathlib import Path
 
 from gpucluster_lib.charts import facility as charts
 from gpucluster_lib.facility.site import budget, default_node_counts, growth_table
-from gpucluster_lib.hardware.resolve import catalog_for
 from gpucluster_lib.hardware.node import build_node
+from gpucluster_lib.hardware.resolve import catalog_for
 from gpucluster_lib.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -23,8 +23,8 @@ from gpucluster_lib.inference.compare import compare_accelerators
 from gpucluster_lib.inference.efficiency import DEFAULT_EFFICIENCY
 from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times
 from gpucluster_lib.inference.memory import memory_plan
-from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.scenario import load_scenario
+from gpucluster_lib.workloads.transformer import resolve_transformer
 from gpucluster_lib.workloads.vision import estimate_inference
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -32,8 +32,8 @@ def timed(fn, repeat: int = 15) -> float:
 
 def main(path: str | Path = DEFAULT) -> dict[str, float]:
     from gpucluster_lib.economics import cost as cost
-    from gpucluster_lib.reliability import core as reliability
     from gpucluster_lib.hardware.resolve import catalog_for
+    from gpucluster_lib.reliability import core as reliability
     from gpucluster_lib.scenario import load_scenario
 
     s = load_scenario(path)

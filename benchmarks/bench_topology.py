@@ -14,8 +14,8 @@ from pathlib import Path
 
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.charts.topology import graph_frames, topology_chart
-from gpucluster_lib.scenario import load_scenario
 from gpucluster_lib.network.topology import design_topology, growth_table
+from gpucluster_lib.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from gpucluster_lib.design import DESIGN_STAGES
-from gpucluster_lib.ui import tab_hardware, tab_inference, tab_power, tab_reliability, tab_topology, tab_training
+from gpucluster_lib.ui import (
+    tab_hardware,
+    tab_inference,
+    tab_power,
+    tab_reliability,
+    tab_topology,
+    tab_training,
+)
 from gpucluster_lib.ui.common import AppState
 
 design_mod = importlib.import_module("gpucluster_lib.design")

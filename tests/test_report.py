@@ -77,10 +77,10 @@ def test_index_html_escapes_names(tmp_path):
 
 
 def test_key_figures_come_from_the_design_summary():
+    from pathlib import Path
+
     from gpucluster_lib.design import Design
     from gpucluster_lib.report.render import key_figures_html, report_sections
-
-    from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
     d = Design.from_yaml(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml")

@@ -11,18 +11,18 @@ from pathlib import Path
 
 import pytest
 
-from gpucluster_lib.economics import cost as cost
-from gpucluster_lib.reliability import core as reliability
 from gpucluster_lib.catalog import load_catalog
+from gpucluster_lib.economics import cost as cost
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.facility.site import budget, growth_table
-from gpucluster_lib.scenario import load_scenario
 from gpucluster_lib.facility.storage import (
     LOCAL_NVME_WRITE_GB_PER_S,
     appliances_needed,
     scenario_checkpoint_bytes,
     size_storage,
 )
+from gpucluster_lib.reliability import core as reliability
+from gpucluster_lib.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
 GPT3 = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"

@@ -9,8 +9,8 @@ import pytest
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.cli import main
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.inference.vision import serve_vision
+from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.training.vision import estimate_training
 from gpucluster_lib.workloads.vision import (
     IMAGENET_1K_TRAIN_IMAGES,
