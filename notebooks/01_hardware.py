@@ -14,6 +14,9 @@
 # source and see the catalogue servers that carry it. All peaks are **dense** (never the 2:4-sparsity
 # headline); prices are indicative estimates with their source, overridable in the scenario
 # (`costs.prices`).
+#
+# Every number below comes from one design of the scenario (`gpucluster_lib.design`), the same one
+# the panel, the app, the command line and the report read.
 
 # %% tags=["parameters"]
 scenario_path = "../gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
@@ -21,10 +24,13 @@ scenario_path = "../gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
 # %%
 import ipywidgets as widgets
 
+from gpucluster_lib import design
 from gpucluster_lib.ui import tab_hardware
 from gpucluster_lib.ui.common import AppState, style_widget
 
-state = AppState.from_path(scenario_path)
+d = design(scenario_path)
+state = AppState.from_scenario(d.scenario, d.catalog)
+state.commit(d)  # the panel reads this same design
 widgets.VBox([style_widget(), tab_hardware.build(state)])
 
 # %% [markdown]
@@ -36,14 +42,27 @@ widgets.VBox([style_widget(), tab_hardware.build(state)])
 # %%
 from gpucluster_lib.hardware.picker import SUMMARY_COLUMNS, PickerFilter, pick
 
-pick(state.catalog, PickerFilter(precision="bf16", min_memory_gib=80))[SUMMARY_COLUMNS].head(10)
+pick(d.catalog, PickerFilter(precision="bf16", min_memory_gib=80))[SUMMARY_COLUMNS].head(10)
 
 # %% [markdown]
 # ## Servers that carry the scenario's accelerator
 
 # %%
 from gpucluster_lib.hardware.picker import servers_for
-from gpucluster_lib.hardware.resolve import resolve_hardware
 
-hw = resolve_hardware(state.scenario, state.catalog)
-servers_for(state.catalog, hw.accelerator_id)[["id", "fit", "gpu_count", "cpu_id", "rack_units", "max_power_w", "psu_redundancy"]]
+servers_for(d.catalog, d.hardware.accelerator_id)[["id", "fit", "gpu_count", "cpu_id", "rack_units", "max_power_w",
+                                                   "psu_redundancy"]]
+
+# %% [markdown]
+# ## Key figures
+#
+# From the scenario's design: the same numbers as the app, the command line and the report.
+
+# %%
+import pandas as pd
+
+from gpucluster_lib.formatting import format_value
+
+summary = d.summary()
+pd.DataFrame([{"figure": summary[k]["label"], "value": format_value(summary[k]["value"]), "unit": summary[k]["unit"]}
+              for k in ("accelerator", "gpus", "nodes", "spare_nodes")]).set_index("figure")

@@ -26,34 +26,29 @@ scenario_path = "../gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
 # %%
 import ipywidgets as widgets
 
+from gpucluster_lib import design
 from gpucluster_lib.ui import tab_training
 from gpucluster_lib.ui.common import AppState, style_widget
 
-state = AppState.from_path(scenario_path)
+d = design(scenario_path)
+state = AppState.from_scenario(d.scenario, d.catalog)
+state.commit(d)  # the panel reads this same design
 widgets.VBox([style_widget(), tab_training.build(state)])
 
 # %% [markdown]
-# ## The estimate, without widgets
-#
-# `gpucluster_lib.training.estimate(scenario)` is what the panel and `gpucluster estimate SCENARIO --json`
-# call. Key figures for the scenario as loaded:
+# ## The plan in detail
 
 # %%
 import pandas as pd
 
-from gpucluster_lib import load_scenario, training
-
-scenario = load_scenario(scenario_path)
-est = training.estimate(scenario)
+est = d.training
 pd.Series({
     "plan": est.plan.label(),
     "step time [s]": round(est.step_time_s, 3),
     "tokens/s": round(est.tokens_per_s),
     "model TFLOP/s per GPU": round(est.model_tflops_per_gpu, 1),
-    "MFU": round(est.mfu, 3),
     "memory per GPU [GiB]": round(est.memory_per_gpu_bytes["total"] / 2**30, 1),
     "fits": est.fits,
-    "training days": None if est.training_days is None else round(est.training_days, 1),
 })
 
 # %% [markdown]
@@ -64,8 +59,32 @@ pd.Series(est.time_breakdown_s).round(3)
 
 # %% [markdown]
 # ## Top five plans of the search
+#
+# Every plan for the model on this cluster at the scenario's global batch, fitting plans first,
+# ranked by time to train (the panel's table of alternatives).
 
 # %%
 from gpucluster_lib.charts.training import top_plans_frame
 
-top_plans_frame(training.search_plans(scenario).table, 5).round(3)
+top_plans_frame(d.plans.table, 5).round(3)
+
+# %% [markdown]
+# ## Key figures
+#
+# From the scenario's design, as loaded: the same numbers as the app,
+# `gpucluster estimate SCENARIO.yaml` and the report. Days to train here assume no failures; notebook 6
+# adds interruptions and checkpoints.
+
+# %%
+from gpucluster_lib.formatting import format_fraction, format_value
+
+
+def figure_row(fig):
+    """One key figure for people: its label, its value (fractions as percentages) and its unit."""
+    if fig["unit"] == "fraction":
+        return {"figure": fig["label"], "value": format_fraction(fig["value"]), "unit": ""}
+    return {"figure": fig["label"], "value": format_value(fig["value"]), "unit": fig["unit"]}
+
+
+summary = d.summary()
+pd.DataFrame([figure_row(summary[k]) for k in ("gpus", "training_days", "mfu")]).set_index("figure")

@@ -23,44 +23,81 @@ scenario_path = "../gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
 # %%
 import ipywidgets as widgets
 
+from gpucluster_lib import design
 from gpucluster_lib.ui import tab_inference
 from gpucluster_lib.ui.common import AppState, style_widget
 
-state = AppState.from_path(scenario_path)
+d = design(scenario_path)
+state = AppState.from_scenario(d.scenario, d.catalog)
+state.commit(d)  # the panel reads this same design
 widgets.VBox([style_widget(), tab_inference.build(state)])
 
 # %% [markdown]
-# ## The sizing, without widgets
+# ## The scenario's serving fleet in detail
+
+# %%
+import pandas as pd
+
+sv = d.serving
+pd.Series({
+    "tensor parallel": sv.tensor_parallel,
+    "batch": sv.batch,
+    "TTFT [s]": round(sv.ttft_s, 3),
+    "TPOT [ms]": round(sv.tpot_s * 1000, 1),
+    "meets SLO": sv.meets_slo,
+    "replicas": sv.replicas,
+    "nodes": sv.nodes,
+    "racks": sv.racks,
+    "IT power [kW]": round(sv.it_power_kw, 1),
+})
+
+# %% [markdown]
+# ## Key figures
+#
+# From the scenario's design: the same numbers as the app, `gpucluster serve SCENARIO.yaml` and the
+# report. Tokens/s are output tokens.
+
+# %%
+from gpucluster_lib.formatting import format_value
+
+summary = d.summary()
+pd.DataFrame([{"figure": summary[k]["label"], "value": format_value(summary[k]["value"]), "unit": summary[k]["unit"]}
+              for k in ("accelerator", "serving_gpus", "tokens_per_s_per_gpu")]).set_index("figure")
+
+# %% [markdown]
+# ## Other accelerators and tensor-parallel sizes
 #
 # The scenario's target on its own accelerator and on the H200 (same TP), and with the TP searched.
 # Tokens/s are output tokens; power is IT power.
 
 # %%
-import pandas as pd
-
 from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import system_for
 
-base = state.scenario
+
+def rounded(v, scale=1, nd=0):
+    return None if v is None else round(v * scale, nd)
+
+
 rows = []
 for acc in ("h100-sxm5-80gb", "h200-sxm-141gb"):
-    for tp in (base.inference.tensor_parallel, None):
-        s = base.replace(hardware__server=system_for(state.catalog, acc), hardware__nodes=1,
-                         inference__tensor_parallel=tp)
-        e = serve(s, state.catalog)
-        r = lambda v, scale=1, nd=0: None if v is None else round(v * scale, nd)  # noqa: E731
+    for tp in (d.scenario.inference.tensor_parallel, None):
+        s = d.scenario.replace(hardware__server=system_for(d.catalog, acc), hardware__nodes=1,
+                               inference__tensor_parallel=tp)
+        e = serve(s, d.catalog)
         rows.append({"accelerator": acc, "TP": e.tensor_parallel if tp else f"{e.tensor_parallel} (searched)",
-                     "batch": e.batch, "tokens/s/GPU": r(e.tokens_per_s_per_gpu), "GPUs": e.gpus,
-                     "nodes": e.nodes, "racks": e.racks, "IT MW": r(e.it_power_kw, 1e-3, 4),
-                     "TTFT s": r(e.ttft_s, 1, 3), "TPOT ms": r(e.tpot_s, 1000, 1), "meets SLO": e.meets_slo})
+                     "batch": e.batch, "tokens/s/GPU": rounded(e.tokens_per_s_per_gpu), "GPUs": e.gpus,
+                     "nodes": e.nodes, "racks": e.racks, "IT MW": rounded(e.it_power_kw, 1e-3, 4),
+                     "TTFT s": rounded(e.ttft_s, 1, 3), "TPOT ms": rounded(e.tpot_s, 1000, 1),
+                     "meets SLO": e.meets_slo})
 pd.DataFrame(rows)
 
 # %% [markdown]
 # ## Check against MLPerf Inference v4.0 (Llama 2 70B, 8x H100 SXM)
 #
 # NVIDIA's closed-division submission (TensorRT-LLM, FP8, TP2 x 4 replicas; mean input ~222 and
-# output 294.45 tokens) from `shared/validation/published_runs_visible.csv`, predicted with the same
-# efficiency parameters as everything else.
+# output 294.45 tokens; github.com/mlcommons/inference_results_v4.0, closed/NVIDIA,
+# DGX-H100_H100-SXM-80GBx8_TRT), predicted with the same efficiency parameters as everything else.
 
 # %%
 from gpucluster_lib.scenario import from_dict
@@ -70,7 +107,7 @@ def mlperf(ttft, tpot):
     s = from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
                    "inference": {"precision": "fp8", "tensor_parallel": 2, "input_tokens": 222,
                                  "output_tokens": 294, "ttft_slo_s": ttft, "tpot_slo_s": tpot}})
-    return 4 * serve(s, state.catalog).tokens_per_s_per_replica
+    return 4 * serve(s, d.catalog).tokens_per_s_per_replica
 
 checks = pd.DataFrame([
     {"scenario": "Offline", "published tokens/s": 21805.8, "predicted tokens/s": round(mlperf(1e6, 1e6))},
@@ -83,4 +120,4 @@ checks
 # ## Efficiency parameters used (override any of them under `inference:`)
 
 # %%
-pd.DataFrame(sorted(serve(state.scenario, state.catalog).efficiency.items()), columns=["parameter", "value"])
+pd.DataFrame(sorted(d.serving.efficiency.items()), columns=["parameter", "value"])

@@ -22,8 +22,7 @@
 #   rent, energy and CO2e.
 #
 # Every price and rate carries a source (`data/failure_rates.yaml`, `data/cost_defaults.yaml`,
-# `data/grid_intensity.yaml`); figures computed by a fallback because another module is missing are
-# listed as such.
+# `data/grid_intensity.yaml`).
 
 # %% tags=["parameters"]
 scenario_path = "../gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"
@@ -31,69 +30,69 @@ scenario_path = "../gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"
 # %%
 import ipywidgets as widgets
 
+from gpucluster_lib import design
 from gpucluster_lib.ui import tab_reliability
 from gpucluster_lib.ui.common import AppState, style_widget
 
-state = AppState.from_path(scenario_path)
+d = design(scenario_path)
+state = AppState.from_scenario(d.scenario, d.catalog)
+state.commit(d)  # the panel reads this same design
 widgets.VBox([style_widget(), tab_reliability.build(state)])
 
 # %% [markdown]
-# ## Key figures, without widgets
-#
-# The same calls the panel makes (`gpucluster reliability` / `gpucluster cost` print these as JSON).
+# ## Reliability and cost in detail
 
 # %%
 import pandas as pd
 
-from gpucluster_lib.economics import cost as cost
-from gpucluster_lib.reliability import core as reliability
+from gpucluster_lib.formatting import format_value
 
-rel = reliability.assess(state.scenario, state.catalog)
-cst = cost.assess(state.scenario, state.catalog, reliability_result=rel)
-figures = {
+rel, cst = d.reliability, d.cost
+cur = cst.currency
+details = {
     "interruptions per day": rel.interruptions_per_day,
     "MTBI [h]": rel.mtbi_hours,
     "checkpoint [TB]": rel.checkpoint_bytes / 1e12,
     "checkpoint write [s]": rel.checkpoint_write_s,
     "checkpoint interval [s]": rel.checkpoint_interval_s,
     "goodput": rel.goodput,
-    "days ideal": rel.training_days_ideal,
-    "days expected": rel.training_days_expected,
     "days P10": rel.training_days_p10,
-    "days P90": rel.training_days_p90,
-    "spare nodes": rel.spare_nodes,
-    "CapEx total [USD]": cst.capex["total"],
-    "OpEx per year [USD]": cst.opex_per_year["total"],
-    f"TCO over {cst.years} years [USD]": cst.tco,
-    "cost per GPU-hour [USD]": cst.cost_per_gpu_hour,
-    "training run, own [USD]": cst.training_run_cost,
-    "training run, rented [USD]": cst.rent_training_run_cost,
+    "days P50": rel.training_days_p50,
+    "spare nodes recommended": rel.spare_nodes_recommended,
+    "job at full size [fraction of time]": rel.full_size_availability,
+    f"OpEx per year [{cur}]": cst.opex_per_year["total"],
+    f"training run, rented [{cur}]": cst.rent_training_run_cost,
     "energy [MWh/yr]": cst.energy_mwh_per_year,
-    "CO2e [t/yr]": cst.co2e_tonnes_per_year,
     "training run CO2e [t]": cst.training_run_co2e_tonnes,
 }
-def fmt(v):
-    return "–" if v is None else (f"{v:,.0f}" if abs(v) >= 1000 else f"{v:.4g}")
-
-
-pd.Series(figures, name="value").map(fmt).to_frame()
+pd.Series(details, name="value").map(format_value).to_frame()
 
 # %% [markdown]
-# ## Which figures came from fallbacks
+# ## Key figures
+#
+# From the scenario's design: the same numbers as the app, `gpucluster reliability` and
+# `gpucluster cost`, and the report.
 
 # %%
-pd.DataFrame(sorted({**{f"reliability.{k}": v for k, v in rel.fallbacks.items()}, **cst.fallbacks}.items()),
-             columns=["figure", "how it was obtained"])
+summary = d.summary()
+pd.DataFrame([{"figure": summary[k]["label"], "value": format_value(summary[k]["value"]), "unit": summary[k]["unit"]}
+              for k in ("gpus", "spare_nodes", "training_days", "training_days_expected", "training_days_p90",
+                        "capex", "tco", "cost_per_gpu_hour", "training_run_cost", "co2e_tonnes_per_year")]
+             ).set_index("figure")
 
 # %% [markdown]
 # ## More GPUs: faster, but more failures
 #
 # Days to train against cluster size, with the failure-free line (perfect scaling of the scenario's
 # estimate, stated) and the P10/P50/P90 band. The mean time between interruptions halves every time
-# the GPU count doubles.
+# the GPU count doubles. The band is drawn with the design's own Monte Carlo samples, so the row at
+# the scenario's size repeats its key figures.
 
 # %%
-pd.DataFrame(reliability.scaling_table(state.scenario, state.catalog, base=rel)).round(2)
+from gpucluster_lib.reliability import core as reliability
+
+rows = reliability.scaling_table(d.scenario, d.catalog, base=d.reliability, samples=reliability.MC_SAMPLES)
+pd.DataFrame(rows).round(2)
 
 # %% [markdown]
 # ## Check: Llama 3's published interruption rate

@@ -14,7 +14,7 @@ scenario_path = "../data/scenarios/reference-8x-a100.yaml"
 import altair as alt
 from IPython.display import HTML, display
 
-from gpucluster_lib import load_scenario
+from gpucluster_lib import design
 from gpucluster_lib.report.render import (
     key_figures_html,
     report_header_html,
@@ -23,9 +23,9 @@ from gpucluster_lib.report.render import (
 )
 
 alt.renderers.enable("svg")  # static, deterministic, offline
-scenario = load_scenario(scenario_path)
-sections = report_sections(scenario)
-display(HTML(report_header_html(scenario)))
+d = design(scenario_path)  # one design: every section and the key figures read its stages
+sections = report_sections(d)
+display(HTML(report_header_html(d)))
 display(HTML(key_figures_html(sections)))
 
 # %%
