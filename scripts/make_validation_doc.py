@@ -59,7 +59,7 @@ def main() -> None:
 
 Every run in `gpucluster_lib/data/validation/training_runs.csv` is turned into a scenario (model preset,
 accelerator, GPU count, fabric bandwidth per GPU, the published parallel plan) and estimated with
-`gpucluster_lib.training.estimate` and the default efficiency set (`data/efficiency.yaml`). The
+`gpucluster_lib.training.estimate` and the default efficiency set (`gpucluster_lib/data/efficiency.yaml`). The
 published figure is converted to seconds per step with the source's own FLOP definition, never ours:
 
 | source | published figure | converted with |

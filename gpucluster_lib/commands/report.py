@@ -10,16 +10,18 @@ from gpucluster_lib.commands import print_json
 
 NAME = "report"
 ORDER = 90
-HELP = "write an HTML report (no code) per scenario by executing notebooks/report.ipynb"
+HELP = "write an HTML design report (no code) per scenario, executed with papermill"
 DESCRIPTION = (
-    "One scenario: gpucluster report SCENARIO.yaml -o OUT.html. Several files or folders: "
+    "One scenario: gpucluster report SCENARIO -o OUT.html (a YAML file or a shipped example's name, "
+    "see `gpucluster examples`). Several files or folders: "
     "gpucluster report a.yaml b.yaml dir/ -o OUTDIR (one report each plus OUTDIR/index.html; "
     "a failing scenario is listed in the index and does not stop the others)."
 )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("scenarios", nargs="+", metavar="SCENARIO", help="scenario YAML files or folders of them")
+    p.add_argument("scenarios", nargs="+", metavar="SCENARIO",
+                   help="scenario YAML files, folders of them, or names of shipped examples")
     p.add_argument("-o", "--output", required=True, help="OUT.html for one scenario file, a folder for a batch")
     p.add_argument("--timeout", type=int, default=600, help="execution timeout per notebook cell [s]")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
@@ -28,6 +30,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from gpucluster_lib.report.render import render_batch, render_report
+    from gpucluster_lib.resources import scenario_path
+
+    args.scenarios = [p if Path(p).is_dir() else str(scenario_path(p)) for p in args.scenarios]
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")
     if single:

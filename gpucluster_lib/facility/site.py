@@ -22,10 +22,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
@@ -48,6 +47,9 @@ from gpucluster_lib.units import (
     UPS_POWER_FACTOR,
     W_PER_KW,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 CONSTRAINTS = ("space", "power", "cooling", "weight")
 #: Largest UPS / generator module assumed when splitting an N+1 system [kW] (ESTIMATE:
@@ -623,6 +625,8 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     -------
     DataFrame with columns nodes, racks, it_mw, facility_mw.
     """
+    import pandas as pd
+
     n = np.asarray(node_counts, dtype=float)
     if np.any(n < 1):
         raise ScenarioError("nodes", "node counts must be at least 1")

@@ -135,15 +135,11 @@ HEAD_NODE_KG = 20.0
 STORAGE_APPLIANCE_W = 2500.0
 STORAGE_APPLIANCE_RACK_UNITS = 2
 STORAGE_APPLIANCE_KG = 45.0
-#: Management (out-of-band) switch per compute rack, used by the fallback network estimate:
-#: 48x 1GbE, 100 W, 1U (NVIDIA SN2201 row in switches.csv).
+#: Management (out-of-band) switch kept in each compute rack's reserved units, for the rack
+#: fit (space, power and weight a rack must leave free): 48x 1GbE, 100 W, 1U (NVIDIA SN2201
+#: row in switches.csv).
 MGMT_SWITCH_W = 100.0
 MGMT_SWITCH_KG = 10.0
-#: Fallback fabric switch when the scenario names none: 64 ports, 1U, 1,720 W max /
-#: 747 W typical (NVIDIA QM9700 row in switches.csv).
-FALLBACK_SWITCH = {"id": "generic-64-port", "ports": 64, "rack_units": 1, "max_power_w": 1720.0,
-                   "typical_power_w": 747.0}
-SWITCH_KG = 15.0
 
 # ------------------------------------------------------------------ power chain
 #: UPS and generator redundancy: installed capacity per unit of required capacity, with the

@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from gpucluster_lib.findings import has_errors
 from gpucluster_lib.inference.precision import compute_peak_tflops
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.scenario import Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Accelerators compared by default (those present in the catalogue are used).
 DEFAULT_COMPARISON = ("a100-sxm4-80gb", "h100-sxm5-80gb", "h200-sxm-141gb", "b200-sxm-180gb", "mi300x", "l40s")
@@ -41,6 +42,8 @@ def compare_accelerators(scenario: Scenario, catalog: Any, accelerators: tuple[s
     (the Inference tab redraws this on every change) power is the servers' maximum power
     (``servers_kw``), without the facility budget's network, storage and head nodes.
     """
+    import pandas as pd
+
     rows = []
     known = set(catalog.ids("accelerators"))
     systems = _systems(catalog)

@@ -10,11 +10,12 @@ link; management and storage links are listed as counted groups (``A-end`` = ``*
 from __future__ import annotations
 
 import math
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from gpucluster_lib.network.clos import ClosCounts, RingCounts, three_tier_plan
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS = ["network", "tier", "a_end", "a_port", "b_end", "b_port", "cable", "length_class", "speed_gbps"]
 
@@ -76,10 +77,13 @@ def _spine_name(c: ClosCounts, pod: int, j: int) -> str:
 
 def cable_list(d: Any) -> pd.DataFrame:
     """One row per compute-fabric cable, plus one summary row per management/storage group."""
+    import pandas as pd
+
     rows: list[tuple] = []
     groups = {g.tier: g for g in d.link_groups if g.network == "compute"}
 
     def meta(tier: str) -> tuple[str, str, float]:
+
         g = groups.get(tier)
         return (g.cable, g.length_class, g.speed_gbps) if g else ("", "", d.link_gbps)
 
@@ -136,6 +140,8 @@ def cable_list(d: Any) -> pd.DataFrame:
 
 def cable_summary(d: Any) -> pd.DataFrame:
     """Cables by network, tier, type and length class (counts), without building the full list."""
+    import pandas as pd
+
     rows = [{"network": g.network, "tier": g.tier, "cable": g.cable, "length class": g.length_class,
              "speed [Gb/s]": g.speed_gbps, "links": g.links, "cables": g.cables} for g in d.link_groups]
     return pd.DataFrame(rows)

@@ -23,9 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any
 
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
@@ -43,6 +41,9 @@ from gpucluster_lib.network.clos import (
     tree_counts,
 )
 from gpucluster_lib.scenario import Scenario
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 KINDS = ("fat-tree", "leaf-spine", "rail-optimized", "ring", "tree", "single-switch")
 
@@ -213,6 +214,8 @@ class TopologyDesign:
 
     def counts_table(self) -> pd.DataFrame:
         """One row per switch group: network, role, model, count, ports, power, rack units."""
+        import pandas as pd
+
         rows = [{"network": g.network, "role": g.role, "switch": g.switch_id, "count": g.count,
                  "ports each": g.ports, "ports used": g.ports_used, "ports free": g.ports_free,
                  "power [W]": round(g.power_w), "rack units [U]": g.rack_units} for g in self.switch_groups]
@@ -221,6 +224,8 @@ class TopologyDesign:
 
     def links_table(self) -> pd.DataFrame:
         """One row per link group: network, tier, links, speed, length class, cable, modules."""
+        import pandas as pd
+
         rows = [{"network": g.network, "tier": g.tier, "links": g.links, "speed [Gb/s]": g.speed_gbps,
                  "length class": g.length_class, "cable": g.cable, "cables": g.cables,
                  "switch-end module": g.switch_end or "", "switch-end modules": g.switch_end_modules,
@@ -928,6 +933,8 @@ def growth_table(scenario: Scenario, catalog: Catalog | None = None, node_counts
 
     Columns: nodes, tiers, leaf, spine, core, switches, bisection_tbps, per_gpu_allreduce_gbps.
     """
+    import pandas as pd
+
     cat = catalog or catalog_for(scenario)
     if node_counts is None:
         node_counts = [2 ** i for i in range(0, 13)]

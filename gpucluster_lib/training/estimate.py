@@ -12,10 +12,9 @@ import dataclasses
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
@@ -31,6 +30,9 @@ from gpucluster_lib.training.vision import estimate_training
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
 from gpucluster_lib.workloads.vision import is_vision_model
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: Peak-FLOP/s column of the accelerator table for each training precision.
 PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
@@ -194,6 +196,8 @@ class SearchResult:
 
 
 def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any], tokens: float | None) -> pd.DataFrame:
+    import pandas as pd
+
     a = ctx.arch
     step = res["step_time_s"]
     tok_per_step = plans["gbs"] * a.seq_length
@@ -420,6 +424,8 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
     Each size is searched with the scenario's fixed ``parallelism`` fields (``data`` freed).
     Default sizes: 1/4x to 4x the scenario's node count in powers of two.
     """
+    import pandas as pd
+
     cat = catalog or catalog_for(scenario)
     hw = resolve_hardware(scenario, cat)
     if node_counts is None:
