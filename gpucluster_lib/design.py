@@ -10,8 +10,8 @@ Stages, in order (each lists the stages it reads)::
 
     hardware                        the accelerator, server, GPUs per node, nodes
     node          <- hardware       one node built from parts and checked (power, PCIe, cooling)
-    network       <- hardware       the compute, storage and management networks (every switch,
-                                    cable and optic)
+    network       <- hardware, node the compute, storage and management networks (every switch,
+                                    cable and optic), racks laid out by the node's rack fit
     storage       <- hardware       the shared file system sized for checkpoints
     spares        <- hardware       hot-spare nodes: one decision for facility, reliability, cost
     facility      <- hardware, node, network, storage, spares
@@ -79,7 +79,7 @@ def _node(d: Design) -> Any:
 
 
 def _network(d: Design) -> Any:
-    return design_topology(d.scenario, d.catalog, hardware=d.hardware)
+    return design_topology(d.scenario, d.catalog, hardware=d.hardware, node=d.node)
 
 
 def _storage(d: Design) -> Any:
@@ -149,7 +149,7 @@ class Stage:
 STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("hardware", _hardware, ("catalog", "hardware"), (), "Hardware"),
     Stage("node", _node, ("catalog", "hardware", "network", "facility"), ("hardware",), "Node"),
-    Stage("network", _network, ("catalog", "hardware", "network", "facility"), ("hardware",), "Network"),
+    Stage("network", _network, ("catalog", "hardware", "network", "facility"), ("hardware", "node"), "Network"),
     Stage("storage", _storage, ("catalog", "model", "reliability"), ("hardware",), "Storage"),
     Stage("spares", _spares, ("reliability",), ("hardware",), "Spare nodes"),
     Stage("facility", _facility, ("catalog", "hardware", "network", "facility"),

@@ -9,7 +9,7 @@ import pytest
 
 from gpucluster_lib.cli import main
 from gpucluster_lib.inference import serve
-from gpucluster_lib.inference.fleet import nodes_per_rack
+from gpucluster_lib.hardware.rack import rack_fit
 from gpucluster_lib.inference.latency import weights_read_bytes
 from gpucluster_lib.inference.memory import kv_cache_bytes_per_token_per_gpu
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, compute_peak_tflops
@@ -149,10 +149,15 @@ def test_fleet_counts_follow_from_the_replica():
 
 
 def test_rack_fit_hand_worked():
-    # DGX H100: 10.2 kW, 8U. 45 kW / 10.2 kW = 4.4 -> 4; (48U - 4U reserved) / 8U = 5.5 -> 5: 4 per rack
-    assert nodes_per_rack(10_200, 8, 45.0, 48) == 4
-    # 40 kW / 10.2 kW -> 3 (hw_reference: 4 per rack needs 40.8 kW)
-    assert nodes_per_rack(10_200, 8, 40.0, 42) == 3
+    # the one rack fit the fleet shares with the facility budget and the network layout.
+    # DGX H100: 10.2 kW peak, 8U, 130.45 kg (servers.csv); 2U and a 100 W management switch reserved:
+    # (45 kW - 0.1 kW) / 10.2 kW = 4.4 -> 4; (48U - 2U) / 8U = 5.75 -> 5: 4 per rack, power binds
+    fit = rack_fit(8, 10_200, 130.45, rack_units=48, rack_power_limit_w=45_000, rack_weight_limit_kg=1360,
+                   cooling_limit_w=50_000, reserved_u=2, reserved_w=100)
+    assert (fit.nodes_per_rack, fit.binding) == (4, "power")
+    # 40 kW: (40 kW - 0.1 kW) / 10.2 kW -> 3 (hw_reference: 4 per rack needs 40.8 kW)
+    assert rack_fit(8, 10_200, 130.45, rack_units=42, rack_power_limit_w=40_000, rack_weight_limit_kg=1360,
+                    cooling_limit_w=50_000, reserved_u=2, reserved_w=100).nodes_per_rack == 3
 
 
 def test_capex_override_and_tokens_per_dollar():
@@ -271,8 +276,9 @@ def test_quick_rack_estimate():
     cat = catalog_for(s)
     found = []
     fleet = size_fleet(s, cat, resolve_hardware(s, cat), replicas=5, tp=8, findings=found, use_facility=False)
-    # 5 DGX H100 x 10.2 kW (servers.csv max_power_w) = 51 kW; min(45 kW // 10.2 kW = 4,
-    # (48U - 4U reserved) // 8U = 5) = 4 per rack -> 2 racks; facility = 51 kW x PUE 1.25
+    # 5 DGX H100 x 10.2 kW node peak (servers.csv max_power_w of a complete system) = 51 kW;
+    # min((45 kW - 0.1 kW) // 10.2 kW = 4, (48U - 2U reserved) // 8U = 5) = 4 per rack -> 2 racks;
+    # facility = 51 kW x PUE 1.25
     assert (fleet.nodes, fleet.racks, fleet.it_power_kw, fleet.source) == (5, 2, 51.0, "quick estimate")
     assert fleet.facility_power_kw == pytest.approx(51.0 * 1.25)
     assert found[0].code == "inference-quick-estimate"

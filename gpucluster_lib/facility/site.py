@@ -32,6 +32,14 @@ from gpucluster_lib.facility.storage import StorageDesign, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.hardware.node import NodeDesign, build_node
+from gpucluster_lib.hardware.rack import (  # noqa: F401 (re-exported)
+    CONSTRAINTS,
+    RackFit,
+    cooling_limit_kw_of,
+    node_rack_fit,
+    rack_fit,
+    reserved_units,
+)
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.topology import TopologyDesign, design_topology
 from gpucluster_lib.scenario import Scenario
@@ -51,7 +59,6 @@ from gpucluster_lib.units import (
 if TYPE_CHECKING:
     import pandas as pd
 
-CONSTRAINTS = ("space", "power", "cooling", "weight")
 #: Largest UPS / generator module assumed when splitting an N+1 system [kW] (ESTIMATE:
 #: large modular UPS frames and diesel gensets are about 0.5-3 MW each).
 MAX_MODULE_KW = 1000.0
@@ -120,61 +127,6 @@ def redundant_capacity_kw(required_kw: float, scheme: str) -> tuple[float, int, 
 
 
 # --------------------------------------------------------------------------- rack packing
-
-
-@dataclass(frozen=True)
-class RackFit:
-    """Nodes per rack under each limit; ``nodes_per_rack`` is the smallest (at least 1)."""
-
-    limits: dict[str, int]
-    nodes_per_rack: int
-    binding: str
-
-    @property
-    def fits(self) -> bool:
-        return self.limits[self.binding] >= 1
-
-
-def rack_fit(node_u: int, node_peak_w: float, node_kg: float, *, rack_units: int, rack_power_limit_w: float,
-             rack_weight_limit_kg: float, cooling_limit_w: float, reserved_u: int = pa.RESERVED_RACK_UNITS,
-             reserved_w: float = 0.0, reserved_kg: float = 0.0) -> RackFit:
-    """How many nodes fit one rack, and which limit binds first.
-
-    space = floor((U - reserved U) / node U), power = floor((P_rack - reserved W) / node peak),
-    cooling = floor((cooling ceiling - reserved W) / node peak),
-    weight = floor((weight limit - reserved kg) / node kg). Ties go to the earlier of
-    space, power, cooling, weight. A node that breaks a power, cooling or weight limit on
-    its own still gets a rack to itself (``fits`` is False; the budget reports it).
-
-    Raises
-    ------
-    ScenarioError
-        a non-positive power or limit, or a rack shorter than one node.
-    """
-    if node_peak_w <= 0:
-        raise ScenarioError("node peak_power_w", f"must be a positive number of watts, got {node_peak_w!r}")
-    if node_u <= 0:
-        raise ScenarioError("node rack_units", f"must be a positive number of rack units, got {node_u!r}")
-    if node_kg <= 0:
-        raise ScenarioError("node weight_kg", f"must be a positive weight, got {node_kg!r}")
-    for name, v in (("facility.rack_power_limit_kw", rack_power_limit_w), ("facility.rack_cooling_limit_kw",
-                                                                            cooling_limit_w),
-                    ("facility.rack_weight_limit_kg", rack_weight_limit_kg)):
-        if v <= 0:
-            raise ScenarioError(name, f"must be a positive number, got {v!r}")
-    if rack_units < node_u:
-        raise ScenarioError("facility.rack_units",
-                            f"a {rack_units}U rack is shorter than one {node_u}U node; use a taller rack "
-                            f"(at least {node_u}U, e.g. 42 or 48)")
-    space = (rack_units - reserved_u) // node_u if rack_units - reserved_u >= node_u else 1
-    limits = {
-        "space": int(space),
-        "power": int(max(0.0, rack_power_limit_w - reserved_w) // node_peak_w),
-        "cooling": int(max(0.0, cooling_limit_w - reserved_w) // node_peak_w),
-        "weight": int(max(0.0, rack_weight_limit_kg - reserved_kg) // node_kg),
-    }
-    binding = min(CONSTRAINTS, key=lambda c: (limits[c], CONSTRAINTS.index(c)))
-    return RackFit(limits=limits, nodes_per_rack=max(1, limits[binding]), binding=binding)
 
 
 def hall_layout(racks: int, racks_per_row: int = pa.RACKS_PER_ROW) -> tuple[int, float, float, float]:
@@ -363,8 +315,9 @@ class Budget:
         }
 
 
-def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, nodes: int, network: TopologyDesign | None,
-             network_power_w: float | None, network_rack_units: int | None) -> tuple[float, float, int, str]:
+def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, node: NodeDesign, nodes: int,
+             network: TopologyDesign | None, network_power_w: float | None,
+             network_rack_units: int | None) -> tuple[float, float, int, str]:
     """(peak W, typical W, rack units, source) of the networks: given, else the topology design."""
     if network_power_w is not None:
         if network_power_w < 0:
@@ -372,10 +325,10 @@ def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, nodes: int, 
         ru = network_rack_units
         if ru is None:
             ru = (network if network is not None and network.nodes == nodes
-                  else design_topology(scenario, cat, nodes=nodes, hardware=hw)).network_rack_units
+                  else design_topology(scenario, cat, nodes=nodes, hardware=hw, node=node)).network_rack_units
         return float(network_power_w), float(network_power_w), int(ru), "given"
     topo = network if network is not None and network.nodes == nodes else design_topology(
-        scenario, cat, nodes=nodes, hardware=hw)
+        scenario, cat, nodes=nodes, hardware=hw, node=node)
     ru = int(topo.network_rack_units if network_rack_units is None else network_rack_units)
     # the switch datasheets give maximum power only: the typical draw is taken as the maximum
     return float(topo.network_power_w), float(topo.network_power_w), ru, "topology"
@@ -426,19 +379,15 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     findings: list[Finding] = list(node.findings)
 
     # ---- racks for compute
-    cooling_limit_kw = fac.rack_cooling_limit_kw or pa.COOLING_DENSITY_LIMIT_KW[fac.cooling]
-    reserved_u = min(fac.reserved_rack_units, max(0, fac.rack_units - node.rack_units))
-    fit = rack_fit(node.rack_units, node.peak_power_w, node.weight_kg, rack_units=fac.rack_units,
-                   rack_power_limit_w=fac.rack_power_limit_kw * W_PER_KW,
-                   rack_weight_limit_kg=fac.rack_weight_limit_kg, cooling_limit_w=cooling_limit_kw * W_PER_KW,
-                   reserved_u=reserved_u, reserved_w=pa.MGMT_SWITCH_W if reserved_u else 0.0,
-                   reserved_kg=pa.MGMT_SWITCH_KG if reserved_u else 0.0)
+    cooling_limit_kw = cooling_limit_kw_of(fac)
+    reserved_u = reserved_units(fac, node)
+    fit = node_rack_fit(scenario, node)
     _rack_findings(fit, node, fac, cooling_limit_kw, findings)
     npr = fit.nodes_per_rack
     compute_racks = math.ceil(installed / npr)
 
     # ---- network, storage, head nodes
-    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, n, network, network_power_w,
+    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, node, n, network, network_power_w,
                                                  network_rack_units)
     # shared storage: the same design as the checkpoint write time and the storage CapEx
     store = storage if storage is not None else size_storage(scenario, cat, nodes=n)

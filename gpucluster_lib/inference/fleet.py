@@ -4,11 +4,10 @@ Racks and IT power come from the facility budget
 (:func:`gpucluster_lib.facility.site.budget`, with ``nodes`` = the fleet's nodes: compute racks
 plus network, storage and head nodes, IT power including them); its warnings and errors
 are passed on. The quick mode (``use_facility=False``, for comparing many accelerators at once)
-counts a node at the server's ``max_power_w`` from the catalogue (a generic node: the GPUs'
-TDP over 0.55, the GPU share of a DGX H100's 10.2 kW: 8 x 700 W / 10.2 kW, DGX H100 User
-Guide), and a rack holds as many nodes as both its power limit
-(``facility.rack_power_limit_kw``) and its height (``facility.rack_units`` less
-:data:`RESERVED_RACK_UNITS` for switches and patch panels) allow.
+counts the compute nodes only: each at the built node's peak power
+(:func:`gpucluster_lib.hardware.node.build_node`, the same node model as the facility
+budget) and packed by the same rack fit (:func:`gpucluster_lib.hardware.rack.node_rack_fit`);
+no network, storage or head nodes.
 """
 
 from __future__ import annotations
@@ -19,14 +18,9 @@ from typing import Any
 
 from gpucluster_lib.facility import site as facility
 from gpucluster_lib.findings import Finding
+from gpucluster_lib.hardware.node import build_node
+from gpucluster_lib.hardware.rack import node_rack_fit
 from gpucluster_lib.units import KW_PER_MW, W_PER_KW
-
-#: Rack units kept free for leaf switches, management switch and patch panels [U].
-RESERVED_RACK_UNITS = 4
-#: GPU share of a GPU server's maximum power: DGX H100, 8 x 700 W of 10.2 kW.
-GPU_POWER_SHARE = 8 * 700 / 10_200
-#: Height of a node when the scenario names no server [U] (a 4U HGX chassis).
-GENERIC_NODE_U = 4
 
 
 def _num(v: Any) -> float | None:
@@ -43,20 +37,6 @@ class FleetSize:
     facility_power_kw: float
     capex_usd: float | None
     source: str  # "facility budget" or "quick estimate"
-
-
-def node_power_w(server: dict[str, Any] | None, accelerator: dict[str, Any], gpus_per_node: int) -> float:
-    """Maximum power of one node [W]: the server's max_power_w, else GPU TDP x count / GPU share."""
-    if server is not None and _num(server.get("max_power_w")):
-        return float(server["max_power_w"])
-    return float(accelerator["tdp_w"]) * gpus_per_node / GPU_POWER_SHARE
-
-
-def nodes_per_rack(node_w: float, node_u: float, rack_power_limit_kw: float, rack_units: int) -> int:
-    """Nodes a rack can hold: min(power limit / node power, (height - reserved) / node height)."""
-    by_power = math.floor(rack_power_limit_kw * W_PER_KW / node_w)
-    by_space = math.floor((rack_units - RESERVED_RACK_UNITS) / node_u)
-    return max(min(by_power, by_space), 0)
 
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
@@ -87,26 +67,26 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there
         findings.extend(f for f in b.findings if f.severity != "info")
     else:
-        node_w = node_power_w(hw.server, hw.accelerator, gpn)
-        node_u = _num((hw.server or {}).get("rack_units")) or GENERIC_NODE_U
+        node = node if node is not None else build_node(scenario, catalog, hardware=hw)
+        node_w = node.peak_power_w
         fac = scenario.facility
-        npr = nodes_per_rack(node_w, node_u, fac.rack_power_limit_kw, fac.rack_units)
-        if npr == 0:
+        fit = node_rack_fit(scenario, node)
+        npr = fit.nodes_per_rack
+        if not fit.fits:
             findings.append(Finding(
                 "inference-node-exceeds-rack", "error",
-                f"one node draws {node_w / W_PER_KW:.1f} kW and is {node_u:g}U, more than a rack allows "
-                f"({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U less {RESERVED_RACK_UNITS}U reserved); "
+                f"one {node.rack_units}U node of {node_w / W_PER_KW:.1f} kW peak breaks the rack's {fit.binding} "
+                f"limit ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U, {fac.cooling} cooling); "
                 "counted one node per rack",
                 fix="raise facility.rack_power_limit_kw (liquid or rear-door cooling) or use a smaller server",
                 field="facility.rack_power_limit_kw"))
-            npr = 1
         racks = math.ceil(nodes / npr) if nodes else 0
         it_kw = nodes * node_w / W_PER_KW
         fac_kw = it_kw * scenario.facility.pue
         findings.append(Finding(
             "inference-quick-estimate", "info",
             f"racks and power estimated quickly: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
-            f"(server max power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
+            f"(node peak power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
             f"facility power = IT x PUE {scenario.facility.pue:g}",
             fix="the design's facility budget adds network, storage and head nodes"))
     capex = capex_usd(scenario, hw, nodes=nodes, gpus=gpus, findings=findings)

@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.hardware.node import NodeDesign, build_node
+from gpucluster_lib.hardware.rack import node_rack_fit
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.cabling import Cabling, load_cabling
 from gpucluster_lib.network.clos import (
@@ -347,19 +349,10 @@ def _link(switch: dict, nic_speed: float) -> tuple[float, int]:
     return min(sp, nic_speed), 1
 
 
-def default_nodes_per_rack(scenario: Scenario, hw: ClusterHardware) -> int:
-    """Nodes that fit a rack by power and by height (at least 1).
-
-    floor(rack power limit / node maximum power) and floor((rack U - 2) / node U).
-    """
-    fac = scenario.facility
-    server = hw.server or {}
-    by = []
-    if server.get("max_power_w"):
-        by.append(math.floor(fac.rack_power_limit_kw * 1000 / server["max_power_w"]))
-    if server.get("rack_units"):
-        by.append(math.floor((fac.rack_units - RESERVED_RACK_UNITS) / server["rack_units"]))
-    return max(1, min(by)) if by else 4
+def default_nodes_per_rack(scenario: Scenario, node: NodeDesign) -> int:
+    """Compute nodes per rack: the rack fit of the node (:func:`gpucluster_lib.hardware.rack.node_rack_fit`,
+    the same one the facility budget packs racks with)."""
+    return node_rack_fit(scenario, node).nodes_per_rack
 
 
 @dataclass(frozen=True)
@@ -448,7 +441,8 @@ def effective_port_gbps(link_gbps: float, oversubscription: float, outside_fract
 
 
 def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
-                    side_networks: bool = True, hardware: ClusterHardware | None = None) -> TopologyDesign:
+                    side_networks: bool = True, hardware: ClusterHardware | None = None,
+                    node: NodeDesign | None = None) -> TopologyDesign:
     """Design the scenario's networks and count everything.
 
     Parameters
@@ -459,6 +453,8 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     side_networks : also design the management and storage networks (False: compute fabric
         only, for growth charts and bandwidth look-ups)
     hardware : the resolved hardware (default: resolved from the scenario)
+    node : the built node (default: built from the scenario), for the racks' layout when
+        ``network.nodes_per_rack`` is not given
 
     Returns
     -------
@@ -527,7 +523,8 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     endpoints = n * ports_per_node + fm
     injection = ports_per_node * link_gbps / gpn
 
-    npr = net.nodes_per_rack or default_nodes_per_rack(scenario, hw)
+    npr = net.nodes_per_rack or default_nodes_per_rack(
+        scenario, node if node is not None else build_node(scenario, cat, hardware=hw))
     racks = math.ceil(n / npr)
     lay = _Layout(npr, racks, net.racks_per_row, cab)
 
@@ -871,7 +868,7 @@ _BW_CACHE_MAX = 512
 
 
 def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int,
-                           hardware: ClusterHardware | None = None) -> float:
+                           hardware: ClusterHardware | None = None, node: NodeDesign | None = None) -> float:
     """``design_topology(...).per_gpu_allreduce_gbps`` [Gb/s], cached for the training engine's searches.
 
     The key is every input the bandwidth depends on: the network section, the hardware section,
@@ -882,7 +879,7 @@ def per_gpu_allreduce_gbps(scenario: Scenario, catalog: Catalog, nodes: int,
     if hit is not None and hit[0] is catalog:
         return hit[1]
     value = design_topology(scenario, catalog, nodes=nodes, side_networks=False,
-                            hardware=hardware).per_gpu_allreduce_gbps
+                            hardware=hardware, node=node).per_gpu_allreduce_gbps
     if len(_BW_CACHE) >= _BW_CACHE_MAX:
         _BW_CACHE.clear()
     _BW_CACHE[key] = (catalog, value)
@@ -938,9 +935,11 @@ def growth_table(scenario: Scenario, catalog: Catalog | None = None, node_counts
     cat = catalog or catalog_for(scenario)
     if node_counts is None:
         node_counts = [2 ** i for i in range(0, 13)]
+    hw = resolve_hardware(scenario, cat)
+    node = build_node(scenario, cat, hardware=hw)
     rows = []
     for k in node_counts:
-        d = design_topology(scenario, cat, nodes=int(k), side_networks=False)
+        d = design_topology(scenario, cat, nodes=int(k), side_networks=False, hardware=hw, node=node)
         rows.append({"nodes": int(k), "tiers": d.tiers, "leaf": d.switches.get("leaf", 0),
                      "spine": d.switches.get("spine", 0), "core": d.switches.get("core", 0),
                      "switches": sum(d.switches.values()) if d.kind != "ring" else 0,
