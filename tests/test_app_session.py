@@ -84,3 +84,25 @@ def test_reliability_tab_follows_a_training_tab_change(session):
     assert after != pytest.approx(before)
     assert state.design.reliability.training_days_ideal == after
     assert f"ideal {after:.1f}," in panels["reliability"].summary.value
+
+
+def test_a_notebook_design_is_the_panels_design():
+    from gpucluster_lib.design import Design
+
+    d = Design.from_yaml(GPT3)
+    state = AppState.from_design(d)
+    panel = tab_reliability.ReliabilityPanel(state)
+    assert state.design is d and d.is_computed("cost")
+    assert f"{d.cost.capex['total']:,.0f}" in panel.summary.value
+
+
+def test_days_band_at_the_scenario_size_is_the_headline_band():
+    # the Reliability tab's band chart and its headline figures come from the same Monte Carlo
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.reliability import core as rel
+
+    d = Design.from_yaml(GPT3)
+    r = d.reliability
+    row = next(x for x in rel.scaling_table(d.scenario, d.catalog, base=r) if x["nodes"] == r.nodes)
+    assert (row["p10"], row["p50"], row["p90"]) == pytest.approx(
+        (r.training_days_p10, r.training_days_p50, r.training_days_p90), rel=1e-9)

@@ -47,8 +47,8 @@ ASSUMPTIONS = (
     "each sequence reserves KV cache for input + output tokens (no eviction)",
     "tensor parallelism only (no pipeline or expert parallelism); replicas are independent",
     "int4 is weight-only (W4A16): GEMMs run at 16-bit, only the weight bytes shrink",
-    "power and racks: the facility budget for the fleet (only the accelerator comparison uses a quick estimate "
-    "from server max power and a rack fit)",
+    "power and racks: the facility budget for the fleet (only the accelerator comparison uses a quick "
+    "estimate: the compute nodes at their peak power, packed by the same rack fit)",
 )
 
 

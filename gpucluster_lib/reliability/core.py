@@ -716,7 +716,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
 
 
 def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int] | None = None, *,
-                  base: ReliabilityResult | None = None, samples: int = 5000) -> list[dict[str, Any]]:
+                  base: ReliabilityResult | None = None, samples: int = MC_SAMPLES) -> list[dict[str, Any]]:
     """Days-to-train band against cluster size (the scenario with ``hardware.nodes`` varied).
 
     Failure-free days scale as 1 / nodes from the scenario's own estimate (perfect scaling,

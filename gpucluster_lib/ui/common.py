@@ -85,6 +85,13 @@ class AppState(traitlets.HasTraits):
         return cls(scenario=scenario, catalog=catalog or catalog_for(scenario))
 
     @classmethod
+    def from_design(cls, design: Design) -> AppState:
+        """The state of an existing design (a notebook's ``d = design(path)``), sharing its stages."""
+        state = cls(scenario=design.scenario, catalog=design.catalog)
+        state._design = design
+        return state
+
+    @classmethod
     def from_path(cls, path: str | Path) -> AppState:
         return cls.from_scenario(load_scenario(path))
 
