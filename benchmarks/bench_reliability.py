@@ -44,23 +44,23 @@ def main(path: str | Path = DEFAULT) -> dict[str, float]:
         "cost.assess (reusing reliability)": timed(lambda: cost.assess(s, cat, reliability_result=r)),
         "scaling_table (6 sizes)": timed(lambda: reliability.scaling_table(s, cat, base=r)),
     }
-    try:
-        from gpucluster_lib.ui import tab_reliability as tab
-        from gpucluster_lib.ui.common import AppState
-    except ImportError:  # the lead's UI framework is not merged yet
-        tab = None
-    if tab is not None:
-        out["panel compute (one full update)"] = timed(lambda: tab.compute(s, cat))
-        rc, c, rows = tab.compute(s, cat)
-        out["build charts"] = timed(lambda: (tab.reliability_chart(rc, rows), tab.cost_chart(c)))
-        out["serialise charts (to_dict)"] = timed(
-            lambda: (tab.reliability_chart(rc, rows).to_dict(), tab.cost_chart(c).to_dict()), repeat=5)
-        panel = tab.ReliabilityPanel(AppState.from_scenario(s, cat))
-        vals = iter(range(1, 10_000))
-        out["widget update: restart slider (all)"] = timed(lambda: setattr(panel.restart, "value", next(vals) % 100 + 1), 5)
-        prices = iter(range(1, 10_000))
-        out["widget update: energy price (cost only)"] = timed(
-            lambda: setattr(panel.price, "value", 0.05 + (next(prices) % 50) / 1000), 5)
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.ui import tab_reliability as tab
+    from gpucluster_lib.ui.common import AppState
+
+    out["panel compute (fresh design: every stage)"] = timed(lambda: tab.compute(Design(s, cat)))
+    rc, c, rows = tab.compute(Design(s, cat))
+    out["build charts"] = timed(lambda: (tab.reliability_chart(rc, rows), tab.cost_chart(c)))
+    out["serialise charts (to_dict)"] = timed(
+        lambda: (tab.reliability_chart(rc, rows).to_dict(), tab.cost_chart(c).to_dict()), repeat=5)
+    panel = tab.ReliabilityPanel(AppState.from_scenario(s, cat))
+    years = iter(range(1, 10_000))
+    out["widget update: years (cost only)"] = timed(lambda: setattr(panel.years, "value", next(years) % 10 + 1), 5)
+    vals = iter(range(1, 10_000))
+    out["widget update: restart slider (all)"] = timed(lambda: setattr(panel.restart, "value", next(vals) % 100 + 1), 5)
+    prices = iter(range(1, 10_000))
+    out["widget update: energy price (facility and after)"] = timed(
+        lambda: setattr(panel.price, "value", 0.05 + (next(prices) % 50) / 1000), 5)
     for k, v in out.items():
         print(f"{k:45s} {v:8.1f} ms")
     return out

@@ -144,20 +144,33 @@ class Stage:
     label: str
 
 
-#: The chain, in order. ``sections`` are read directly from the scenario; everything else
-#: reaches a stage through its upstream stages. ``catalog`` stands for the extra CSV files.
+#: Facility fields the rack fit reads (the node's racks: space, power, cooling, weight).
+_RACK_FIELDS = ("facility.cooling", "facility.rack_cooling_limit_kw", "facility.rack_power_limit_kw",
+                "facility.rack_units", "facility.rack_weight_limit_kg", "facility.reserved_rack_units")
+#: Reliability fields of the checkpoint file system and of the failure rates.
+_STORAGE_FIELDS = tuple(f"reliability.{f}" for f in (
+    "checkpoint_bytes_per_param", "checkpoint_target_s", "checkpoint_write_gbps", "checkpoints_kept",
+    "storage_system", "storage_units"))
+_FAILURE_FIELDS = tuple(f"reliability.{f}" for f in (
+    "component_rates", "failure_preset", "gpu_failures_per_1000_gpu_days", "repair_hours", "spare_confidence",
+    "spare_nodes"))
+
+#: The chain, in order. ``sections`` are the scenario sections (or single fields,
+#: ``"facility.cooling"``) a stage reads directly; everything else reaches it through its
+#: upstream stages. ``catalog`` stands for the extra CSV files. tests/test_design.py checks
+#: the declarations against what each stage really reads.
 STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("hardware", _hardware, ("catalog", "hardware"), (), "Hardware"),
-    Stage("node", _node, ("catalog", "hardware", "network", "facility"), ("hardware",), "Node"),
-    Stage("network", _network, ("catalog", "hardware", "network", "facility"), ("hardware", "node"), "Network"),
-    Stage("storage", _storage, ("catalog", "model", "reliability"), ("hardware",), "Storage"),
-    Stage("spares", _spares, ("reliability",), ("hardware",), "Spare nodes"),
+    Stage("node", _node, ("catalog", "hardware", "network", "facility.cooling"), ("hardware",), "Node"),
+    Stage("network", _network, ("catalog", "hardware", "network", *_RACK_FIELDS), ("hardware", "node"), "Network"),
+    Stage("storage", _storage, ("catalog", "model", *_STORAGE_FIELDS), ("hardware",), "Storage"),
+    Stage("spares", _spares, _FAILURE_FIELDS, ("hardware",), "Spare nodes"),
     Stage("facility", _facility, ("catalog", "hardware", "network", "facility"),
           ("hardware", "node", "network", "storage", "spares"), "Power, cooling and space"),
     Stage("training", _training, ("catalog", "model", "training", "parallelism", "network", "hardware"),
           ("hardware", "network"), "Training"),
     Stage("serving", _serving, ("catalog", "model", "inference", "costs", "facility", "network", "hardware",
-                                "reliability"),
+                                *_STORAGE_FIELDS),
           ("hardware", "network", "node", "facility"), "Serving"),
     Stage("plans", _plans, ("catalog", "model", "training", "network", "hardware", "parallelism.global_batch_size"),
           ("hardware", "network"), "Plan search"),

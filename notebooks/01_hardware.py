@@ -29,8 +29,7 @@ from gpucluster_lib.ui import tab_hardware
 from gpucluster_lib.ui.common import AppState, style_widget
 
 d = design(scenario_path)
-state = AppState.from_scenario(d.scenario, d.catalog)
-state.commit(d)  # the panel reads this same design
+state = AppState.from_design(d)  # the panel reads this same design
 widgets.VBox([style_widget(), tab_hardware.build(state)])
 
 # %% [markdown]

@@ -23,8 +23,7 @@ from gpucluster_lib.ui import tab_topology
 from gpucluster_lib.ui.common import AppState
 
 d = design(scenario_path)
-state = AppState.from_scenario(d.scenario, d.catalog)
-state.commit(d)  # the panel reads this same design
+state = AppState.from_design(d)  # the panel reads this same design
 tab_topology.build(state)
 
 # %% [markdown]
