@@ -8,8 +8,8 @@ import math
 import pytest
 
 from gpucluster_lib.cli import main
-from gpucluster_lib.inference import serve
 from gpucluster_lib.hardware.rack import rack_fit
+from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.latency import weights_read_bytes
 from gpucluster_lib.inference.memory import kv_cache_bytes_per_token_per_gpu
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, compute_peak_tflops
