@@ -25,13 +25,17 @@ Stages, in order (each lists the stages it reads)::
                                     (None without a transformer to checkpoint)
     cost          <- hardware, network, storage, spares, facility, reliability, serving
                                     CapEx, OpEx, TCO, cost per GPU-hour and per token, carbon
+    plans         <- hardware, network
+                                    the ranked plans at the scenario's batch size (the Training
+                                    tab's table; computed only when asked for)
 
 A scenario without a workload (no ``model``) is a valid design: hardware, network, facility,
 spares and cost; ``training``, ``serving`` and ``reliability`` are None.
 
 :meth:`Design.evolve` makes the design of a changed scenario and keeps every stage whose
-scenario sections and upstream stages did not change, so an app change recomputes exactly
-the stages downstream of what changed.
+declared scenario inputs (sections, or single fields such as ``facility.cooling``) and
+upstream stages did not change, so an app change recomputes exactly the stages downstream of
+what changed.
 """
 
 from __future__ import annotations
