@@ -179,6 +179,15 @@ class ParallelismSpec:
     sharded_collectives: Literal["hierarchical", "flat"] | None = f(
         None, doc="ZeRO/FSDP/DP collectives striped over all NICs of a node (hierarchical, NCCL rings "
         "over rails) or limited to each GPU's own NIC (flat, e.g. DeepSpeed ZeRO-3 in Narayanan 2021)")
+    pipeline_layers: list[int] | None = f(None, doc="layers on each pipeline stage, first to last (uneven split)")
+    first_stage_layers: int | None = f(None, ge=0, doc="layers on the first pipeline stage (the rest split evenly)")
+    last_stage_layers: int | None = f(None, ge=0, doc="layers on the last pipeline stage (the rest split evenly)")
+    embedding_in_pipeline_split: bool = f(False, doc="count the input embedding as one layer of the first stage")
+    loss_in_pipeline_split: bool = f(False, doc="count the output layer and loss as one layer of the last stage")
+    tp_comm_overlap: bool | None = f(None, doc="tensor-parallel communication pipelined with the GEMMs "
+                                     "(Megatron --tp-comm-overlap; needs sequence parallelism)")
+    overlap_grad_reduce: bool | None = f(None, doc="reduce gradients during the last backward (framework default)")
+    overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
 
 
 @dataclass(frozen=True)
@@ -191,6 +200,8 @@ class TrainingSpec:
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
     efficiency: dict[str, float] = f({}, doc="overrides of data/efficiency.yaml parameters by name")
+    framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
+        "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from gpucluster_lib.units import GIB
 BREAKDOWN_LABELS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm",
     "ep_comm": "EP comm", "pp_comm": "PP comm", "bubble": "pipeline bubble", "dp_comm": "DP comm (exposed)",
-    "optimizer": "optimizer", "overhead": "overhead",
+    "optimizer": "optimizer", "framework": "framework (pipeline engine)", "overhead": "overhead",
 }
 MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
-                 "activations": "activations", "other": "other (context, buffers, fragmentation)"}
+                 "gather_buffers": "gathered parameters (ZeRO-3)", "activations": "activations", "other": "other (context, buffers, fragmentation)"}
 
 
 def _as_dict(est: Any) -> dict[str, Any]:
@@ -50,7 +50,7 @@ def memory_chart(est: Any) -> alt.Chart:
     if free > 0:
         rows.append({"part": "free", "gib": free, "order": len(rows)})
     parts = [r["part"] for r in rows]
-    colours = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
+    colours = ["#4c78a8", "#f58518", "#e45756", "#54a24b", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
     status = "fits" if d["fits"] else "DOES NOT FIT"
     return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
         x=alt.X("gib:Q", title=f"Memory per GPU [GiB] (GPU memory {cap:.0f} GiB)", stack="zero"),

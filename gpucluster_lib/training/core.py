@@ -17,28 +17,49 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   bandwidth [3].
 * Element-wise (norms, dropout, residuals, activation): bytes at memory bandwidth; the
   norm/residual part is split by TP only with sequence parallelism [3].
-* Tensor parallel: per layer 2 all-reduces forward, 2 backward (+2 with full
-  recomputation), ring ``2 (t-1)/t S / B + 2 (t-1) alpha`` [2, 6]; context parallel: ring
-  exchange of K/V [7]; expert parallel: 2 all-to-alls forward, 2 backward.
-* Pipeline: 1F1B, step = T_mb (m + (p-1)/v) (bubble (p-1)/(v m) [2]); p2p of the boundary
-  activations per micro-batch and virtual stage.
-* Data parallel: gradient all-reduce (fp32, Megatron default) or reduce-scatter +
-  all-gather (ZeRO-1/2, distributed optimizer), exposed ``(1 - dp_overlap)``; ZeRO-3 gathers
-  the parameters twice and reduce-scatters the gradients every micro-batch, hidden behind
-  compute up to ``zero3_overlap`` [4].
+* Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
+  layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
+  to it [2, 3, 8]:
+  - Megatron default (``tp_comm_overlap`` off): the 4 forward collectives are exposed; in
+    backward the column-parallel (QKV, FC1) reduce-scatter runs behind the weight-gradient
+    GEMM and the input re-gather behind the data-gradient GEMM (exposed ``max(0, c - g)``),
+    the row-parallel (proj, FC2) gradient all-gathers are exposed. Without sequence
+    parallelism the backward all-reduce ``2c`` runs behind the weight-gradient GEMM.
+  - ``tp_comm_overlap`` on (Transformer Engine userbuffers): every collective is pipelined
+    with its GEMM in chunks, exposed ``max(0, c - g) + c / n`` (n = t for the ring-exchange
+    all-gather, 4 for the pipelined reduce-scatter) [9].
+  Hidden communication costs ``kappa min(c, g)`` of GEMM time (SM contention) [9]. Full
+  recomputation repeats the forward collectives. Context parallel: ring exchange of K/V [7];
+  expert parallel: 2 all-to-alls forward, 2 backward.
+* Pipeline (uneven stages): stage i runs ``t_i = phi (n_i t_layer + [i=0] t_emb +
+  [i=p-1] t_out + t_p2p)`` per micro-batch (``phi`` the framework's pipeline-slot factor);
+  1F1B step ``T = (m - 1) max t_i + sum t_i`` [2, 10]; interleaved with v chunks
+  ``T = m max t_i + (sum t_i - max t_i) / v``, which is Narayanan's ``t (m + (p-1)/v)`` for
+  equal stages [2] and the 1F1B form for v = 1.
+* Data parallel: gradient all-reduce or reduce-scatter + parameter all-gather (ZeRO-1/2,
+  distributed optimizer) in the framework's reduction precision. With gradient-reduce
+  overlap the buckets are reduced during the backward of the last micro-batch and what does
+  not fit behind it is exposed, ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P
+  parameters is never hidden); the parameter all-gather likewise behind the first forward
+  [11]. Without overlap the whole reduction is exposed. ``parallelism.dp_overlap`` replaces
+  this by a fixed hidden fraction. ZeRO-3 gathers the parameters twice and reduce-scatters
+  the gradients every micro-batch, hidden behind compute up to ``zero3_overlap`` [4].
 * Optimizer: Adam state traffic at memory bandwidth. A fixed ``step_overhead`` fraction
   covers data loading, logging and stragglers.
 
-Memory (first pipeline stage, the worst for 1F1B [3])
------------------------------------------------------
+Memory (every pipeline stage; the largest is reported with its stage)
+--------------------------------------------------------------------
 Mixed-precision Adam: 2 + 2 + 12 bytes per parameter for weights, gradients and optimizer
 states, sharded over DP x CP by ZeRO stage 3 / 2 / 1 (or Megatron's distributed optimizer) [4].
 Activations per layer, Korthikanti 2022 Table 2 generalised to GQA/SwiGLU/MoE [3]:
 ``s b (10h + (4q + 4kv + 4f)/t) + 5 a s^2 b / t`` (16-bit) where the ``10h`` part is split by
 TP only with sequence parallelism, the score term vanishes with selective recomputation or a
 fused attention kernel, and full recomputation keeps only ``2 s b h`` per layer; the first
-stage holds ``min(p, m)`` micro-batches in flight, times ``1 + (p-1)/(p v)`` when interleaved.
-Plus CUDA context, communication buffers and fragmentation.
+stage i holds ``min(p - i, m)`` micro-batches in flight [2], times ``1 + (p-1)/(p v)`` when
+interleaved [3]; the last stage also holds one micro-batch of fp32 logits. ZeRO-3's gathered
+parameters of the current and the prefetched layer are their own line (``gather_buffers``), so
+that weights + gradients + optimizer states read as ZeRO's ``16 P / N_d`` [4]. Plus CUDA
+context, communication buffers and fragmentation.
 
 References
 ----------
@@ -51,21 +72,31 @@ References
 .. [6] Thakur, Rabenseifner, Gropp 2005, "Optimization of collective communication operations
        in MPICH", IJHPCA 19(1): ring all-reduce 2 (n-1)/n S / B.
 .. [7] Liu, Zaharia, Abbeel 2023, Ring Attention (arXiv:2310.01889).
+.. [8] Megatron-LM ``LinearWithGradAccumulationAndAsyncCommunication``
+       (megatron/core/tensor_parallel/layers.py, core_r0.8.0): backward all-gather and
+       reduce-scatter overlapped with the data- and weight-gradient GEMMs.
+.. [9] Wang et al. 2023, "Overlap communication with dependent computation via decomposition
+       in large deep learning models" (ASPLOS '23), Sec. 4; Transformer Engine userbuffers
+       (``initialize_ub``: ring-exchange all-gather, 4-way pipelined reduce-scatter, 16
+       communication SMs). Values in data/training_frameworks.yaml.
+.. [10] Makespan of m identical jobs through p stages in sequence (permutation flow shop,
+        Johnson 1954, Naval Research Logistics Quarterly 1(1)): ``(m - 1) max t_i + sum t_i``
+        with forward and backward of one micro-batch taken together as the job; for equal
+        stages it is Narayanan 2021's ``t (m + p - 1)`` [2].
+.. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
+        bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
-from gpucluster_lib.training.memory import (
-    activation_bytes_per_layer,
-    in_flight_factor,
-    model_state_bytes,
-)
+from gpucluster_lib.training.framework import Framework, TpOverlap, framework, tp_overlap_terms
+from gpucluster_lib.training.memory import activation_bytes_per_layer, model_state_bytes
 from gpucluster_lib.units import GIB
 from gpucluster_lib.workloads.transformer import TransformerArch
 
@@ -76,18 +107,24 @@ OPTIMIZER_BYTES_PER_PARAM = 12
 #: fp32 gradient reduction (Megatron-LM accumulates and all-reduces main grads in fp32).
 GRAD_REDUCE_BYTES_FP32 = 4
 
-PLAN_KEYS = ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp", "rc", "sp", "zero", "dopt")
+#: Plan arrays. ``tpo``: TP communication overlap (0/1); ``lf``/``ll``: layers on the first and
+#: the last pipeline stage; ``lm``: the most layers on a middle stage; ``l1``: layers on stage 1
+#: (the middle stage with the most micro-batches in flight). Equal stages: all ``layers / pp``.
+PLAN_KEYS = ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp", "rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm", "l1")
 RC_CODES = {"none": 0, "selective": 1, "full": 2}
 RC_NAMES = {v: k for k, v in RC_CODES.items()}
 
 BREAKDOWN_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
-                  "dp_comm", "optimizer", "overhead")
-MEMORY_KEYS = ("weights", "gradients", "optimizer_states", "activations", "other")
+                  "dp_comm", "optimizer", "framework", "overhead")
+MEMORY_KEYS = ("weights", "gradients", "optimizer_states", "gather_buffers", "activations", "other")
+
+#: Plans evaluated per numpy call: bounds the temporaries (~1 kB per plan) of a large search.
+CHUNK = 65536
 
 
 @dataclass(frozen=True)
 class Context:
-    """Everything but the plan: model, hardware and efficiency (scalars, SI units)."""
+    """Everything but the plan: model, hardware, efficiency and framework (scalars, SI units)."""
 
     arch: TransformerArch
     gpus: int
@@ -103,6 +140,10 @@ class Context:
     flash_attention: bool = True
     flat_collectives: bool = False
     fp8: bool = False
+    framework: Framework = field(default_factory=lambda: framework("megatron"))
+    overlap_grad_reduce: bool = True
+    overlap_param_gather: bool = True
+    tp_terms: TpOverlap = field(default_factory=tp_overlap_terms)
 
 
 def _gemm_time(M, K, N, P, e, d0, B, em):
@@ -117,66 +158,96 @@ _ring_allreduce = ring_allreduce_s
 _ring_gather = ring_allgather_s
 
 
-def stage_params(ctx: Context, tp, pp, ep):
-    """Parameters held by one GPU of the first and of the last pipeline stage [parameters]."""
+def layer_params(ctx: Context, tp, ep):
+    """Parameters of one transformer layer on one GPU (MoE layers averaged in) [parameters]."""
     a = ctx.arch
-    L = a.layers
     attn = a.attention_params_per_layer() + a.norm_params_per_layer()
     dense_ffn = a.ffn_params(a.ffn_hidden_size)
     e_ffn = a.ffn_params(a.expert_ffn_hidden_size or a.ffn_hidden_size) if a.is_moe else 0
-    per_layer_attn = attn / tp
-    ffn_dense_total = a.dense_ffn_layers * dense_ffn
-    moe_total = a.moe_layers * ((a.num_experts / ep + a.shared_experts) * e_ffn + a.hidden_size * a.num_experts)
-    layers_part = (L * per_layer_attn + ffn_dense_total / tp + moe_total / tp) / pp
+    moe = (a.num_experts / ep + a.shared_experts) * e_ffn + a.hidden_size * a.num_experts
+    return (attn + (a.dense_ffn_layers * dense_ffn + a.moe_layers * moe) / a.layers) / tp
+
+
+def embedding_params(ctx: Context, tp):
+    """Input embedding (and learned positions) on the first stage, output layer on the last [parameters]."""
+    a = ctx.arch
     emb = a.vocab_size * a.hidden_size / tp + (a.seq_length * a.hidden_size if a.position_embedding == "learned" else 0)
-    out = a.vocab_size * a.hidden_size / tp
-    first = layers_part + emb
-    last = layers_part + np.where(pp > 1, out, 0.0 if a.tied_embeddings else out)
+    return emb, a.vocab_size * a.hidden_size / tp
+
+
+def stage_params(ctx: Context, tp, pp, ep, lf=None, ll=None):
+    """Parameters held by one GPU of the first and of the last pipeline stage [parameters].
+
+    ``lf`` / ``ll``: layers on those stages (default ``layers / pp``).
+    """
+    L = ctx.arch.layers
+    lf = L / np.asarray(pp, dtype=float) if lf is None else lf
+    ll = L / np.asarray(pp, dtype=float) if ll is None else ll
+    lp = layer_params(ctx, tp, ep)
+    emb, out = embedding_params(ctx, tp)
+    first = lf * lp + emb
+    last = ll * lp + np.where(pp > 1, out, 0.0 if ctx.arch.tied_embeddings else out)
     return first, last
 
 
-def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """Step time [s], its breakdown [s] and memory per GPU [B] for every plan (arrays)."""
+def complete_plans(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Fill the plan keys a caller may omit: no TP overlap, equal pipeline stages."""
+    out = dict(plans)
+    pp = np.asarray(out["pp"], dtype=float)
+    even = ctx.arch.layers / pp
+    out.setdefault("tpo", np.zeros_like(pp))
+    for k in ("lf", "ll", "lm", "l1"):
+        out.setdefault(k, even)
+    return out
+
+
+def evaluate(ctx: Context, plans: dict[str, np.ndarray], chunk: int = CHUNK) -> dict[str, np.ndarray]:
+    """Step time [s], its breakdown [s] and memory per GPU [B] for every plan (arrays).
+
+    Large plan sets are evaluated ``chunk`` plans at a time (same results, bounded memory).
+    """
+    plans = complete_plans(ctx, plans)
+    n = len(np.atleast_1d(plans["tp"]))
+    if n <= chunk:
+        return _evaluate(ctx, plans)
+    parts = [_evaluate(ctx, {k: np.asarray(v)[i:i + chunk] for k, v in plans.items()}) for i in range(0, n, chunk)]
+    return _concat(parts)
+
+
+def _concat(parts):
+    first = parts[0]
+    if isinstance(first, dict):
+        return {k: _concat([p[k] for p in parts]) for k in first}
+    return np.concatenate(parts)
+
+
+def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
+    """Per transformer layer, per micro-batch, forward + backward [s]: GEMM/attention/element-wise
+    compute, recomputation, exposed TP / CP / EP communication."""
     a, e = ctx.arch, ctx.eff
-    tp = np.asarray(plans["tp"], dtype=float)
-    pp = np.asarray(plans["pp"], dtype=float)
-    dp = np.asarray(plans["dp"], dtype=float)
-    cp = np.asarray(plans["cp"], dtype=float)
-    ep = np.asarray(plans["ep"], dtype=float)
-    mb = np.asarray(plans["mb"], dtype=float)
-    gbs = np.asarray(plans["gbs"], dtype=float)
-    vp = np.asarray(plans["vp"], dtype=float)
-    rc = np.asarray(plans["rc"], dtype=int)
-    sp = np.asarray(plans["sp"], dtype=bool)
-    zero = np.asarray(plans["zero"], dtype=int)
-    dopt = np.asarray(plans["dopt"], dtype=bool)
     full = rc == 2
     sel = rc == 1
-
-    h, s, V = float(a.hidden_size), float(a.seq_length), float(a.vocab_size)
+    h, s = float(a.hidden_size), float(a.seq_length)
     heads = float(a.attention_heads)
     P, P16, B = ctx.peak_flops, ctx.peak16_flops, ctx.memory_bw
     eg = e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
     em, d0 = e.memory_efficiency, e.gemm_half_dim
-    gpn = float(ctx.gpus_per_node)
-
-    m = gbs / (dp * mb)  # micro-batches per step per pipeline
     s_loc = s / cp
     M = mb * s_loc  # tokens per micro-batch per GPU
-    L_s = a.layers / pp
     moe_frac = a.moe_layers / a.layers
     dense_frac = 1.0 - moe_frac
 
     def gemm(Mx, K, N):
         return _gemm_time(Mx, K, N, P, eg, d0, B, em)
 
-    # ---- per layer, forward, one micro-batch [s] ---------------------------------
     q_out = float(a.attention_output_dim())
     attn_in_n = (a.attention_matmul_params_per_layer() - q_out * h) / h
-    t_attn_proj = gemm(M, h, attn_in_n / tp) + gemm(M, q_out / tp, h)
+    g_qkv = gemm(M, h, attn_in_n / tp)
+    g_proj = gemm(M, q_out / tp, h)
     mats = 3 if a.ffn_type == "swiglu" else 2
     f = float(a.ffn_hidden_size)
-    t_ffn_dense = gemm(M, h, (mats - 1) * f / tp) + gemm(M, f / tp, h)
+    g_fc1 = gemm(M, h, (mats - 1) * f / tp)
+    g_fc2 = gemm(M, f / tp, h)
     if a.is_moe:
         fe = float(a.expert_ffn_hidden_size or a.ffn_hidden_size)
         experts_local = a.num_experts / ep
@@ -189,7 +260,9 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     else:
         t_ffn_moe = 0.0 * M
         f_act = f
-    t_gemm_layer = t_attn_proj + dense_frac * t_ffn_dense + moe_frac * t_ffn_moe
+    g_in = dense_frac * g_fc1 + moe_frac * 0.5 * t_ffn_moe  # the GEMMs beside the FFN collectives
+    g_out = dense_frac * g_fc2 + moe_frac * 0.5 * t_ffn_moe
+    t_gemm_layer = g_qkv + g_proj + g_in + g_out
 
     heads_loc = heads / tp
     score_flops = 2.0 * mb * s_loc * s * heads_loc * (a.qk_head_dim + a.value_head_dim)  # full s x s
@@ -208,54 +281,126 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     ew_bytes = M * (e.elementwise_bytes_per_hidden * h / np.where(sp, tp, 1.0) + act_bytes * f_act / tp)
     t_ew_fwd = ew_bytes / (B * em)
 
-    fwd_layer = t_gemm_layer + t_attn_fwd + t_ew_fwd + e.layer_overhead_s
-    train_layer = 3.0 * (t_gemm_layer + t_ew_fwd + e.layer_overhead_s) + (1.0 + attn_bwd_factor) * t_attn_fwd
-    recompute_layer = np.where(full, t_gemm_layer + t_ew_fwd + e.layer_overhead_s, 0.0) + attn_recompute * t_attn_fwd
+    train = 3.0 * (t_gemm_layer + t_ew_fwd + e.layer_overhead_s) + (1.0 + attn_bwd_factor) * t_attn_fwd
+    recompute = np.where(full, t_gemm_layer + t_ew_fwd + e.layer_overhead_s, 0.0) + attn_recompute * t_attn_fwd
 
-    # output layer and loss on the last stage
-    t_logits = 3.0 * gemm(M, h, V / tp) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
-    del fwd_layer
-
-    # ---- communication per micro-batch -------------------------------------------
+    # ---- tensor parallel -------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
     net_bw = ctx.nic_bw * e.network_efficiency
     tp_in_node = tp <= ctx.nvlink_domain
     tp_bw = np.where(tp_in_node, nvl_bw, net_bw)
     tp_alpha = np.where(tp_in_node, e.alpha_nvlink_s, e.alpha_network_s)
     act_size = M * h * BYTES_16
-    t_tp_coll = _ring_allreduce(act_size, tp, tp_bw, tp_alpha)
-    n_tp_coll = 4.0 + np.where(full, 2.0, 0.0)
-    t_tp = (1.0 - e.tp_overlap) * L_s * n_tp_coll * t_tp_coll
+    c = _ring_gather(act_size, tp, tp_bw, tp_alpha)  # one all-gather or reduce-scatter of a layer activation
+    if e.tp_overlap is not None:  # a fixed hidden fraction (training.efficiency override)
+        n_coll = 4.0 + np.where(full, 2.0, 0.0)
+        t_tp = (1.0 - e.tp_overlap) * n_coll * 2.0 * c
+    else:
+        kap = ctx.tp_terms.sm_contention
+        n_rs = ctx.tp_terms.reduce_scatter_splits
+
+        def hidden(cc, g, n_split):  # exposed part of a collective overlapped with GEMM g [9]
+            return np.maximum(cc - g, 0.0) + cc / n_split + kap * np.minimum(cc, g)
+
+        col = (g_qkv, g_in)
+        row = (g_proj, g_out)
+        # default Megatron [8]
+        fwd_def = 4.0 * c
+        bwd_sp = sum(c + 2.0 * hidden(c, g, np.inf) for g in col)  # row AG exposed; col AG/RS behind dgrad/wgrad
+        bwd_nosp = sum(hidden(2.0 * c, g, np.inf) for g in col)  # col all-reduce behind wgrad
+        bwd_def = np.where(sp, bwd_sp, bwd_nosp)
+        # --tp-comm-overlap [9]
+        fwd_ovl = sum(hidden(c, g, tp) for g in col) + sum(hidden(c, g, n_rs) for g in row)
+        bwd_ovl = sum(hidden(c, g, tp) for g in row) + sum(2.0 * hidden(c, g, np.inf) for g in col)
+        ovl = (tpo > 0) & sp
+        fwd = np.where(ovl, fwd_ovl, fwd_def)
+        bwd = np.where(ovl, bwd_ovl, bwd_def)
+        t_tp = np.where(tp > 1, fwd * (1.0 + np.where(full, 1.0, 0.0)) + bwd, 0.0)
 
     dom = float(ctx.nvlink_domain)
     cp_in_node = tp * cp <= dom
     cp_bw = np.where(cp_in_node, nvl_bw, net_bw)
     kv_bytes = M * a.kv_heads * (a.qk_head_dim + a.value_head_dim) / tp * BYTES_16
-    t_cp = np.where(cp > 1, (1.0 - e.cp_overlap) * L_s * 3.0 * (cp - 1) * (kv_bytes / cp_bw + e.alpha_network_s), 0.0)
+    t_cp = np.where(cp > 1, (1.0 - e.cp_overlap) * 3.0 * (cp - 1) * (kv_bytes / cp_bw + e.alpha_network_s), 0.0)
 
     if a.is_moe:
         ep_in_node = tp * cp * ep <= dom
         ep_bw = np.where(ep_in_node, nvl_bw, net_bw)
         a2a = (ep - 1) / ep * M * a.experts_per_token * h * BYTES_16 / ep_bw
         n_a2a = 4.0 + np.where(full, 2.0, 0.0)
-        t_ep = np.where(ep > 1, (1.0 - e.ep_overlap) * L_s * moe_frac * n_a2a * a2a, 0.0)
+        t_ep = np.where(ep > 1, (1.0 - e.ep_overlap) * moe_frac * n_a2a * a2a, 0.0)
     else:
         t_ep = 0.0 * M
+    return train, recompute, t_tp, t_cp, t_ep, f_act
 
+
+def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    a, e, fw = ctx.arch, ctx.eff, ctx.framework
+    tp = np.asarray(plans["tp"], dtype=float)
+    pp = np.asarray(plans["pp"], dtype=float)
+    dp = np.asarray(plans["dp"], dtype=float)
+    cp = np.asarray(plans["cp"], dtype=float)
+    ep = np.asarray(plans["ep"], dtype=float)
+    mb = np.asarray(plans["mb"], dtype=float)
+    gbs = np.asarray(plans["gbs"], dtype=float)
+    vp = np.asarray(plans["vp"], dtype=float)
+    rc = np.asarray(plans["rc"], dtype=int)
+    sp = np.asarray(plans["sp"], dtype=bool)
+    zero = np.asarray(plans["zero"], dtype=int)
+    dopt = np.asarray(plans["dopt"], dtype=bool)
+    tpo = np.asarray(plans["tpo"], dtype=float)
+    lf, ll, lm = (np.asarray(plans[k], dtype=float) for k in ("lf", "ll", "lm"))
+
+    h, s, V = float(a.hidden_size), float(a.seq_length), float(a.vocab_size)
+    B = ctx.memory_bw
+    em = e.memory_efficiency
+    P, eg, d0 = ctx.peak_flops, e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0), e.gemm_half_dim
+    gpn = float(ctx.gpus_per_node)
+    L = float(a.layers)
+
+    m = gbs / (dp * mb)  # micro-batches per step per pipeline
+    s_loc = s / cp
+    M = mb * s_loc
+
+    train, recomp, t_tp, t_cp, t_ep, f_act = _layer_terms(ctx, tp, cp, ep, mb, rc, sp, tpo)
+    t_layer = train + recomp + t_tp + t_cp + t_ep
+
+    # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last
+    t_emb = 3.0 * BYTES_16 * M * h / (B * em)
+    t_out = 3.0 * _gemm_time(M, h, V / tp, P, eg, d0, B, em) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
+
+    # ---- pipeline stages ---------------------------------------------------------------
+    nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
+    net_bw = ctx.nic_bw * e.network_efficiency
+    dom = float(ctx.nvlink_domain)
+    act_size = M * h * BYTES_16
     pp_cross = tp * cp * dp >= dom
     pp_bw = np.where(pp_cross, net_bw, nvl_bw)
-    t_p2p = np.where(pp > 1, 2.0 * vp * (e.alpha_network_s + act_size / tp / pp_bw), 0.0)
+    boundary = act_size / np.where(pp_cross & fw.p2p_scatter_gather, tp, 1.0)
+    t_p2p = np.where(pp > 1, 2.0 * vp * (e.alpha_network_s + boundary / pp_bw), 0.0)
 
-    # ---- pipeline ---------------------------------------------------------------
-    t_compute_mb = L_s * train_layer + t_logits
-    t_recompute_mb = L_s * recompute_layer
-    t_mb = t_compute_mb + t_recompute_mb + t_tp + t_cp + t_ep + t_p2p
-    bubble_mult = (pp - 1.0) / vp
-    t_pipe = t_mb * (m + bubble_mult)
+    single = pp == 1
+    phi = np.where(single, 1.0, fw.pipeline_stage_factor)
+    t_first = np.where(single, L * t_layer + t_emb + t_out, lf * t_layer + t_emb + t_p2p)
+    t_last = np.where(single, t_first, ll * t_layer + t_out + t_p2p)
+    t_mid = np.where(pp > 2, lm * t_layer + t_p2p, 0.0)
+    raw_max = np.maximum(np.maximum(t_first, t_last), t_mid)
+    which = np.where(raw_max == t_last, 2, np.where(raw_max == t_first, 0, 1))  # bottleneck: 0 first, 1 middle, 2 last
+    n_b = np.where(which == 0, np.where(single, L, lf), np.where(which == 2, ll, lm))
+    extra_b = np.where(single, t_emb + t_out, np.where(which == 0, t_emb, np.where(which == 2, t_out, 0.0)))
+    t_max = phi * raw_max
+    t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
+    bubble = (t_sum - t_max) / vp
+    t_pipe = m * t_max + bubble
 
     # ---- data parallel -------------------------------------------------------------
-    p_first, p_last = stage_params(ctx, tp, pp, ep)
-    p_gpu = np.maximum(p_first, p_last)
+    lp = layer_params(ctx, tp, ep)
+    emb_p, out_p = embedding_params(ctx, tp)
+    out_last = np.where(single, 0.0 if a.tied_embeddings else out_p, out_p)
+    p_first = np.where(single, L, lf) * lp + emb_p + np.where(single, out_last, 0.0)
+    p_last = np.where(single, p_first, ll * lp + out_last)
+    p_mid = np.where(pp > 2, lm * lp, 0.0)
+    p_gpu = np.maximum(np.maximum(p_first, p_last), p_mid)
     n_dp = dp * cp
     per_node = np.minimum(n_dp, np.maximum(1.0, np.floor(gpn / tp)))
     in_node = tp * n_dp <= dom
@@ -263,21 +408,30 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     dp_bw = np.where(in_node, nvl_bw, net_bw if ctx.flat_collectives else hier_bw)
     nodes_in_group = np.maximum(1.0, n_dp / per_node)
     dp_alpha = np.where(in_node, e.alpha_nvlink_s, e.alpha_network_s)
-    t_allreduce = _ring_allreduce(p_gpu * GRAD_REDUCE_BYTES_FP32, n_dp, dp_bw, dp_alpha)
-    t_rs_ag = (_ring_gather(p_gpu * GRAD_REDUCE_BYTES_FP32, n_dp, dp_bw, dp_alpha)
-               + _ring_gather(p_gpu * BYTES_16, n_dp, dp_bw, dp_alpha))
-    t_dp_grad = np.where((zero == 0) & ~dopt, t_allreduce, t_rs_ag)
-    exposed_grad = (1.0 - e.dp_overlap) * t_dp_grad
+    gbytes = fw.grad_reduce_bytes
+    sharded = (zero >= 1) | dopt
+    t_grad = np.where(sharded, _ring_gather(p_gpu * gbytes, n_dp, dp_bw, dp_alpha),
+                      _ring_allreduce(p_gpu * gbytes, n_dp, dp_bw, dp_alpha))
+    t_param = np.where(sharded, _ring_gather(p_gpu * BYTES_16, n_dp, dp_bw, dp_alpha), 0.0)
+    if e.dp_overlap is not None:  # a fixed hidden fraction (parallelism.dp_overlap)
+        exposed_grad = (1.0 - e.dp_overlap) * (t_grad + t_param)
+    else:
+        bucket = np.minimum(1.0, np.maximum(fw.bucket_params, fw.bucket_params_per_dp_rank * n_dp) / p_gpu)
+        w_bwd = t_max * (2.0 / 3.0)  # backward of the last micro-batch [11]
+        w_fwd = t_max / 3.0  # forward of the first micro-batch of the next step
+        ex_grad = np.maximum(t_grad - w_bwd, bucket * t_grad) if ctx.overlap_grad_reduce else t_grad
+        ex_param = np.maximum(t_param - w_fwd, bucket * t_param) if ctx.overlap_param_gather else t_param
+        exposed_grad = ex_grad + ex_param
     # ZeRO-3: gather parameters for forward and backward and reduce-scatter gradients, per micro-batch.
     z3_bytes = 3.0 * p_gpu * BYTES_16
+    L_s = np.where(single, L, L / pp)
     t_z3 = m * (_ring_gather(z3_bytes, n_dp, dp_bw, 0.0) + 3.0 * L_s * (n_dp > 1) * dp_alpha * nodes_in_group)
-    compute_total = t_mb * m
+    compute_total = t_pipe
     exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
     t_dp = np.where(zero == 3, exposed_z3, exposed_grad)
 
     # ---- optimizer ------------------------------------------------------------------
-    sharded_opt = (zero >= 1) | dopt
-    p_opt = np.where(sharded_opt, p_gpu / n_dp, p_gpu)
+    p_opt = np.where(sharded, p_gpu / n_dp, p_gpu)
     t_opt = p_opt * e.optimizer_bytes_per_param / (B * em)
 
     base = t_pipe + t_dp + t_opt
@@ -285,41 +439,93 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray
     step = base + overhead
 
     breakdown = {
-        "compute": m * t_compute_mb,
-        "recompute": m * t_recompute_mb,
-        "tp_comm": m * t_tp,
-        "cp_comm": m * t_cp,
-        "ep_comm": m * t_ep,
+        "compute": m * (n_b * train + extra_b),
+        "recompute": m * n_b * recomp,
+        "tp_comm": m * n_b * t_tp,
+        "cp_comm": m * n_b * t_cp,
+        "ep_comm": m * n_b * t_ep,
         "pp_comm": m * t_p2p,
-        "bubble": t_mb * bubble_mult,
+        "bubble": bubble,
         "dp_comm": t_dp,
         "optimizer": t_opt,
+        "framework": m * (phi - 1.0) * raw_max,
         "overhead": overhead,
     }
 
-    # ---- memory (first stage) ---------------------------------------------------------
-    states = model_state_bytes(p_first, n_dp, zero, dopt)
-    weights, grads, opt = states["weights"], states["gradients"], states["optimizer_states"]
-    layer_params = (p_first - a.vocab_size * h / tp) / np.maximum(L_s, 1.0)
-    # ZeRO-3 keeps the gathered parameters of the current and the prefetched layer
-    z3_buffers = np.where(zero == 3, 2.0 * layer_params * BYTES_16, 0.0)
-    f_mem = dense_frac * f + moe_frac * (f_act if a.is_moe else f)
-    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
-    acts = per_layer * L_s * in_flight_factor(pp, m, vp)
-    # with full recomputation one layer's activations are rebuilt and live during its backward
-    acts = acts + np.where(full, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem), 0.0)
-    # pp == 1: the fp32 output logits live on the same GPU
-    acts = acts + np.where(pp == 1, 4.0 * M * V / tp, 0.0)
-    model_state = weights + grads + opt + z3_buffers
-    other = e.cuda_context_gib * GIB + e.comm_buffers_gib * GIB + e.fragmentation * (model_state + acts)
-    total = model_state + acts + other
-    memory = {
-        "weights": weights + z3_buffers,
-        "gradients": grads,
-        "optimizer_states": opt,
-        "activations": acts,
-        "other": other,
-        "total": total,
-    }
+    # ---- memory: first stage, stage 1 (most in flight among the middle), last stage ------
+    common = _MemoryCommon(ctx, tp, pp, ep, mb, s_loc, sp, rc, zero, dopt, n_dp, m, vp, f_act, lp, emb_p, out_last)
+    m0 = common.stage(np.where(single, L, lf), 0.0, True, single)
+    m1 = common.stage(np.asarray(plans["l1"], dtype=float), 1.0, False, False)
+    mL = common.stage(ll, pp - 1.0, False, True)
+    t0, t1, tL = m0["total"], np.where(pp > 2, m1["total"], -1.0), np.where(pp > 1, mL["total"], -1.0)
+    pick = np.where((tL > t0) & (tL >= t1), 2, np.where(t1 > t0, 1, 0))
+    memory = {k: np.where(pick == 0, m0[k], np.where(pick == 1, m1[k], mL[k])) for k in m0}
+    mem_stage = np.where(pick == 0, 0.0, np.where(pick == 1, 1.0, pp - 1.0))
     return {"step_time_s": step, "micro_batches": m, "breakdown": breakdown, "memory": memory,
-            "fits": total <= ctx.memory_capacity}
+            "fits": memory["total"] <= ctx.memory_capacity, "memory_stage": mem_stage,
+            "bottleneck_stage": np.where(which == 0, 0.0, np.where(which == 2, pp - 1.0, 1.0)),
+            "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
+
+
+class _MemoryCommon:
+    """Per-plan terms shared by the memory of every pipeline stage."""
+
+    def __init__(self, ctx, tp, pp, ep, mb, s_loc, sp, rc, zero, dopt, n_dp, m, vp, f_act, lp, emb_p, out_last):
+        a, e = ctx.arch, ctx.eff
+        moe_frac = a.moe_layers / a.layers
+        f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
+        self.ctx, self.pp, self.m, self.vp = ctx, pp, m, vp
+        self.zero, self.dopt, self.n_dp = zero, dopt, n_dp
+        self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
+        self.per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
+        self.rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem),
+                                0.0)
+        self.logits = 4.0 * mb * s_loc * a.vocab_size / tp  # fp32 logits of one micro-batch
+        # ZeRO-3 keeps the gathered parameters of the current and the prefetched layer [4]
+        self.gather = np.where(zero == 3, 2.0 * lp * BYTES_16, 0.0)
+        self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
+        self.frag = e.fragmentation
+
+    def stage(self, layers, index, has_embedding, has_output):
+        """Memory of pipeline stage ``index`` holding ``layers`` layers [B], by part."""
+        pp, m, vp = self.pp, self.m, self.vp
+        params = layers * self.lp + np.where(has_embedding, self.emb_p, 0.0) + np.where(has_output, self.out_last, 0.0)
+        states = model_state_bytes(params, self.n_dp, self.zero, self.dopt)
+        in_flight = np.minimum(np.maximum(pp - index, 1.0), m) * np.where(vp > 1, 1.0 + (pp - 1.0) / (pp * vp), 1.0)
+        acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
+        model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather
+        other = self.fixed + self.frag * (model + acts)
+        return {"weights": states["weights"], "gradients": states["gradients"],
+                "optimizer_states": states["optimizer_states"], "gather_buffers": self.gather + 0.0 * params,
+                "activations": acts, "other": other, "total": model + acts + other}
+
+
+def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) -> dict[str, np.ndarray]:
+    """Time per micro-batch [s] and memory [B] of every pipeline stage of one plan.
+
+    ``plan``: length-1 arrays (as :func:`evaluate` takes); ``layers``: layers per stage.
+    """
+    plan = complete_plans(ctx, plan)
+    res = _evaluate(ctx, plan)
+    st = {k: float(v[0]) for k, v in res["stage_terms"].items()}
+    p = len(layers)
+    n = np.asarray(layers, dtype=float)
+    idx = np.arange(p, dtype=float)
+    first, last = idx == 0, idx == p - 1
+    t = st["phi"] * (n * st["t_layer"] + np.where(first, st["t_emb"], 0.0) + np.where(last, st["t_out"], 0.0)
+                     + (st["t_p2p"] if p > 1 else 0.0))
+    rep = {k: np.repeat(np.asarray(v, dtype=float), p) for k, v in plan.items()}
+    tp, pp, ep = rep["tp"], rep["pp"], rep["ep"]
+    cp, mb = rep["cp"], rep["mb"]
+    s_loc = ctx.arch.seq_length / cp
+    m = rep["gbs"] / (rep["dp"] * mb)
+    _, _, _, _, _, f_act = _layer_terms(ctx, tp[:1], cp[:1], ep[:1], mb[:1], rep["rc"][:1].astype(int),
+                                        rep["sp"][:1].astype(bool), rep["tpo"][:1])
+    lp = layer_params(ctx, tp, ep)
+    emb_p, out_p = embedding_params(ctx, tp)
+    out_last = np.where(p == 1, 0.0 if ctx.arch.tied_embeddings else out_p, out_p)
+    common = _MemoryCommon(ctx, tp, pp, ep, mb, s_loc, rep["sp"].astype(bool), rep["rc"].astype(int),
+                           rep["zero"].astype(int), rep["dopt"].astype(bool), rep["dp"] * cp, m, rep["vp"], f_act,
+                           lp, emb_p, out_last)
+    mem = common.stage(n, idx, first, last)
+    return {"layers": n.astype(int), "time_s": t, "memory": mem}

@@ -4,6 +4,8 @@ All values live in ``data/efficiency.yaml`` with the evidence each one rests on.
 are the *only* tunable numbers of the training-time engine: the same set is used for
 every estimate and every validation row. A scenario can override any of them
 (``training.gemm_efficiency``, ``parallelism.dp_overlap``, ``training.efficiency``).
+Software terms (what the framework overlaps, its pipeline slot time) live apart, in
+:mod:`gpucluster_lib.training.framework`.
 """
 
 from __future__ import annotations
@@ -46,17 +48,19 @@ class Efficiency:
     flash_backward_factor: float
     alpha_nvlink_s: float
     alpha_network_s: float
-    dp_overlap: float
     zero3_overlap: float
     cp_overlap: float
     ep_overlap: float
-    tp_overlap: float
     step_overhead: float
     cuda_context_gib: float
     comm_buffers_gib: float
     fragmentation: float
     gemm_half_dim: float
     validated: bool = True
+    #: Fixed hidden fractions that replace the scheduled overlap models when given
+    #: (``parallelism.dp_overlap``; ``training.efficiency: {tp_overlap: ...}``); None = modelled.
+    dp_overlap: float | None = None
+    tp_overlap: float | None = None
 
     def replace(self, **changes: Any) -> Efficiency:
         return dataclasses.replace(self, **changes)

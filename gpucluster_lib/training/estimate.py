@@ -23,9 +23,23 @@ from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolv
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
 from gpucluster_lib.training import flops as fl
-from gpucluster_lib.training.core import BREAKDOWN_KEYS, MEMORY_KEYS, PLAN_KEYS, Context, evaluate
+from gpucluster_lib.training.core import (
+    BREAKDOWN_KEYS,
+    MEMORY_KEYS,
+    PLAN_KEYS,
+    Context,
+    evaluate,
+    stage_table,
+)
 from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
-from gpucluster_lib.training.plans import Plan, enumerate_plans, plan_from_codes, resolve_plan
+from gpucluster_lib.training.framework import framework as framework_terms
+from gpucluster_lib.training.plans import (
+    Plan,
+    enumerate_plans,
+    layout_findings,
+    plan_from_codes,
+    resolve_plan,
+)
 from gpucluster_lib.training.vision import estimate_training
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
@@ -65,6 +79,9 @@ class TrainingEstimate:
     assumptions: dict[str, Any] = field(default_factory=dict)
     searched: bool = False
     top_plans: pd.DataFrame | None = None
+    #: Per pipeline stage: layers, time per micro-batch [s], memory per GPU [B]; the stage
+    #: that sets the pace and the one that needs the most memory (0-based).
+    stages: dict[str, Any] = field(default_factory=dict)
 
     @property
     def bubble_fraction(self) -> float:
@@ -92,6 +109,7 @@ class TrainingEstimate:
             "plan": {**self.plan.to_dict(), "auto": self.searched, "micro_batches": self.plan.micro_batches},
             "findings": [f.to_dict() for f in self.findings],
             "assumptions": self.assumptions,
+            "pipeline": dict(self.stages),
         }
         if self.top_plans is not None:
             out["top_plans"] = self.top_plans.head(10).to_dict(orient="records")
@@ -160,6 +178,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if scenario.parallelism.dp_overlap is not None:
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
     eff = for_accelerator(acc, overrides)
+    fw = framework_terms(tr.framework)
+    par = scenario.parallelism
     peak = peak_tflops(acc, tr.precision) * TERA
     peak16 = peak_tflops(acc, "bf16") * TERA if tr.precision in ("fp8", "bf16", "fp16") else peak
     scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
@@ -170,8 +190,11 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
                   memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
                   flash_attention=tr.flash_attention,
-                  flat_collectives=scenario.parallelism.sharded_collectives == "flat",
-                  fp8=tr.precision == "fp8")
+                  flat_collectives=par.sharded_collectives == "flat",
+                  fp8=tr.precision == "fp8", framework=fw,
+                  overlap_grad_reduce=fw.overlap_grad_reduce if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
+                  overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
+                                        else par.overlap_param_gather))
     return ctx, hw, eff
 
 
@@ -180,46 +203,86 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
 
 @dataclass
 class SearchResult:
-    """All valid plans, evaluated and ranked (fitting plans first, fastest first)."""
+    """Valid plans, evaluated and ranked (fitting plans first, fastest first).
+
+    ``table`` holds the best ``limit`` plans of the ``enumerated`` ones (all when the search
+    was asked for all); ``fitting`` counts every plan that fits, shown or not.
+    """
 
     table: pd.DataFrame
     enumerated: int
+    fitting_count: int = -1
+    layers: int | None = None
 
     @property
     def best(self) -> Plan | None:
         fit = self.table[self.table["fits"]]
-        return plan_from_codes(fit.iloc[0].to_dict()) if len(fit) else None
+        return plan_from_codes(fit.iloc[0].to_dict(), self.layers) if len(fit) else None
 
     @property
     def fitting(self) -> int:
-        return int(self.table["fits"].sum())
+        return self.fitting_count if self.fitting_count >= 0 else int(self.table["fits"].sum())
 
 
-def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any], tokens: float | None) -> pd.DataFrame:
+#: Plans kept in a search table (the UI shows 10; the ranking is over all of them).
+SEARCH_TABLE_ROWS = 1000
+
+
+def _top(fits: np.ndarray, tps: np.ndarray, mem: np.ndarray, limit: int | None) -> np.ndarray:
+    """Indices of the best ``limit`` plans: fitting first, then by tokens/s (desc), memory (asc)."""
+    n = len(tps)
+    if limit is None or n <= limit:
+        sel = np.arange(n)
+    else:
+        fit_idx = np.flatnonzero(fits)
+        if len(fit_idx) >= limit:
+            sel = fit_idx[np.argpartition(-tps[fit_idx], limit - 1)[:limit]]
+        else:
+            rest = np.flatnonzero(~fits)
+            k = limit - len(fit_idx)
+            sel = np.concatenate([fit_idx, rest[np.argpartition(-tps[rest], k - 1)[:k]]])
+    order = np.lexsort((mem[sel], -tps[sel], ~fits[sel]))
+    return sel[order]
+
+
+def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any], tokens: float | None,
+                limit: int | None = SEARCH_TABLE_ROWS) -> pd.DataFrame:
+    """The ranking is numeric over all plans; strings are built only for the rows kept."""
     import pandas as pd
 
     a = ctx.arch
     step = res["step_time_s"]
-    tok_per_step = plans["gbs"] * a.seq_length
-    tps = tok_per_step / step
-    mflops = fl.model_flops_per_token(a) * tps / ctx.gpus
-    df = pd.DataFrame({k: plans[k] for k in PLAN_KEYS})
-    df["step_time_s"] = step
-    df["tokens_per_s"] = tps
-    df["mfu"] = mflops / ctx.peak_flops
-    df["memory_gib"] = res["memory"]["total"] / GIB
-    df["fits"] = res["fits"]
-    df["bubble_s"] = res["breakdown"]["bubble"]
-    df["training_days"] = (tokens / tps / SECONDS_PER_DAY) if tokens else np.nan
+    tps = plans["gbs"] * a.seq_length / step
+    mem = res["memory"]["total"]
+    fits = np.asarray(res["fits"], dtype=bool)
+    idx = _top(fits, tps, mem, limit)
+    df = pd.DataFrame({k: np.asarray(plans[k])[idx] for k in PLAN_KEYS})
+    df["step_time_s"] = step[idx]
+    df["tokens_per_s"] = tps[idx]
+    df["mfu"] = fl.model_flops_per_token(a) * tps[idx] / ctx.gpus / ctx.peak_flops
+    df["memory_gib"] = mem[idx] / GIB
+    df["fits"] = fits[idx]
+    df["bubble_s"] = res["breakdown"]["bubble"][idx]
+    df["training_days"] = (tokens / tps[idx] / SECONDS_PER_DAY) if tokens else np.nan
     cap = ctx.memory_capacity / GIB
-    df["reason"] = np.where(res["fits"], "", [f"needs {m:.1f} GiB of {cap:.1f} GiB" for m in df["memory_gib"]])
+    df["reason"] = ["" if ok else f"needs {m:.1f} GiB of {cap:.1f} GiB" for ok, m in zip(df["fits"], df["memory_gib"], strict=False)]
     df["recompute"] = [("none", "selective", "full")[int(r)] for r in df["rc"]]
-    df = df.sort_values(["fits", "tokens_per_s", "memory_gib"], ascending=[False, False, True], kind="stable")
+    df["layers_per_stage"] = [_layout_text(a.layers, int(p), int(f), int(last), int(mid))
+                              for p, f, last, mid in zip(df["pp"], df["lf"], df["ll"], df["lm"], strict=False)]
     return df.reset_index(drop=True)
 
 
+def _layout_text(layers: int, pp: int, lf: int, ll: int, lm: int) -> str:
+    if pp == 1:
+        return str(layers)
+    if layers % pp == 0 and lf == ll == lm == layers // pp:
+        return f"{layers // pp} each"
+    return f"first {lf}, middle up to {lm}, last {ll}" if pp > 2 else f"{lf} + {ll}"
+
+
 def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
-                 spec: ParallelismSpec | None = None, context: Context | None = None) -> SearchResult:
+                 spec: ParallelismSpec | None = None, context: Context | None = None,
+                 limit: int | None = SEARCH_TABLE_ROWS) -> SearchResult:
     """Enumerate every valid plan (fields fixed in ``parallelism`` are kept), evaluate all of them
     in one vectorised call and rank them by time to train (fitting plans first).
 
@@ -231,6 +294,8 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
         GPU count to plan for [GPUs] (default: the scenario's cluster).
     spec : ParallelismSpec, optional
         Fixed fields (default: ``scenario.parallelism``).
+    limit : int or None
+        Rows kept in the table (None: all); the ranking always covers every plan.
     """
     ctx = context or build_context(scenario, catalog, gpus=gpus)[0]
     spec = spec or scenario.parallelism
@@ -241,7 +306,8 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     res = evaluate(ctx, plans)
-    return SearchResult(table=_rank_table(ctx, plans, res, scenario.training.tokens), enumerated=n)
+    return SearchResult(table=_rank_table(ctx, plans, res, scenario.training.tokens, limit), enumerated=n,
+                        fitting_count=int(np.count_nonzero(res["fits"])), layers=ctx.arch.layers)
 
 
 def _fixed_fields(spec: ParallelismSpec) -> str:
@@ -313,7 +379,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         plan = result.best
         top = result.table
         if plan is None:
-            plan = plan_from_codes(result.table.iloc[0].to_dict())  # the least memory-hungry fastest
+            plan = plan_from_codes(result.table.iloc[0].to_dict(), arch.layers)  # the fastest of those that do not fit
             findings.append(Finding("training-no-plan-fits", "error",
                                     f"none of the {result.enumerated} valid plans fits in {ctx.memory_capacity / GIB:.0f} GiB "
                                     "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
@@ -322,18 +388,26 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
                                 f"searched {result.enumerated} valid plans, {result.fitting} fit in memory; "
                                 f"best: {plan.label()}"))
     else:
-        plan = resolve_plan(par, arch, hw.gpus)
-    res = evaluate(ctx, plan.arrays())
+        plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap)
+        findings += layout_findings(par, arch.layers, plan)
+    arrays = plan.arrays(arch.layers)
+    res = evaluate(ctx, arrays)
     step = float(res["step_time_s"][0])
     breakdown = {k: float(res["breakdown"][k][0]) for k in BREAKDOWN_KEYS}
-    memory = {k: float(res["memory"][k][0]) for k in (*MEMORY_KEYS, "total")}
-    fits = bool(res["fits"][0])
+    table = stage_table(ctx, arrays, list(plan.stage_layers(arch.layers)))
+    worst = int(np.argmax(table["memory"]["total"]))
+    memory = {k: float(table["memory"][k][worst]) for k in (*MEMORY_KEYS, "total")}
+    fits = memory["total"] <= ctx.memory_capacity
+    stages = {"layers_per_stage": [int(x) for x in table["layers"]],
+              "stage_time_per_micro_batch_s": [float(x) for x in table["time_s"]],
+              "stage_memory_bytes": [float(x) for x in table["memory"]["total"]],
+              "bottleneck_stage": int(np.argmax(table["time_s"])), "memory_stage": worst}
     tokens_step = plan.global_batch_size * arch.seq_length
     tps = tokens_step / step
     mflops = fl.model_flops_per_token(arch) * tps / hw.gpus
     hflops = fl.hardware_flops_per_token(arch, plan.recompute) * tps / hw.gpus
     days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
-    findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff)
+    findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff, stages)
     assumptions = {
         "efficiency": eff.to_dict(),
         "peak_tflops": ctx.peak_flops / TERA,
@@ -342,6 +416,9 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         "fabric_gbps_per_gpu": ctx.nic_bw / GBPS_IN_BYTES_PER_S,
         "nvlink_domain_gpus": ctx.nvlink_domain,
         "flash_attention": ctx.flash_attention,
+        "framework": ctx.framework.to_dict(),
+        "overlap_grad_reduce": ctx.overlap_grad_reduce,
+        "overlap_param_gather": ctx.overlap_param_gather,
         "sharded_collectives": "flat" if ctx.flat_collectives else "hierarchical",
         "precision": scenario.training.precision,
         "flops_convention": "model FLOPs = 3 x forward GEMM FLOPs incl. full s x s attention (Narayanan 2021 / "
@@ -362,7 +439,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         model_tflops_per_gpu=mflops / TERA, hardware_tflops_per_gpu=hflops / TERA, mfu=mflops / ctx.peak_flops,
         hfu=hflops / ctx.peak_flops, memory_per_gpu_bytes=memory, memory_capacity_bytes=ctx.memory_capacity,
         fits=fits, time_breakdown_s=breakdown, training_days=days, plan=plan, findings=sort_findings(findings),
-        assumptions=assumptions, searched=par.auto, top_plans=top)
+        assumptions=assumptions, searched=par.auto, top_plans=top, stages=stages)
 
 
 #: Highest training MFU in published runs we know of, rounded up: MosaicML llm-foundry benchmark
@@ -372,13 +449,16 @@ MFU_PUBLISHED_CEILING = 0.65
 
 
 def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, float], fits: bool,
-              breakdown: dict[str, float], step: float, days: float | None, eff: Efficiency) -> list[Finding]:
+              breakdown: dict[str, float], step: float, days: float | None, eff: Efficiency,
+              stages: dict[str, Any] | None = None) -> list[Finding]:
     out: list[Finding] = []
     cap = ctx.memory_capacity
     if not fits:
         parts = ", ".join(f"{k} {memory[k] / GIB:.1f}" for k in MEMORY_KEYS)
+        where = f"pipeline stage {stages['memory_stage'] + 1} of {plan.pipeline}" if stages and plan.pipeline > 1 \
+            else "the only pipeline stage"
         out.append(Finding("training-memory-exceeded", "error",
-                           f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU (first pipeline stage: "
+                           f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU ({where}: "
                            f"{parts} GiB) but the accelerator has {cap / GIB:.1f} GiB",
                            fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
                                "a smaller micro-batch, or parallelism: auto", field="parallelism"))
@@ -394,7 +474,8 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     if breakdown["bubble"] > 0.15 * step:
         out.append(Finding("training-pipeline-bubble", "warning",
                            f"pipeline bubble is {breakdown['bubble'] / step:.0%} of the step "
-                           f"((p-1)/(v m) with p={plan.pipeline}, v={plan.virtual_stages}, m={plan.micro_batches})",
+                           f"(p={plan.pipeline} stages, v={plan.virtual_stages} chunks, m={plan.micro_batches} "
+                           "micro-batches)",
                            fix="more micro-batches (larger global batch), virtual stages, or less pipelining",
                            field="parallelism.pipeline"))
     comm = sum(breakdown[k] for k in ("tp_comm", "cp_comm", "ep_comm", "pp_comm", "dp_comm"))
@@ -442,7 +523,7 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
         if not len(fit):
             continue
         best = fit.iloc[0]
-        rows.append({"gpus": g, "nodes": nodes, "plan": plan_from_codes(best.to_dict()).label(),
+        rows.append({"gpus": g, "nodes": nodes, "plan": plan_from_codes(best.to_dict(), res.layers).label(),
                      "tokens_per_s": float(best["tokens_per_s"]), "mfu": float(best["mfu"]),
                      "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
     return pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.findings import Finding
 from gpucluster_lib.scenario import ParallelismSpec
 from gpucluster_lib.training.core import RC_CODES, RC_NAMES
 from gpucluster_lib.workloads.transformer import TransformerArch
@@ -45,6 +46,15 @@ class Plan:
     sequence_parallel: bool = False
     zero_stage: int = 0
     distributed_optimizer: bool = False
+    tp_comm_overlap: bool = False
+    #: Layers on each pipeline stage, first to last; None = equal stages.
+    pipeline_layers: tuple[int, ...] | None = None
+
+    def stage_layers(self, layers: int) -> tuple[int, ...]:
+        """Layers on each pipeline stage for a model of ``layers`` layers."""
+        if self.pipeline_layers is not None:
+            return tuple(self.pipeline_layers)
+        return (layers // self.pipeline,) * self.pipeline
 
     @property
     def gpus(self) -> int:
@@ -56,32 +66,95 @@ class Plan:
         return self.global_batch_size // (self.data * self.micro_batch_size)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        d = asdict(self)
+        d["pipeline_layers"] = list(self.pipeline_layers) if self.pipeline_layers is not None else None
+        return d
 
-    def arrays(self) -> dict[str, np.ndarray]:
-        """The plan as length-1 arrays for :func:`gpucluster_lib.training.core.evaluate`."""
-        return {k: np.array([v]) for k, v in _codes(self).items()}
+    def arrays(self, layers: int | None = None) -> dict[str, np.ndarray]:
+        """The plan as length-1 arrays for :func:`gpucluster_lib.training.core.evaluate`
+        (``layers``: the model's layer count, needed for uneven stages)."""
+        return {k: np.array([v]) for k, v in _codes(self, layers).items()}
 
     def label(self) -> str:
+        uneven = ""
+        if self.pipeline_layers is not None:
+            st = self.pipeline_layers
+            uneven = f" [{st[0]}/{st[1]}/../{st[-1]}]" if len(st) > 3 else " [" + "/".join(map(str, st)) + "]"
         return (f"TP{self.tensor} PP{self.pipeline}" + (f"x{self.virtual_stages}" if self.virtual_stages > 1 else "")
-                + f" DP{self.data}" + (f" CP{self.context}" if self.context > 1 else "")
+                + uneven + f" DP{self.data}" + (f" CP{self.context}" if self.context > 1 else "")
                 + (f" EP{self.expert}" if self.expert > 1 else "")
-                + f" mb{self.micro_batch_size} {self.recompute}" + (f" ZeRO-{self.zero_stage}" if self.zero_stage else ""))
+                + f" mb{self.micro_batch_size} {self.recompute}" + (f" ZeRO-{self.zero_stage}" if self.zero_stage else "")
+                + (" dist-opt" if self.distributed_optimizer and not self.zero_stage else "")
+                + (" TP-overlap" if self.tp_comm_overlap else ""))
 
 
-def _codes(p: Plan) -> dict[str, Any]:
-    return {"tp": p.tensor, "pp": p.pipeline, "dp": p.data, "cp": p.context, "ep": p.expert,
-            "mb": p.micro_batch_size, "gbs": p.global_batch_size, "vp": p.virtual_stages,
-            "rc": RC_CODES[p.recompute], "sp": p.sequence_parallel, "zero": p.zero_stage,
-            "dopt": p.distributed_optimizer}
+def layout_codes(stages: tuple[int, ...] | list[int]) -> tuple[int, int, int, int]:
+    """(first, last, largest middle, stage 1) layer counts of a stage layout."""
+    st = list(stages)
+    if len(st) == 1:
+        return st[0], st[0], st[0], st[0]
+    mid = st[1:-1]
+    return st[0], st[-1], max(mid) if mid else st[-1], st[1]
 
 
-def plan_from_codes(row: dict[str, Any]) -> Plan:
-    return Plan(tensor=int(row["tp"]), pipeline=int(row["pp"]), data=int(row["dp"]), context=int(row["cp"]),
+def _codes(p: Plan, layers: int | None = None) -> dict[str, Any]:
+    L = layers if layers is not None else (sum(p.pipeline_layers) if p.pipeline_layers else p.pipeline)
+    lf, ll, lm, l1 = layout_codes(p.stage_layers(L)) if (p.pipeline_layers or layers is not None) else (None,) * 4
+    out = {"tp": p.tensor, "pp": p.pipeline, "dp": p.data, "cp": p.context, "ep": p.expert,
+           "mb": p.micro_batch_size, "gbs": p.global_batch_size, "vp": p.virtual_stages,
+           "rc": RC_CODES[p.recompute], "sp": p.sequence_parallel, "zero": p.zero_stage,
+           "dopt": p.distributed_optimizer, "tpo": int(p.tp_comm_overlap)}
+    if lf is not None:
+        out.update(lf=lf, ll=ll, lm=lm, l1=l1)
+    return out
+
+
+def plan_from_codes(row: dict[str, Any], layers: int | None = None) -> Plan:
+    """A :class:`Plan` from one row of plan arrays (a search-table row); ``layers`` rebuilds
+    an uneven stage layout from its first / middle / last counts."""
+    pp = int(row["pp"])
+    stages = None
+    if layers is not None and "lf" in row and pp > 1:
+        lf, ll, lm = int(row["lf"]), int(row["ll"]), int(row["lm"])
+        even = layers // pp
+        if not (layers % pp == 0 and lf == ll == lm == even):
+            stages = _structured_layout(layers, pp, lf, ll)
+    return Plan(tensor=int(row["tp"]), pipeline=pp, data=int(row["dp"]), context=int(row["cp"]),
                 expert=int(row["ep"]), virtual_stages=int(row["vp"]), micro_batch_size=int(row["mb"]),
                 global_batch_size=int(row["gbs"]), recompute=RC_NAMES[int(row["rc"])],
                 sequence_parallel=bool(row["sp"]), zero_stage=int(row["zero"]),
-                distributed_optimizer=bool(row["dopt"]))
+                distributed_optimizer=bool(row["dopt"]), tp_comm_overlap=bool(int(row.get("tpo", 0))),
+                pipeline_layers=stages)
+
+
+def _structured_layout(layers: int, pp: int, first: int, last: int) -> tuple[int, ...]:
+    """First and last stage fixed, the rest as even as possible (extra layers on the earliest middle stages)."""
+    if pp == 1:
+        return (layers,)
+    if pp == 2:
+        return (first, last)
+    base, extra = divmod(layers - first - last, pp - 2)
+    return (first, *([base + 1] * extra + [base] * (pp - 2 - extra)), last)
+
+
+def balanced_layout(layers: int, pp: int, embedding_slot: bool = False, loss_slot: bool = False) -> tuple[int, ...]:
+    """Split ``layers`` over ``pp`` stages as evenly as possible, counting the embedding and the
+    loss as one slot of the first / last stage when asked (Megatron-Core
+    ``account_for_embedding_in_pipeline_split`` / ``account_for_loss_in_pipeline_split``;
+    BigScience BLOOM: 70 layers + 2 on 12 stages of 6). Stages that get one slot fewer are the
+    first and last (they carry the embedding and the output layer), then the latest middle ones."""
+    if pp == 1:
+        return (layers,)
+    slots = layers + int(embedding_slot) + int(loss_slot)
+    base, extra = divmod(slots, pp)
+    # which stages get base + 1 slots: middle stages first (earliest first), then the first, then the last
+    order = list(range(1, pp - 1)) + [0, pp - 1]
+    n = [base] * pp
+    for i in order[:extra]:
+        n[i] += 1
+    n[0] -= int(embedding_slot)
+    n[-1] -= int(loss_slot)
+    return tuple(n)
 
 
 def divisors(n: int) -> list[int]:
@@ -99,7 +172,8 @@ def _choices(values: list[int]) -> str:
     return ", ".join(str(v) for v in values[:16]) + (" ..." if len(values) > 16 else "")
 
 
-def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int) -> Plan:
+def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
+                 default_tp_overlap: bool = False) -> Plan:
     """Complete and validate a user-written plan; raise :class:`ScenarioError` on bad input."""
     tp = spec.tensor or 1
     pp = spec.pipeline or 1
@@ -111,9 +185,7 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int) -> Pla
     if arch.kv_heads % tp:
         raise ScenarioError("parallelism.tensor", f"{tp} does not divide kv_heads {arch.kv_heads}; "
                             f"valid: {_choices(divisors(arch.kv_heads))}")
-    if arch.layers % pp:
-        raise ScenarioError("parallelism.pipeline", f"{pp} does not divide layers {arch.layers}; "
-                            f"valid: {_choices(divisors(arch.layers))}")
+    stages = resolve_layout(spec, arch.layers, pp)
     if arch.seq_length % cp:
         raise ScenarioError("parallelism.context", f"{cp} does not divide seq_length {arch.seq_length}; "
                             f"valid: {_choices([c for c in divisors(arch.seq_length) if c <= 64])}")
@@ -136,9 +208,12 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int) -> Pla
     vp = spec.virtual_stages or 1
     if vp > 1 and pp == 1:
         raise ScenarioError("parallelism.virtual_stages", f"{vp} needs pipeline > 1 (interleaved 1F1B)")
-    if (arch.layers // pp) % vp:
+    if stages is None and (arch.layers // pp) % vp:
         raise ScenarioError("parallelism.virtual_stages", f"{vp} does not divide the {arch.layers // pp} layers per "
                             f"stage; valid: {_choices(divisors(arch.layers // pp))}")
+    if stages is not None and vp > min(stages):
+        raise ScenarioError("parallelism.virtual_stages", f"{vp} model chunks need at least {vp} layers on every "
+                            f"stage; the smallest stage has {min(stages)}")
     mb = spec.micro_batch_size or 1
     gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb)
     if gbs % (dp * mb):
@@ -146,56 +221,209 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int) -> Pla
                             f"{gbs} is not divisible by data x micro_batch_size = {dp} x {mb} = {dp * mb}; "
                             f"use a multiple of {dp * mb}, e.g. {dp * mb * max(1, round(gbs / (dp * mb)))}")
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
+    tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
+    if spec.tp_comm_overlap and not (sp and tp > 1):
+        raise ScenarioError("parallelism.tp_comm_overlap", "needs tensor > 1 with sequence parallelism (Megatron "
+                            "pipelines the all-gather / reduce-scatter of sequence-parallel layers)")
     return Plan(tensor=tp, pipeline=pp, data=dp, context=cp, expert=ep, virtual_stages=vp, micro_batch_size=mb,
                 global_batch_size=gbs, recompute=spec.recompute or "none", sequence_parallel=sp and tp > 1,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
-                distributed_optimizer=bool(spec.distributed_optimizer))
+                distributed_optimizer=bool(spec.distributed_optimizer), tp_comm_overlap=tpo and sp and tp > 1,
+                pipeline_layers=stages)
+
+
+def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ...] | None:
+    """Layers per pipeline stage from ``pipeline_layers``, ``first_stage_layers`` /
+    ``last_stage_layers`` or the embedding/loss slot flags; None when the stages are equal.
+
+    When ``pipeline`` does not divide the layers and no layout is given, the balanced split
+    (:func:`balanced_layout`) is used; :func:`layout_findings` reports it.
+    """
+    if spec.pipeline_layers is not None:
+        st = [int(x) for x in spec.pipeline_layers]
+        if len(st) != pp:
+            raise ScenarioError("parallelism.pipeline_layers", f"gives {len(st)} stages but pipeline is {pp}; "
+                                f"list one layer count per stage")
+        if any(x < 0 for x in st) or sum(st) != layers:
+            raise ScenarioError("parallelism.pipeline_layers", f"must be non-negative counts adding up to the model's "
+                                f"{layers} layers; they add up to {sum(st)}")
+        return None if len(set(st)) == 1 else tuple(st)
+    first, last = spec.first_stage_layers, spec.last_stage_layers
+    if first is not None or last is not None:
+        field = "parallelism.first_stage_layers" if first is not None else "parallelism.last_stage_layers"
+        if pp == 1:
+            raise ScenarioError(field, "needs pipeline > 1")
+        fixed = (first or 0) + (last or 0)
+        free = [i for i, v in ((0, first), (pp - 1, last)) if v is None] + list(range(1, pp - 1))
+        if fixed > layers or (not free and fixed != layers):
+            raise ScenarioError(field, f"first {first} and last {last} stage layers do not fit the model's "
+                                f"{layers} layers over {pp} stages")
+        st = [0] * pp
+        if first is not None:
+            st[0] = first
+        if last is not None:
+            st[-1] = last
+        base, extra = divmod(layers - fixed, len(free))
+        for k, i in enumerate(sorted(free, key=lambda i: (i in (0, pp - 1), i))):  # middle stages get the extra
+            st[i] = base + (1 if k < extra else 0)
+        return None if len(set(st)) == 1 else tuple(st)
+    if pp > layers + int(spec.embedding_in_pipeline_split) + int(spec.loss_in_pipeline_split):
+        raise ScenarioError("parallelism.pipeline", f"{pp} stages for {layers} layers leaves stages empty; "
+                            f"use at most {layers}")
+    st = balanced_layout(layers, pp, spec.embedding_in_pipeline_split, spec.loss_in_pipeline_split)
+    return None if len(set(st)) == 1 else st
+
+
+def layout_findings(spec: ParallelismSpec, layers: int, plan: Plan) -> list[Finding]:
+    """An info finding when the stage layout was chosen here (pipeline does not divide the layers)."""
+    if plan.pipeline_layers is None or spec.pipeline_layers is not None or spec.first_stage_layers is not None \
+            or spec.last_stage_layers is not None:
+        return []
+    if spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
+        return []
+    st = plan.pipeline_layers
+    return [Finding("training-pipeline-uneven-split", "info",
+                    f"pipeline {plan.pipeline} does not divide the {layers} layers: balanced split with "
+                    f"{min(st)} to {max(st)} layers per stage (first {st[0]}, last {st[-1]})",
+                    fix="give parallelism.pipeline_layers, first_stage_layers / last_stage_layers, or a pipeline "
+                        "size that divides the layers", field="parallelism.pipeline")]
+
+
+def _expand(cols: dict[str, np.ndarray], name: str, values) -> dict[str, np.ndarray]:
+    """Cartesian product of the rows of ``cols`` with ``values`` as a new column ``name``."""
+    values = np.asarray(values)
+    n = len(next(iter(cols.values()))) if cols else 1
+    out = {c: np.repeat(v, len(values)) for c, v in cols.items()}
+    out[name] = np.tile(values, n)
+    return out
+
+
+def _keep(cols: dict[str, np.ndarray], ok: np.ndarray) -> dict[str, np.ndarray]:
+    return {c: v[ok] for c, v in cols.items()}
+
+
+#: Largest micro-batch the search tries [sequences] (published runs use 1-16).
+MAX_MICRO_BATCH = 64
+
+
+def pipeline_options(spec: ParallelismSpec, layers: int, pp: int) -> list[tuple[int, ...]]:
+    """Stage layouts the search tries for ``pp`` stages: the given layout, else the equal or
+    balanced split and the split that counts the embedding and the loss as slots."""
+    if spec.pipeline_layers is not None or spec.first_stage_layers is not None or spec.last_stage_layers is not None \
+            or spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
+        try:
+            st = resolve_layout(spec, layers, pp)
+        except ScenarioError:
+            return []
+        return [st if st is not None else (layers // pp,) * pp]
+    if pp > layers:
+        return []
+    out = [balanced_layout(layers, pp)]
+    if pp > 2 and not spec.pipeline:  # a fixed pipeline size keeps the default split
+        alt = balanced_layout(layers, pp, True, True)
+        if alt != out[0] and min(alt) > 0:
+            out.append(alt)
+    return out
 
 
 def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int) -> dict[str, np.ndarray]:
     """Every valid plan for ``gpus`` GPUs, honouring the fields fixed in ``spec`` (arrays).
 
-    Rules: TP divides the attention and KV heads and is at most ``tp_limit`` (the NVLink
-    domain unless TP may span nodes); PP divides the layers; CP divides the sequence; DP =
-    GPUs / (TP PP CP) is whole; EP divides the experts and DP x CP; the micro-batch divides the
-    local batch; virtual stages divide the layers per stage (only with PP > 1); ZeRO-3 only
-    without pipelining; sequence parallelism whenever TP > 1.
+    Dimensions: TP divides the attention and KV heads and is at most ``tp_limit`` (the NVLink
+    domain unless TP may span nodes); PP is any stage count that leaves DP whole, with the
+    equal split when it divides the layers, else the balanced split, plus the split that
+    counts embedding and loss as slots; CP divides the sequence; EP divides the experts and
+    DP x CP; every micro-batch that divides the local batch (up to ``MAX_MICRO_BATCH``);
+    every interleaving that divides the layers of the smallest stage (only with PP > 1);
+    recomputation none / selective / full; ZeRO 0-3 (ZeRO-3 only without pipelining);
+    Megatron's distributed optimizer on / off (ZeRO 0); TP communication overlap on / off
+    (TP > 1 with sequence parallelism); sequence parallelism whenever TP > 1.
     """
+    L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
-    pps = [spec.pipeline] if spec.pipeline else divisors(arch.layers)
     cps = [spec.context] if spec.context else [c for c in CONTEXT_CHOICES if arch.seq_length % (2 * c) == 0]
     eps = [spec.expert] if spec.expert else ([e for e in divisors(arch.num_experts) if e <= 64] if arch.is_moe else [1])
-    mbs = [spec.micro_batch_size] if spec.micro_batch_size else list(MICRO_BATCH_CHOICES)
-    vps = [spec.virtual_stages] if spec.virtual_stages else list(VIRTUAL_STAGE_CHOICES)
     rcs = [RC_CODES[spec.recompute]] if spec.recompute else [0, 1, 2]
     zeros = [spec.zero_stage] if spec.zero_stage is not None else list(ZERO_CHOICES)
-    grids = np.meshgrid(np.array(tps), np.array(pps), np.array(cps), np.array(eps), np.array(mbs), np.array(vps),
-                        np.array(rcs), np.array(zeros), indexing="ij")
-    tp, pp, cp, ep, mb, vp, rc, zero = (x.ravel().astype(np.int64) for x in grids)
-    mp = tp * pp * cp
+
+    # pipeline rows: (pp, lf, ll, lm, l1, vp)
+    pps = [spec.pipeline] if spec.pipeline else [p for p in divisors(gpus) if p <= L]
+    rows = []
+    for p in pps:
+        for st in pipeline_options(spec, L, p):
+            lf, ll, lm, l1 = layout_codes(st)
+            if p == 1:
+                vps = [1]
+            elif spec.virtual_stages:
+                vps = [spec.virtual_stages]
+            else:
+                vps = divisors(max(1, min(st)))
+            for v in vps:
+                if (v > 1 and p == 1) or (v > 1 and min(st) % v) or (len(set(st)) == 1 and (L // p) % v):
+                    continue
+                rows.append((p, lf, ll, lm, l1, v))
+    if not rows:
+        return {k: np.zeros(0, dtype=np.int64) for k in (*_KEYS,)}
+    pipe = np.array(rows, dtype=np.int64)
+
+    cols = _expand({}, "tp", tps)
+    cols = _expand(cols, "cp", cps)
+    cols = _expand(cols, "pipe", np.arange(len(pipe)))
+    pp = pipe[cols["pipe"], 0]
+    mp = cols["tp"] * pp * cols["cp"]
     ok = (gpus % mp) == 0
-    dp = np.where(ok, gpus // np.maximum(mp, 1), 0)
+    cols = _keep(cols, ok)
+    pp = pipe[cols["pipe"], 0]
+    cols["dp"] = gpus // (cols["tp"] * pp * cols["cp"])
     if spec.data:
-        ok &= dp == spec.data
-    ok &= dp >= 1
-    ok &= ((dp * cp) % ep) == 0
-    ok &= ((arch.layers // pp) % vp) == 0
-    ok &= (vp == 1) | (pp > 1)
-    ok &= ~((zero == 3) & (pp > 1))
+        cols = _keep(cols, cols["dp"] == spec.data)
+    cols = _expand(cols, "ep", eps)
+    cols = _keep(cols, ((cols["dp"] * cols["cp"]) % cols["ep"]) == 0)
+
+    # micro-batch and global batch
+    if spec.micro_batch_size:
+        mbs = [spec.micro_batch_size]
+    elif spec.global_batch_size:
+        mbs = [d for d in divisors(spec.global_batch_size) if d <= MAX_MICRO_BATCH]
+    else:
+        mbs = list(MICRO_BATCH_CHOICES)
+    cols = _expand(cols, "mb", mbs)
+    dpmb = cols["dp"] * cols["mb"]
     if spec.global_batch_size:
-        gbs = np.full_like(tp, spec.global_batch_size)
+        cols["gbs"] = np.full_like(dpmb, spec.global_batch_size)
+        cols = _keep(cols, (cols["gbs"] % dpmb) == 0)
+        pp = pipe[cols["pipe"], 0]
+        vp = pipe[cols["pipe"], 5]
+        m = cols["gbs"] // (cols["dp"] * cols["mb"])
+        # interleaved schedules need the micro-batch count to be a multiple of PP (Megatron-LM)
+        cols = _keep(cols, (vp == 1) | ((m % pp) == 0))
     else:
         target = max(1, round(DEFAULT_BATCH_TOKENS / arch.seq_length))
-        unit = np.maximum(dp * mb, 1)
-        gbs = unit * np.maximum(1, -(-target // unit))
-    ok &= (gbs % np.maximum(dp * mb, 1)) == 0
-    if spec.global_batch_size:
-        # interleaved schedules need the micro-batch count to be a multiple of PP (Megatron-LM)
-        m = gbs // np.maximum(dp * mb, 1)
-        ok &= (vp == 1) | ((m % pp) == 0)
-    sp = tp > 1 if spec.sequence_parallel is None else np.full_like(tp, bool(spec.sequence_parallel)) & (tp > 1)
-    dopt = np.full_like(tp, bool(spec.distributed_optimizer), dtype=bool)
-    out = {"tp": tp, "pp": pp, "dp": dp, "cp": cp, "ep": ep, "mb": mb, "gbs": gbs, "vp": vp, "rc": rc,
-           "sp": np.asarray(sp, dtype=bool), "zero": zero, "dopt": dopt}
-    return {k: v[ok] for k, v in out.items()}
+        cols["gbs"] = dpmb * np.maximum(1, -(-target // dpmb))
+
+    cols = _expand(cols, "rc", rcs)
+    cols = _expand(cols, "zero", zeros)
+    pp = pipe[cols["pipe"], 0]
+    cols = _keep(cols, ~((cols["zero"] == 3) & (pp > 1)))
+    dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
+    cols = _expand(cols, "dopt", dopts)
+    cols = _keep(cols, ~(cols["dopt"].astype(bool) & (cols["zero"] > 0)))  # ZeRO >= 1 already shards the optimizer
+    if spec.sequence_parallel is None:
+        sp = cols["tp"] > 1
+    else:
+        sp = np.full(len(cols["tp"]), bool(spec.sequence_parallel)) & (cols["tp"] > 1)
+    cols["sp"] = sp
+    tpos = [int(bool(spec.tp_comm_overlap))] if spec.tp_comm_overlap is not None else [0, 1]
+    cols = _expand(cols, "tpo", tpos)
+    cols = _keep(cols, (cols["tpo"] == 0) | cols["sp"])
+
+    prow = pipe[cols.pop("pipe")]
+    out = {"tp": cols["tp"], "pp": prow[:, 0], "dp": cols["dp"], "cp": cols["cp"], "ep": cols["ep"],
+           "mb": cols["mb"], "gbs": cols["gbs"], "vp": prow[:, 5], "rc": cols["rc"], "sp": cols["sp"].astype(bool),
+           "zero": cols["zero"], "dopt": cols["dopt"].astype(bool), "tpo": cols["tpo"],
+           "lf": prow[:, 1], "ll": prow[:, 2], "lm": prow[:, 3], "l1": prow[:, 4]}
+    return out
+
+
+_KEYS = ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp", "rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm", "l1")

@@ -8,6 +8,8 @@ published figure is converted to a step time with the source's own FLOP definiti
   (Megatron-LM and Megatron-DeepSpeed report hardware FLOPs with full recomputation);
 * ``tokens_per_s``: global batch tokens / throughput (llm-foundry);
 * ``step_time_s``: the iteration time as published;
+* ``model_tflops``: model FLOPs per step (no recomputation; Megatron-LM's
+  ``num_floating_point_operations``, Korthikanti 2022 Eq. 7 generalised) / (TFLOP/s x GPUs);
 * ``mfu``: model FLOPs per step (this package's count) / (MFU x peak x GPUs).
 
 The error is ``predicted / published - 1`` on the step time (positive = too slow).
@@ -34,30 +36,60 @@ def load_runs(path: str | Path | None = None) -> pd.DataFrame:
     return pd.read_csv(path or RUNS_PATH, keep_default_na=False)
 
 
+def _flag(row: dict[str, Any], key: str) -> bool | None:
+    v = str(row.get(key, "")).strip().lower()
+    return None if v == "" else v == "true"
+
+
+def _overrides(text: str) -> dict[str, Any]:
+    """``key=value`` pairs separated by spaces (architecture fields of the model section)."""
+    out: dict[str, Any] = {}
+    for item in str(text or "").split():
+        k, v = item.split("=", 1)
+        out[k] = int(v) if v.lstrip("-").isdigit() else (v == "true" if v in ("true", "false") else v)
+    return out
+
+
 def scenario_for(row: dict[str, Any]) -> Any:
-    model: dict[str, Any] = {"preset": row["model_preset"]}
+    model: dict[str, Any] = {"preset": row["model_preset"], **_overrides(row.get("model_overrides", ""))}
     if str(row.get("layers", "")).strip():
         model["layers"] = int(row["layers"])
     gpus = int(row["gpus"])
+    par: dict[str, Any] = {
+        "tensor": int(row["tp"]), "pipeline": int(row["pp"]), "context": int(row["cp"]),
+        "global_batch_size": int(row["gbs"]),
+        "sequence_parallel": str(row["sp"]).lower() == "true", "zero_stage": int(row["zero"]),
+        "sharded_collectives": row["collectives"], "distributed_optimizer": False, "tp_comm_overlap": False,
+    }
+    # fields the source does not state are left to the plan search (the published plan's other fields fixed)
+    for key, col, conv in (("virtual_stages", "vp", int), ("micro_batch_size", "mb", int), ("recompute", "recompute", str)):
+        if str(row.get(col, "")).strip():
+            par[key] = conv(row[col])
+        else:
+            par["auto"] = True
+    par.update(_overrides(row.get("pipeline_layout", "")))
+    for key in ("tp_comm_overlap", "distributed_optimizer"):
+        if _flag(row, key) is not None:
+            par[key] = _flag(row, key)
+    if _flag(row, "dp_overlap") is not None:
+        par["overlap_grad_reduce"] = par["overlap_param_gather"] = _flag(row, "dp_overlap")
+    training: dict[str, Any] = {"precision": row["precision"],
+                                "flash_attention": str(row["flash_attention"]).lower() == "true"}
+    if str(row.get("framework", "")).strip():
+        training["framework"] = row["framework"]
     return from_dict({
-        "name": row["run_id"],
+        "name": str(row.get("run_id", "published run")),
         "model": model,
         "hardware": {"accelerator": row["accelerator"], "gpus_per_node": 8, "nodes": gpus // 8},
         "network": {"inter_node_gbps_per_gpu": float(row["fabric_gbps_per_gpu"])},
-        "parallelism": {
-            "tensor": int(row["tp"]), "pipeline": int(row["pp"]), "context": int(row["cp"]),
-            "virtual_stages": int(row["vp"]), "micro_batch_size": int(row["mb"]),
-            "global_batch_size": int(row["gbs"]), "recompute": row["recompute"],
-            "sequence_parallel": str(row["sp"]).lower() == "true", "zero_stage": int(row["zero"]),
-            "sharded_collectives": row["collectives"],
-        },
-        "training": {"precision": row["precision"], "flash_attention": str(row["flash_attention"]).lower() == "true"},
+        "parallelism": par,
+        "training": training,
     })
 
 
 def published_step_time_s(row: dict[str, Any], peak_tflops: float) -> float:
     """The published figure converted to seconds per step (see the module docstring)."""
-    arch = resolve_transformer(row["model_preset"])  # the real model (layer overrides only model uneven stages)
+    arch = resolve_transformer(scenario_for(row).model)
     gbs, gpus, v = int(row["gbs"]), int(row["gpus"]), float(row["published_value"])
     kind = row["published_kind"]
     if kind == "eq3_tflops":
@@ -67,6 +99,9 @@ def published_step_time_s(row: dict[str, Any], peak_tflops: float) -> float:
         return gbs * arch.seq_length / v
     if kind == "step_time_s":
         return v
+    if kind == "model_tflops":  # Megatron-LM num_floating_point_operations: Korthikanti model FLOPs
+        f = fl.model_flops_per_token(arch) * gbs * arch.seq_length
+        return f / (v * 1e12 * gpus)
     if kind == "mfu":
         return fl.model_flops_per_token(arch) * gbs * arch.seq_length / (v * peak_tflops * 1e12 * gpus)
     raise ValueError(f"unknown published_kind {kind!r}")

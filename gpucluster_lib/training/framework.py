@@ -1,0 +1,85 @@
+"""Training frameworks: the software terms of the step-time model (``data/training_frameworks.yaml``).
+
+A :class:`Framework` carries what belongs to the training software rather than to the GPU:
+the time per pipeline slot relative to Megatron-LM, whether the pipeline boundary is split
+over the tensor ranks (Narayanan 2021 Sec. 4.1 scatter/gather), the gradient reduction
+precision, and which data-parallel and tensor-parallel communication it overlaps by default.
+Every value carries its source in the YAML file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.resources import data_path
+
+FRAMEWORKS_PATH = data_path("training_frameworks.yaml")
+
+
+@dataclass(frozen=True)
+class Framework:
+    """Per-framework terms (dimensionless factors, bytes per element, parameters)."""
+
+    id: str
+    name: str
+    pipeline_stage_factor: float
+    p2p_scatter_gather: bool
+    grad_reduce_bytes: float
+    overlap_grad_reduce: bool
+    overlap_param_gather: bool
+    bucket_params: float
+    bucket_params_per_dp_rank: float
+    tp_comm_overlap: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class TpOverlap:
+    """Terms of Megatron's ``--tp-comm-overlap`` (Transformer Engine userbuffers)."""
+
+    sm_contention: float  # fraction of the GEMM rate lost while communication overlaps it
+    reduce_scatter_splits: float  # chunks of the pipelined GEMM + reduce-scatter
+
+
+@lru_cache(maxsize=1)
+def _table() -> dict[str, Any]:
+    with FRAMEWORKS_PATH.open(encoding="utf-8") as fh:
+        return yaml.safe_load(fh)
+
+
+def framework_ids() -> list[str]:
+    return list(_table()["frameworks"])
+
+
+@lru_cache(maxsize=16)
+def framework(name: str = "megatron") -> Framework:
+    """The framework ``name`` of ``data/training_frameworks.yaml``; ``ScenarioError`` naming
+    ``training.framework`` when unknown."""
+    rows = _table()["frameworks"]
+    if name not in rows:
+        raise ScenarioError("training.framework", f"unknown framework {name!r}; valid: {', '.join(rows)}")
+    row = dict(rows[name])
+    base = row.pop("same_as", None)
+    if base is not None:
+        row = {**rows[base], "name": row.get("name", rows[base]["name"])}
+    return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
+                     p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
+                     grad_reduce_bytes=float(row["grad_reduce_bytes"]),
+                     overlap_grad_reduce=bool(row["overlap_grad_reduce"]),
+                     overlap_param_gather=bool(row["overlap_param_gather"]),
+                     bucket_params=float(row["bucket_params"]),
+                     bucket_params_per_dp_rank=float(row["bucket_params_per_dp_rank"]),
+                     tp_comm_overlap=bool(row["tp_comm_overlap"]))
+
+
+@lru_cache(maxsize=1)
+def tp_overlap_terms() -> TpOverlap:
+    t = _table()["tp_overlap"]
+    return TpOverlap(sm_contention=float(t["sm_contention"]), reduce_scatter_splits=float(t["reduce_scatter_splits"]))
