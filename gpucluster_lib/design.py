@@ -298,7 +298,8 @@ class Design:
             "name": self.scenario.name,
             "summary": self.summary(),
             "hardware": {"accelerator": hw.accelerator_id, "server": hw.server_id,
-                         "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes, "gpus": hw.gpus},
+                         "gpus_per_node": hw.gpus_per_node, "nodes": hw.nodes, "gpus": hw.gpus,
+                         "nvlink_domain_gpus": hw.nvlink_domain_gpus, "racks_per_node": hw.racks_per_node},
         }
         for name in ("node", "network", "storage", "spares", "facility", "training", "serving", "reliability",
                      "cost"):

@@ -235,7 +235,9 @@ class InferenceSpec:
 @dataclass(frozen=True)
 class FacilitySpec:
     rack_units: int = f(42, ge=1, le=60, unit="U")
-    rack_power_limit_kw: float = f(40.0, gt=0, unit="kW")
+    rack_power_limit_kw: float | None = f(None, gt=0, unit="kW",
+                                          doc="power a rack's feeds deliver; default 40, or the vendor's reference "
+                                              "rack (DGX H100: 4 x 10.2 kW) when no rack limit is given")
     rack_weight_limit_kg: float = f(1360.0, gt=0, unit="kg")
     cooling: Literal["air", "rear_door", "liquid"] = f("air")
     pue: float = f(1.3, ge=1.0, le=4.0)
@@ -250,6 +252,12 @@ class FacilitySpec:
                                                 "rear_door 50, liquid 120)")
     reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
     racks_per_row: int = f(10, gt=0, le=60)
+    cdu: Literal["in-row", "in-rack"] = f("in-row", doc="coolant distribution units of direct liquid cooling: "
+                                          "one unit feeding a row of racks, or one in each rack")
+    cdu_capacity_kw: float | None = f(None, gt=0, unit="kW", doc="heat one CDU exchanges (default in-row 1000, "
+                                      "in-rack 100)")
+    coolant_delta_t_c: float = f(10.0, gt=0, le=40, unit="K", doc="supply/return rise of the cold-plate loop")
+    facility_water_delta_t_c: float = f(10.0, gt=0, le=40, unit="K", doc="supply/return rise of the facility water")
     storage_power_kw: float | None = f(None, ge=0, unit="kW",
                                        doc="IT power of shared storage; default: the appliances gpucluster_lib.facility.storage sizes for checkpoint I/O")
 

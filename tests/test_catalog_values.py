@@ -251,7 +251,7 @@ def test_switch_power_ordering(cat):
 # Sold accelerators for which no dated public price was found yet. Shrink this set as sources are added;
 # the test fails if a sold accelerator outside it has no price.
 UNPRICED_SOLD_ACCELERATORS = {
-    "h100-nvl-94gb", "h200-nvl-141gb", "gb200-gpu-186gb", "l40s", "l4", "t4", "a10",
+    "h100-nvl-94gb", "h200-nvl-141gb", "gb200-gpu-186gb", "gb300-gpu-288gb", "l40s", "l4", "t4", "a10",
     "mi250x", "mi300x", "mi325x", "gaudi2",
 }
 

@@ -28,6 +28,7 @@ import numpy as np
 
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.facility.cooling import CoolingPlant, cooling_plant, liquid_fraction
 from gpucluster_lib.facility.storage import StorageDesign, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware import power_assumptions as pa
@@ -38,6 +39,7 @@ from gpucluster_lib.hardware.rack import (  # noqa: F401 (re-exported)
     cooling_limit_kw_of,
     node_rack_fit,
     rack_fit,
+    rack_power_limit_kw_of,
     reserved_units,
 )
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
@@ -222,6 +224,12 @@ class Budget:
     storage: StorageDesign | None = None
     #: installed hot-spare nodes: racked and counted at peak power, standing by (not in the typical power)
     spare_nodes: int = 0
+    #: the liquid/air split and the cooling plant (:func:`gpucluster_lib.facility.cooling.cooling_plant`)
+    cooling_plant: CoolingPlant | None = None
+    #: where the airflow came from: "vendor" (the catalogue's CFM per node) or "delta-t" (the heat)
+    airflow_basis: str = "delta-t"
+    #: network and management racks of the vendor's scalable-unit layout (0 when the generic count applies)
+    vendor_infra_racks: int = 0
 
     @property
     def nodes_installed(self) -> int:
@@ -299,6 +307,10 @@ class Budget:
             "cooling": self.cooling,
             "air_heat_kw": round(self.air_heat_kw, 3),
             "liquid_heat_kw": round(self.liquid_heat_kw, 3),
+            "airflow_basis": self.airflow_basis,
+            "rack_layout": self.rack_fit.basis,
+            "racks_per_node": self.rack_fit.racks_per_node,
+            **({"cooling_plant": self.cooling_plant.to_dict()} if self.cooling_plant is not None else {}),
             "floor_area_m2": round(self.floor_area_m2, 1),
             "power_redundancy": self.power_redundancy,
             "ups_kw": round(self.ups_kw, 1),
@@ -379,12 +391,12 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     findings: list[Finding] = list(node.findings)
 
     # ---- racks for compute
-    cooling_limit_kw = cooling_limit_kw_of(fac)
-    reserved_u = reserved_units(fac, node)
-    fit = node_rack_fit(scenario, node)
+    fit = node_rack_fit(scenario, node, hw.server)
+    cooling_limit_kw = fit.cooling_limit_w / W_PER_KW
+    reserved_u = reserved_units(fac, node) if fit.basis != "rack-scale" else 0
     _rack_findings(fit, node, fac, cooling_limit_kw, findings)
     npr = fit.nodes_per_rack
-    compute_racks = math.ceil(installed / npr)
+    compute_racks = fit.racks_for(installed)
 
     # ---- network, storage, head nodes
     net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, node, n, network, network_power_w,
@@ -422,10 +434,28 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     infra_ru = net_ru + storage_ru + head_ru
     infra_w = net_w + storage_w + head_w
     usable_u = max(1, fac.rack_units - fac.reserved_rack_units)
-    rack_cap_w = min(fac.rack_power_limit_kw, cooling_limit_kw) * W_PER_KW
-    free_u = fac.rack_units - reserved_u - installed * node.rack_units
-    free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - installed * node.peak_power_w
+    if fit.basis == "rack-scale":  # network racks are ordinary racks at the facility's limits
+        rack_cap_w = min(rack_power_limit_kw_of(fac), cooling_limit_kw_of(fac)) * W_PER_KW
+        free_u, free_w = 0, 0.0
+    else:
+        rack_cap_w = min(fit.power_limit_w, fit.cooling_limit_w)
+        free_u = fac.rack_units - reserved_u - installed * node.rack_units
+        free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - installed * node.peak_power_w
     infra_racks = int(infra_rack_count(infra_ru, infra_w, compute_racks, free_u, free_w, usable_u, rack_cap_w))
+    vendor_infra = _vendor_infra_racks(scenario, hw.server, n, fit)
+    if vendor_infra:
+        if vendor_infra < infra_racks:
+            findings.append(Finding("facility-vendor-network-racks", "info",
+                                    f"the vendor layout has {vendor_infra} network and management racks; this "
+                                    f"design's switches, storage and head nodes fill {infra_racks} at "
+                                    f"{rack_cap_w / W_PER_KW:g} kW a rack", field="facility.rack_power_limit_kw"))
+        else:
+            findings.append(Finding("facility-vendor-network-racks", "info",
+                                    f"network and management racks as the vendor lays them out: {vendor_infra} "
+                                    f"({hw.server['su_network_racks_count']} per scalable unit of "
+                                    f"{hw.server['su_nodes_count']} nodes, plus "
+                                    f"{hw.server.get('pod_management_racks_count') or 0} for the pod)"))
+        infra_racks = max(infra_racks, vendor_infra)
     racks = compute_racks + infra_racks
     shared = infra_ru > 0 and infra_racks == 0
     rows, length, depth, area = hall_layout(racks, fac.racks_per_row)
@@ -436,9 +466,25 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     it_typ_w = (n * node.typical_power_w + net_typ_w + storage_w * STORAGE_TYPICAL_FRACTION
                 + heads * pa.HEAD_NODE_TYPICAL_W)
     fac_w = facility_power_w(it_w, fac.pue)
-    liquid_frac = pa.LIQUID_HEAT_FRACTION[fac.cooling]
-    server_air_frac = 1.0 if fac.cooling in ("air", "rear_door") else 1 - liquid_frac
-    cfm = airflow_cfm(it_w * server_air_frac, fac.delta_t_c)
+    node_liquid = liquid_fraction(node, hw.server, fac.cooling)
+    plant = cooling_plant(cooling=fac.cooling, compute_racks=compute_racks, nodes=installed,
+                          node_peak_w=node.peak_power_w, node_liquid_fraction=node_liquid,
+                          other_it_w=net_w + storage_w + head_w, racks_per_row=fac.racks_per_row, cdu=fac.cdu,
+                          cdu_capacity_kw=fac.cdu_capacity_kw, coolant_delta_t_c=fac.coolant_delta_t_c,
+                          facility_water_delta_t_c=fac.facility_water_delta_t_c)
+    findings.extend(plant.findings)
+    liquid_kw = plant.liquid_kw + plant.rear_door_kw
+    liquid_frac = liquid_kw * W_PER_KW / it_w if it_w else 0.0
+    vendor_cfm = node.airflow_cfm
+    if vendor_cfm:
+        # the vendor's airflow per node (DGX H100 user guide: 1,105 CFM at 80% fan speed) for the
+        # nodes; network, storage and head nodes by the sensible-heat equation
+        cfm = installed * float(vendor_cfm) + airflow_cfm(net_w + storage_w + head_w, fac.delta_t_c)
+        air_basis = "vendor"
+    else:
+        cfm = airflow_cfm(installed * node.peak_power_w * (1 - node_liquid) + net_w + storage_w + head_w,
+                          fac.delta_t_c)
+        air_basis = "delta-t"
     growth = 1 + fac.growth_headroom
     planned_it_kw = it_w * growth / W_PER_KW
     planned_fac_kw = fac_w * growth / W_PER_KW
@@ -451,7 +497,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                                 fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
     # the per-rack management switch is in the network design's power (its management
     # network), so it is not added to the rack again here
-    rack_kw = (min(npr, installed) * node.peak_power_w + (infra_w if shared else 0.0)) / W_PER_KW
+    rack_kw = (min(npr, installed) * node.peak_power_w / fit.racks_per_node + (infra_w if shared else 0.0)) / W_PER_KW
 
     return Budget(
         node=node, nodes=n, rack_units=fac.rack_units, rack_fit=fit, compute_racks=compute_racks,
@@ -462,7 +508,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         facility_power_kw=fac_w / W_PER_KW, heat_load_kw=it_w / W_PER_KW,
         heat_load_btu_per_h=it_w * BTU_PER_H_PER_W, cooling_tons=cooling_tons(it_w), airflow_cfm=cfm,
         delta_t_c=fac.delta_t_c, cooling=fac.cooling, air_heat_kw=it_w * (1 - liquid_frac) / W_PER_KW,
-        liquid_heat_kw=it_w * liquid_frac / W_PER_KW, floor_area_m2=area, hall_length_m=length, hall_depth_m=depth,
+        liquid_heat_kw=liquid_kw, floor_area_m2=area, hall_length_m=length, hall_depth_m=depth,
         power_redundancy=fac.power_redundancy, growth_headroom=fac.growth_headroom,
         planned_it_power_kw=planned_it_kw, planned_facility_power_kw=planned_fac_kw,
         planned_racks=math.ceil(racks * growth - 1e-9), ups_kw=ups_kw, ups_kva=ups_kw / UPS_POWER_FACTOR,
@@ -472,8 +518,27 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         elevation=rack_elevation(node, min(npr, installed), fac.rack_units, reserved_u,
                                  extra=_infra_items(net_ru, storage_ru, heads, infra_w - storage_w - head_w, storage_w)
                                  if shared else ()),
-        findings=sort_findings(findings), storage=store, spare_nodes=spares,
+        findings=sort_findings(findings), storage=store, spare_nodes=spares, cooling_plant=plant,
+        airflow_basis=air_basis, vendor_infra_racks=vendor_infra,
     )
+
+
+def _vendor_infra_racks(scenario: Scenario, server: dict[str, Any] | None, nodes: int, fit: RackFit) -> int:
+    """Network and management racks of the vendor's scalable-unit layout [count], or 0.
+
+    It applies with the vendor's rack layout (no rack limits in the scenario) when the server
+    row gives ``su_nodes_count`` and ``su_network_racks_count``: SUs = ceil((nodes + fabric
+    manager slots) / SU nodes); racks = SUs x network racks per SU + the pod's management racks
+    (NVIDIA DGX SuperPOD H100 RA Table 7: 4 SUs, 127 nodes, 38 racks).
+    """
+    if not server or fit.basis != "vendor" or not server.get("su_nodes_count") or \
+            server.get("su_network_racks_count") is None:
+        return 0
+    net = scenario.network
+    per_node = (net.nics_per_node or server.get("compute_nic_count") or 1)
+    slots = math.ceil(net.fabric_manager_ports / per_node) if net.fabric_manager_ports else 0
+    sus = math.ceil((nodes + slots) / int(server["su_nodes_count"]))
+    return sus * int(server["su_network_racks_count"]) + int(server.get("pod_management_racks_count") or 0)
 
 
 def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: float,
@@ -483,7 +548,7 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
     if lim["power"] < 1:
         findings.append(Finding("facility-rack-power", "error",
                                 f"one node's peak {peak_kw:,.1f} kW exceeds the rack power limit "
-                                f"{fac.rack_power_limit_kw:g} kW", fix=f"raise facility.rack_power_limit_kw to at "
+                                f"{fit.power_limit_w / W_PER_KW:g} kW", fix=f"raise facility.rack_power_limit_kw to at "
                                 f"least {math.ceil(peak_kw + pa.MGMT_SWITCH_W / W_PER_KW)} kW",
                                 field="facility.rack_power_limit_kw"))
     if lim["cooling"] < 1:
@@ -502,9 +567,12 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
                                 f"({pa.SERVER_KG_PER_U:g} kg per U)", fix="add weight_kg to the servers.csv row"))
     if fit.fits:
         others = ", ".join(f"{c} {lim[c]}" for c in CONSTRAINTS if c != fit.binding)
-        findings.append(Finding("facility-rack-fit", "info",
-                                f"{fit.nodes_per_rack} node(s) per {fac.rack_units}U rack, limited by "
-                                f"{fit.binding} ({others})"))
+        if fit.basis == "rack-scale":
+            findings.append(Finding("facility-rack-fit", "info", "; ".join(fit.notes)))
+        else:
+            findings.append(Finding("facility-rack-fit", "info",
+                                    f"{fit.nodes_per_rack} node(s) per {fac.rack_units}U rack, limited by "
+                                    f"{fit.binding} ({others})" + (f"; {fit.notes[0]}" if fit.notes else "")))
 
 
 def infra_rack_count(infra_ru: Any, infra_w: Any, compute_racks: Any, free_u: Any, free_w: Any, usable_u: int,
@@ -580,7 +648,7 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     if np.any(n < 1):
         raise ScenarioError("nodes", "node counts must be at least 1")
     node = b.node
-    compute_racks = np.ceil(n / b.nodes_per_rack)
+    compute_racks = np.ceil(n / b.nodes_per_rack) * b.rack_fit.racks_per_node
     per = b.network_power_w / b.nodes
     net_w = per * n
     net_ru = np.ceil(b.network_rack_units / b.nodes * n)
@@ -608,9 +676,7 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     head_w = b.head_power_w
     head_ru = b.head_nodes * pa.HEAD_NODE_RACK_UNITS
     usable_u = max(1, b.rack_units - (scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS))
-    cap_w = b.rack_power_kw * W_PER_KW if scenario is None else min(
-        scenario.facility.rack_power_limit_kw,
-        scenario.facility.rack_cooling_limit_kw or pa.COOLING_DENSITY_LIMIT_KW[scenario.facility.cooling]) * W_PER_KW
+    cap_w = b.rack_power_kw * W_PER_KW if scenario is None else min(b.rack_fit.power_limit_w, b.rack_fit.cooling_limit_w)
     infra_ru = net_ru + storage_ru + head_ru
     reserved = scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS
     free_u = b.rack_units - min(reserved, b.rack_units - node.rack_units) - n * node.rack_units

@@ -482,7 +482,8 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
     # ---- checks
     findings += check_form_factor(acc, gpus, frame, complete)
     findings += check_cooling(acc, frame, complete, scenario.facility.cooling)
-    findings += check_ram(memory_gb, gpu_mem_gb, cpu, cpu_count)
+    if not (complete and server.get("racks_count")):  # a rack-scale system's memory is the vendor's design
+        findings += check_ram(memory_gb, gpu_mem_gb, cpu, cpu_count)
     lanes_needed = lanes_avail = None
     if not complete:
         slot_f, lanes_needed, lanes_avail, lane_f = check_pcie(acc, gpus, frame, nic_list, drive_list, cpu, cpu_count)

@@ -110,6 +110,10 @@ RESERVED_RACK_UNITS = 2
 #: containment about 30 kW; a rear-door heat exchanger about 50 kW (ESTIMATE, vendor ranges
 #: 35-75 kW); direct liquid cooling 50-120 kW, 120 kW as for GB200 NVL72.
 COOLING_DENSITY_LIMIT_KW = {"air": 30.0, "rear_door": 50.0, "liquid": 120.0}
+#: Rack power limit when ``facility.rack_power_limit_kw`` is not given and the catalogue has no
+#: vendor rack layout for the server [kW]. ESTIMATE: a 40 kW feed (two 3-phase 415 V 32 A
+#: feeds at about 80% load is 2 x 18 kW; high-density AI rows are built for 40 kW and more).
+DEFAULT_RACK_POWER_KW = 40.0
 #: Share of the IT heat carried away by liquid: rear-door coils take all rack exhaust heat
 #: into water (room-neutral design); direct-to-chip cold plates capture about 75% (GPUs,
 #: CPUs), the rest leaves in air. ESTIMATE (ASHRAE TC 9.9 liquid cooling guidance: 60-80%).

@@ -11,6 +11,7 @@ goes through :func:`resolve_hardware`, so the rules live in one place:
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,8 +41,44 @@ class ClusterHardware:
         return self.accelerator["id"]
 
     @property
+    def nvlink_domain_gpus(self) -> int:
+        """GPUs that share one NVLink (scale-up) domain [GPUs]: :func:`nvlink_domain_gpus`."""
+        return nvlink_domain_gpus(self.accelerator, self.gpus_per_node, self.server)
+
+    @property
+    def racks_per_node(self) -> int:
+        """Racks one node occupies [count]: a rack-scale system's ``racks_count`` (NVL72 1,
+        NVL36x2 2); 0 for a rack-mount server, which the rack fit packs."""
+        return int((self.server or {}).get("racks_count") or 0)
+
+    @property
+    def rack_scale(self) -> bool:
+        """Whether one node is a whole rack-scale system (one catalogue row = one rack or rack pair)."""
+        return self.racks_per_node > 0
+
+    @property
     def server_id(self) -> str | None:
         return self.server["id"] if self.server else None
+
+
+def nvlink_domain_gpus(acc: dict[str, Any], gpus_per_node: int, server: dict[str, Any] | None = None) -> int:
+    """GPUs that share the scale-up (NVLink) fabric [GPUs].
+
+    The server row's ``nvlink_domain_gpus`` (GB200 NVL72: 72, one rack; NVL36x2: 72 across its
+    two racks; NVIDIA GB200 NVL72 product page), else an ``N-GPU domain`` in the accelerator's
+    ``scaleup_link``, else the node. An ``NVLink bridge (2 GPUs)`` limits it to the pair; a domain
+    is never smaller than one GPU.
+    """
+    if server and server.get("nvlink_domain_gpus"):
+        return int(server["nvlink_domain_gpus"])
+    link = str(acc.get("scaleup_link") or "")
+    m = re.search(r"(\d+)-GPU domain", link)
+    if m:
+        return int(m[1])
+    m = re.search(r"bridge \((\d+)", link)
+    if m:
+        return max(1, min(int(m[1]), gpus_per_node))
+    return gpus_per_node
 
 
 def catalog_for(scenario: Scenario) -> Catalog:

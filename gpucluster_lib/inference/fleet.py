@@ -70,23 +70,23 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         node = node if node is not None else build_node(scenario, catalog, hardware=hw)
         node_w = node.peak_power_w
         fac = scenario.facility
-        fit = node_rack_fit(scenario, node)
+        fit = node_rack_fit(scenario, node, getattr(hw, "server", None))
         npr = fit.nodes_per_rack
         if not fit.fits:
             findings.append(Finding(
                 "inference-node-exceeds-rack", "error",
                 f"one {node.rack_units}U node of {node_w / W_PER_KW:.1f} kW peak breaks the rack's {fit.binding} "
-                f"limit ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U, {fac.cooling} cooling); "
+                f"limit ({fit.power_limit_w / W_PER_KW:g} kW, {fac.rack_units}U, {fac.cooling} cooling); "
                 "counted one node per rack",
                 fix="raise facility.rack_power_limit_kw (liquid or rear-door cooling) or use a smaller server",
                 field="facility.rack_power_limit_kw"))
-        racks = math.ceil(nodes / npr) if nodes else 0
+        racks = fit.racks_for(nodes)
         it_kw = nodes * node_w / W_PER_KW
         fac_kw = it_kw * scenario.facility.pue
         findings.append(Finding(
             "inference-quick-estimate", "info",
             f"racks and power estimated quickly: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
-            f"(node peak power), {npr} nodes per rack ({fac.rack_power_limit_kw:g} kW, {fac.rack_units}U); "
+            f"(node peak power), {npr} nodes per rack ({fit.power_limit_w / W_PER_KW:g} kW, {fac.rack_units}U); "
             f"facility power = IT x PUE {scenario.facility.pue:g}",
             fix="the design's facility budget adds network, storage and head nodes"))
     capex = capex_usd(scenario, hw, nodes=nodes, gpus=gpus, findings=findings)

@@ -152,10 +152,15 @@ class _TpResult:
     fits: bool
 
 
+def _domain(hw: Any) -> int:
+    """GPUs of one NVLink domain [GPUs]: the hardware's (an NVL72 rack: 72), else the node."""
+    return int(getattr(hw, "nvlink_domain_gpus", None) or hw.gpus_per_node)
+
+
 def _replica_hardware(scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
                       fabric_gbps: float | None = None) -> ReplicaHardware:
     acc = hw.accelerator
-    if tp <= hw.gpus_per_node:
+    if tp <= _domain(hw):  # inside the NVLink domain (the node, or an NVL72 rack)
         link = float(acc["scaleup_bandwidth_gb_per_s"]) / 2  # catalogue: bidirectional total
     else:
         gbps = fabric_gbps if fabric_gbps is not None else fabric_gbps_per_gpu(scenario, hw, catalog)
@@ -210,7 +215,7 @@ def _target_tokens_per_s(scenario: Scenario) -> float | None:
 def _tp_candidates(arch: TransformerArch, hw: Any, given: int | None) -> list[int]:
     if given is not None:
         return [given]
-    cands = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= hw.gpus_per_node and arch.attention_heads % t == 0
+    cands = [t for t in (1, 2, 4, 8, 16, 32, 64) if t <= _domain(hw) and arch.attention_heads % t == 0
              and (arch.kv_heads % t == 0 or t % arch.kv_heads == 0)]
     return cands or [1]
 
@@ -234,12 +239,12 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
             "inference-kv-heads-replicated", "info",
             f"tensor_parallel {tp} exceeds the {arch.kv_heads} KV heads: each KV head is stored on "
             f"{tp // arch.kv_heads} GPUs", field="inference.tensor_parallel"))
-    if tp > hw.gpus_per_node:
+    if tp > _domain(hw):
         findings.append(Finding(
             "inference-tp-across-nodes", "warning",
-            f"tensor_parallel {tp} spans {math.ceil(tp / hw.gpus_per_node)} nodes of {hw.gpus_per_node} GPUs: "
+            f"tensor_parallel {tp} spans {math.ceil(tp / _domain(hw))} NVLink domains of {_domain(hw)} GPUs: "
             "its all-reduces run over the scale-out fabric",
-            fix=f"use tensor_parallel <= {hw.gpus_per_node}", field="inference.tensor_parallel"))
+            fix=f"use tensor_parallel <= {_domain(hw)}", field="inference.tensor_parallel"))
 
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,

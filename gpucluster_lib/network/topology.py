@@ -306,12 +306,15 @@ def _protocol_ok(nic_protocol: str, switch_protocol: str) -> bool:
 
 
 def default_switch(catalog: Catalog, speed_gbps: float, protocol: str = "VPI") -> dict:
-    """The catalogue switch for NICs of ``speed_gbps``: the slowest ports >= that speed, most ports."""
+    """The catalogue switch for NICs of ``speed_gbps``: the slowest ports >= that speed; for VPI NICs
+    InfiniBand before Ethernet (an Ethernet RoCE fabric is chosen by naming its switch); then fixed
+    1-2U switches before modular chassis, then the most ports."""
     rows = [r for r in catalog.records("switches") if _protocol_ok(protocol, r["protocol"])
             and r["port_speed_gbps"] >= speed_gbps and r["ports"] >= 16]
     if not rows:
         rows = [r for r in catalog.records("switches") if r["ports"] >= 16]
-    rows.sort(key=lambda r: (r["port_speed_gbps"], -r["ports"], r["protocol"] != "InfiniBand", r["id"]))
+    rows.sort(key=lambda r: (r["port_speed_gbps"], r["protocol"] != "InfiniBand", int(r["rack_units"]) > 2,
+                             -r["ports"], r["id"]))
     return rows[0]
 
 
@@ -327,6 +330,8 @@ def side_switch(catalog: Catalog, speed_gbps: float, protocol: str, ports_needed
             and r["port_speed_gbps"] >= speed_gbps]
     if not rows:
         return fallback or default_switch(catalog, speed_gbps, protocol)
+    fixed = [r for r in rows if int(r["rack_units"]) <= 2]  # modular spine chassis only when named
+    rows = fixed or rows
     radix = {r["id"]: int(r["ports"]) * _link(r, speed_gbps)[1] for r in rows}
     fits = [r for r in rows if radix[r["id"]] >= ports_needed]
     if fits:
@@ -349,10 +354,10 @@ def _link(switch: dict, nic_speed: float) -> tuple[float, int]:
     return min(sp, nic_speed), 1
 
 
-def default_nodes_per_rack(scenario: Scenario, node: NodeDesign) -> int:
+def default_nodes_per_rack(scenario: Scenario, node: NodeDesign, server: dict | None = None) -> int:
     """Compute nodes per rack: the rack fit of the node (:func:`gpucluster_lib.hardware.rack.node_rack_fit`,
-    the same one the facility budget packs racks with)."""
-    return node_rack_fit(scenario, node).nodes_per_rack
+    the same one the facility budget packs racks with; ``server`` its catalogue row)."""
+    return node_rack_fit(scenario, node, server).nodes_per_rack
 
 
 @dataclass(frozen=True)
@@ -524,8 +529,8 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     injection = ports_per_node * link_gbps / gpn
 
     npr = net.nodes_per_rack or default_nodes_per_rack(
-        scenario, node if node is not None else build_node(scenario, cat, hardware=hw))
-    racks = math.ceil(n / npr)
+        scenario, node if node is not None else build_node(scenario, cat, hardware=hw), hw.server)
+    racks = math.ceil(n / npr) * max(1, hw.racks_per_node)
     lay = _Layout(npr, racks, net.racks_per_row, cab)
 
     switch_groups: list[SwitchGroup] = []

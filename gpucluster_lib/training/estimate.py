@@ -186,7 +186,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
     nic_bw = fabric_gbps_per_gpu(scenario, hw, cat, network) * GBPS_IN_BYTES_PER_S
     n = gpus if gpus is not None else hw.gpus
-    ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=nvlink_domain(acc, hw.gpus_per_node),
+    ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.nvlink_domain_gpus,
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
                   memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
                   flash_attention=tr.flash_attention,

@@ -12,6 +12,7 @@ from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.facility.site import Budget, default_node_counts, growth_table
 from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.hardware.rack import rack_power_limit_kw_of
 from gpucluster_lib.scenario import Scenario, parse_redundancy
 from gpucluster_lib.ui.common import (
     AppState,
@@ -193,7 +194,7 @@ class PowerPanel:
             self.rack.value = preset
             self.rack_custom.value = fac.rack_units
             self.rack_custom.disabled = preset != "custom"
-            self.rack_kw.value, self.rack_kg.value = fac.rack_power_limit_kw, fac.rack_weight_limit_kg
+            self.rack_kw.value, self.rack_kg.value = rack_power_limit_kw_of(fac), fac.rack_weight_limit_kg
             self.cooling.value, self.pue.value = fac.cooling, fac.pue
             self.price.value, self.delta_t.value = fac.energy_price_per_kwh, fac.delta_t_c
             self.redundancy.value = fac.power_redundancy
