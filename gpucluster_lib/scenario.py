@@ -138,6 +138,8 @@ class NetworkSpec:
     inter_node_gbps_per_gpu: float | None = f(None, gt=0, unit="Gb/s",
                                               doc="override of the fabric bandwidth per GPU")
     scalable_unit_nodes: int | None = f(None, gt=0, doc="nodes per scalable unit (rail-optimised)")
+    planes: int = f(1, ge=1, le=8, doc="independent compute-fabric planes; each node's ports are split over them "
+                    "(multi-plane Ethernet AI fabrics)")
     mgmt_switch: str | None = f(None, doc="switches.csv id of the management network")
     storage_network: bool = f(True)
     # -- topology design -----------------------------------------------------------------

@@ -21,6 +21,7 @@ References
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -524,9 +525,20 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     else:
         link_gbps, breakout, radix = nic_speed, 1, 0
     r = net.oversubscription
-    fm = net.fabric_manager_ports
-    endpoints = n * ports_per_node + fm
     injection = ports_per_node * link_gbps / gpn
+    # multi-plane: each node's fabric ports are split over `planes` identical, independent fabrics
+    # (plane i takes port i of every node); each plane is designed alone, then counted `planes` times
+    planes = net.planes if kind not in ("ring",) else 1
+    node_ports_total = ports_per_node
+    if planes > 1:
+        if ports_per_node % planes:
+            findings.append(Finding("topology-planes-uneven", "warning",
+                                    f"{ports_per_node} fabric ports per node do not split evenly over {planes} "
+                                    f"planes: each plane takes {math.ceil(ports_per_node / planes)} (rounded up)",
+                                    "use a plane count that divides the ports per node", "network.planes"))
+        ports_per_node = math.ceil(ports_per_node / planes)
+    fm = math.ceil(net.fabric_manager_ports / planes) if planes > 1 else net.fabric_manager_ports
+    endpoints = n * ports_per_node + fm
 
     npr = net.nodes_per_rack or default_nodes_per_rack(
         scenario, node if node is not None else build_node(scenario, cat, hardware=hw), hw.server)
@@ -768,6 +780,24 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
                                 f"{per_port / link_gbps:.0%} of the link rate under uniform load",
                                 "", "network.oversubscription"))
 
+    if planes > 1:
+        switch_groups[:] = [dataclasses.replace(g, count=g.count * planes, ports_used=g.ports_used * planes)
+                            for g in switch_groups]
+        link_groups[:] = [dataclasses.replace(
+            g, links=g.links * planes, cables=g.cables * planes, switch_end_modules=g.switch_end_modules * planes,
+            node_end_modules=g.node_end_modules * planes, switch_side_power_w=g.switch_side_power_w * planes,
+            node_side_power_w=g.node_side_power_w * planes) for g in link_groups]
+        switches = {k: v * planes for k, v in switches.items()}
+        links = {k: v * planes for k, v in links.items()}
+        bisection *= planes
+        endpoints *= planes
+        fm = net.fabric_manager_ports
+        if max_ep is not None:
+            max_ep *= planes
+        findings.append(Finding("topology-planes", "info",
+                                f"{planes} independent planes of {ports_per_node} port(s) per node each: every "
+                                "count above is one plane's times the planes", "", "network.planes"))
+        ports_per_node = node_ports_total
     per_gpu = injection * per_port / link_gbps if n > 1 else injection
     compute_switches = sum(g.count for g in switch_groups)
 
