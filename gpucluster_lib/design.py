@@ -9,6 +9,7 @@ the same figure is the same number everywhere.
 Stages, in order (each lists the stages it reads)::
 
     hardware                        the accelerator, server, GPUs per node, nodes
+    calibration                     the measured profile the scenario selects (None without one)
     node          <- hardware       one node built from parts and checked (power, PCIe, cooling)
     network       <- hardware, node the compute, storage and management networks (every switch,
                                     cable and optic), racks laid out by the node's rack fit
@@ -18,7 +19,7 @@ Stages, in order (each lists the stages it reads)::
                                     racks, power, cooling, space (installed spares included)
     training      <- hardware, network
                                     the training plan and time (None without a model)
-    serving       <- hardware, network, node, facility
+    serving       <- hardware, network, node, facility, calibration
                                     the serving fleet (None without a model)
     reliability   <- hardware, storage, spares, training
                                     interruptions, checkpoints, goodput, days to train
@@ -47,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gpucluster_lib.calibration.profile import CalibrationProfile, scenario_profile
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.economics import cost as cost_mod
 from gpucluster_lib.facility import site as facility_mod
@@ -76,6 +78,10 @@ def has_model(spec: ModelSpec) -> bool:
 
 def _hardware(d: Design) -> ClusterHardware:
     return resolve_hardware(d.scenario, d.catalog)
+
+
+def _calibration(d: Design) -> CalibrationProfile | None:
+    return scenario_profile(d.scenario)
 
 
 def _node(d: Design) -> Any:
@@ -110,7 +116,7 @@ def _serving(d: Design) -> Any:
         return None
     gbps = fabric_gbps_per_gpu(d.scenario, d.hardware, d.catalog, d.network)
     return serve(d.scenario, d.catalog, hardware=d.hardware, fabric_gbps=gbps, node=d.node,
-                 cluster_facility=d.facility, network=d.network)
+                 cluster_facility=d.facility, network=d.network, calibration=d.calibration)
 
 
 def _plans(d: Design) -> Any:
@@ -165,6 +171,7 @@ _FAILURE_FIELDS = tuple(f"reliability.{f}" for f in (
 #: the declarations against what each stage really reads.
 STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("hardware", _hardware, ("catalog", "hardware"), (), "Hardware"),
+    Stage("calibration", _calibration, ("calibration",), (), "Calibration profile"),
     Stage("node", _node, ("catalog", "hardware", "network", "facility.cooling"), ("hardware",), "Node"),
     Stage("network", _network, ("catalog", "hardware", "network", *_RACK_FIELDS), ("hardware", "node"), "Network"),
     Stage("storage", _storage, ("catalog", "model", *_STORAGE_FIELDS), ("hardware",), "Storage"),
@@ -175,7 +182,7 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           ("hardware", "network"), "Training"),
     Stage("serving", _serving, ("catalog", "model", "inference", "costs", "facility", "network", "hardware",
                                 *_STORAGE_FIELDS),
-          ("hardware", "network", "node", "facility"), "Serving"),
+          ("hardware", "network", "node", "facility", "calibration"), "Serving"),
     Stage("plans", _plans, ("catalog", "model", "training", "network", "hardware", "parallelism.global_batch_size"),
           ("hardware", "network"), "Plan search"),
     Stage("reliability", _reliability, ("catalog", "model", "training", "reliability", "hardware"),
@@ -261,6 +268,7 @@ class Design:
         return name in self._results
 
     hardware = property(lambda self: self.stage("hardware"), doc="ClusterHardware")
+    calibration = property(lambda self: self.stage("calibration"), doc="CalibrationProfile or None")
     node = property(lambda self: self.stage("node"), doc="NodeDesign")
     network = property(lambda self: self.stage("network"), doc="TopologyDesign")
     storage = property(lambda self: self.stage("storage"), doc="StorageDesign")

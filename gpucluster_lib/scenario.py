@@ -315,6 +315,8 @@ class Scenario:
     name: str = f("untitled")
     description: str = f("")
     catalog: list[str] = f([], doc="extra catalogue CSV paths, relative to the scenario file")
+    calibration: str | None = f(None, doc="calibration profile YAML written by 'gpucluster calibrate' (measured "
+                                          "GEMM curves and link bandwidths), relative to the scenario file")
     model: ModelSpec = sub(ModelSpec)
     hardware: HardwareSpec = sub(HardwareSpec)
     network: NetworkSpec = sub(NetworkSpec)

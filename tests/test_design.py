@@ -189,7 +189,7 @@ def gpt3():
     return d
 
 
-ALL = set(DESIGN_STAGES)
+ALL = set(DESIGN_STAGES) - {"calibration"}  # the profile reads only the calibration key
 
 
 @pytest.mark.parametrize(("change", "recomputed"), [

@@ -13,11 +13,13 @@ racks and power for those replicas. Design problems are findings, never exceptio
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
+from gpucluster_lib.calibration.profile import CalibrationProfile, scenario_profile
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
@@ -94,6 +96,7 @@ class ServingEstimate:
     sweep: list[dict[str, Any]]
     tp_options: list[dict[str, Any]]
     efficiency: dict[str, float]
+    calibration: str | None
     assumptions: list[str]
     findings: list[Finding] = field(default_factory=list)
 
@@ -150,6 +153,8 @@ class _TpResult:
     parts: Any
     chosen: int | None      # index into batches
     fits: bool
+    eff: ServingEfficiency
+    gemm_efficiency: float
 
 
 def _domain(hw: Any) -> int:
@@ -184,13 +189,54 @@ def _display_rows(batches: np.ndarray, chosen: int | None) -> np.ndarray:
     return np.array(sorted(idx), dtype=int)
 
 
+def _calibrated(eff: ServingEfficiency, scenario: Scenario, prof: CalibrationProfile | None, rhw: ReplicaHardware,
+                within_node: bool) -> ServingEfficiency:
+    """The link terms of a calibration profile for this replica (scenario overrides win).
+
+    NVLink (TP within a node): ``link_bandwidth_efficiency = B_bus / link`` and
+    ``allreduce_latency_s = 2 (TP - 1) alpha`` (the ring's latency term, Thakur et al. 2005);
+    across nodes the fabric's terms, its bandwidth per GPU ``B_bus / ranks_per_host``.
+    """
+    if prof is None or rhw.tp <= 1:
+        return eff
+    link = prof.link("nvlink" if within_node else "fabric")
+    if link is None:
+        return eff
+    inf = scenario.inference
+    changes: dict[str, float] = {}
+    if inf.link_bandwidth_efficiency is None:
+        per_gpu = link.bus_bandwidth_gb_per_s / (1 if within_node else (link.ranks_per_host or 1))
+        changes["link_bandwidth_efficiency"] = per_gpu / rhw.link_gb_per_s
+    if inf.allreduce_latency_s is None and link.alpha_s is not None:
+        changes["allreduce_latency_s"] = 2.0 * (rhw.tp - 1) * link.alpha_s
+    return replace(eff, **changes) if changes else eff
+
+
+def _calibrated_gemm(gemm_eff: float, scenario: Scenario, prof: CalibrationProfile | None, arch: TransformerArch,
+                     cprec: str | None, tp: int, peak: float | None) -> float:
+    """The serving GEMM efficiency scaled by the profile's GEMM curve against the default curve at the
+    prompt's shape (m = input tokens, n = FFN width / TP, k = hidden), so the non-GEMM share the
+    default efficiency carries (attention, norms, sampling) is kept."""
+    if prof is None or not cprec or not prof.gemm:
+        return gemm_eff
+    inf = scenario.inference
+    override = inf.gemm_efficiency_8bit if cprec in ("fp8", "int8") else inf.gemm_efficiency_16bit
+    if override is not None or cprec not in prof.gemm:
+        return gemm_eff
+    shape = (max(inf.input_tokens, 1), max(arch.ffn_hidden_size / tp, 1.0), float(arch.hidden_size))
+    mine = gemm_curve(cprec, prof).efficiency(*shape, peak_tflops=peak)
+    ref = DEFAULT_CURVES[cprec].efficiency(*shape, peak_tflops=peak)
+    return min(gemm_eff * mine / ref, 1.0)
+
+
 def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
                  gemm_eff: float, eff: ServingEfficiency, weight_bytes: float, kv_bytes: float,
-                 fabric_gbps: float | None = None) -> _TpResult:
+                 fabric_gbps: float | None = None, prof: CalibrationProfile | None = None) -> _TpResult:
     inf = scenario.inference
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff)
     rhw = _replica_hardware(scenario, hw, catalog, tp, peak, fabric_gbps)
+    eff = _calibrated(eff, scenario, prof, rhw, tp <= hw.gpus_per_node)
     fits = mem.max_batch >= 1
     batches = _batch_grid(max(mem.max_batch, 1), inf.batch_size)
     parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
@@ -202,7 +248,7 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     tok_replica = batches / tpot
     meets = (ttft <= inf.ttft_slo_s) & (tpot <= inf.tpot_slo_s) & (batches <= mem.max_batch)
     chosen = int(np.argmax(np.where(meets, tok_replica, -1.0))) if fits and meets.any() else None
-    return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits)
+    return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff)
 
 
 def _target_tokens_per_s(scenario: Scenario) -> float | None:
@@ -249,7 +295,7 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
           fabric_gbps: float | None = None, node: Any = None, cluster_facility: Any = None,
-          network: Any = None) -> ServingEstimate:
+          network: Any = None, calibration: Any = "scenario") -> ServingEstimate:
     """Size the serving fleet of ``scenario`` (see module doc).
 
     Parameters
@@ -270,6 +316,11 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         the fabric bandwidth per GPU [Gb/s], the built node, the cluster's facility budget
         and network design, reused when the fleet has the cluster's node count); computed
         when omitted.
+    calibration : CalibrationProfile or None, optional
+        The design's calibration stage (default ``"scenario"``: the scenario's ``calibration``
+        file, if any; None: no profile):
+        its NVLink / fabric bus bandwidth and latency set the TP all-reduce terms, its GEMM
+        curve scales the GEMM efficiency (scenario ``inference.*`` overrides win).
 
     Returns
     -------
@@ -310,9 +361,11 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if inf.tensor_parallel is not None:
         _tp_findings(arch, inf.tensor_parallel, hw, findings)
     target = _target_tokens_per_s(scenario)
-    gemm_eff = eff.gemm_efficiency(cprec or "bf16")
-    results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"), gemm_eff, eff, weight_bytes, kv_bytes,
-                            fabric_gbps)
+    prof = scenario_profile(scenario) if isinstance(calibration, str) else calibration
+    results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"),
+                            _calibrated_gemm(eff.gemm_efficiency(cprec or "bf16"), scenario, prof, arch, cprec, tp,
+                                             peak),
+                            eff, weight_bytes, kv_bytes, fabric_gbps, prof)
                for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
 
     def gpus_for(r: _TpResult) -> float:
@@ -420,7 +473,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         capex_usd=fleet.capex_usd,
         tokens_per_s_per_usd=fleet_tok / fleet.capex_usd if fleet_tok and fleet.capex_usd else None,
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
-        sweep=sweep, tp_options=tp_options, efficiency=eff.to_dict(), assumptions=list(ASSUMPTIONS),
+        sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), "gemm_efficiency_used": float(best.gemm_efficiency)},
+        calibration=prof.name if prof is not None else None, assumptions=list(ASSUMPTIONS),
         findings=findings)
 
 

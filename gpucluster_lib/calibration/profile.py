@@ -1,0 +1,243 @@
+"""Calibration profiles: a named, dated YAML file of fitted GEMM curves and link alpha-beta terms.
+
+A scenario selects one with the top-level key ``calibration: my-cluster.yaml`` (a path relative
+to the scenario file). ``gpucluster calibrate`` writes them from the user's own measurements
+(:mod:`.gemm`, :mod:`.nccl`).
+
+Public API (for the calculation packages):
+
+* :class:`CalibrationProfile` -- ``name``, ``date``, ``device``, ``example``, ``source``,
+  ``gemm: {dtype: GemmCurve}``, ``links: {"nvlink" | "fabric": LinkFit}``;
+  ``profile.link(level)`` -> :class:`~.nccl.LinkFit` or None;
+  ``profile.gemm_efficiency(m, n, k, dtype, peak_tflops=None)`` (defaults for dtypes it lacks);
+  ``profile.efficiency_overrides(nvlink_bw_bytes_per_s, nic_bw_bytes_per_s)`` -> the training
+  engine's efficiency names (``alpha_nvlink_s``, ``nvlink_efficiency``, ``alpha_network_s``,
+  ``network_efficiency``) for the levels the profile measured;
+  ``to_dict()``, ``to_yaml()``, ``save(path)``.
+* :func:`load_profile` ``(path)`` and :func:`profile_from_dict` ``(data, where)``: strict
+  loading, :class:`~.nccl.CalibrationError` naming the key (``links.fabric.bus_bandwidth_gb_per_s``).
+* :func:`scenario_profile` ``(scenario)`` -> the scenario's profile or None, the path resolved
+  against the scenario's folder; errors are :class:`~gpucluster_lib.errors.ScenarioError` on
+  the field ``calibration``.
+
+In a design, the ``calibration`` stage (``d.calibration``) holds the profile; the serving
+stage reads it (link bandwidth, all-reduce latency, GEMM curve). A training engine takes it
+the same way: ``efficiency_overrides(...)`` maps the measured bus bandwidths onto the
+engine's fractions of its nominal link rates (NVLink: ``B / nvlink_bw``; fabric:
+``B / (ranks_per_host x nic_bw)``, the hierarchical bound of ``training/core.py``), and
+``alpha_s`` onto its per-step latencies.
+
+Format (``version: 1``)::
+
+    name: my-cluster
+    date: 2026-12-01
+    device: NVIDIA H100 80GB HBM3
+    example: false
+    source: what was measured, where, with which software
+    gemm:
+      bf16: {eff_max: 0.83, m_half: 159, n_half: 188, k_half: 200, exponent: 2, fixed_time_s: 5.8e-06, peak_tflops: 989.4}
+    links:
+      nvlink: {level: nvlink, collective: all_reduce, ranks: 8, bus_bandwidth_gb_per_s: 360, alpha_s: 1.0e-06, ...}
+      fabric: {level: fabric, collective: all_reduce, ranks: 16, ranks_per_host: 8, bus_bandwidth_gb_per_s: 316, ...}
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve, normalise_dtype
+from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.units import GB
+
+FORMAT_VERSION = 1
+_KEYS = ("version", "name", "date", "device", "example", "source", "gemm", "links")
+
+
+@dataclass(frozen=True)
+class CalibrationProfile:
+    """A named, dated set of measured GEMM curves and link terms (see the module doc)."""
+
+    name: str
+    date: str
+    device: str | None = None
+    example: bool = False
+    source: str = ""
+    gemm: dict[str, GemmCurve] = field(default_factory=dict)
+    links: dict[str, LinkFit] = field(default_factory=dict)
+    path: str | None = field(default=None, compare=False)
+
+    def link(self, level: str) -> LinkFit | None:
+        """The fitted link of ``level`` (``nvlink`` or ``fabric``), or None when not measured."""
+        return self.links.get(level)
+
+    def gemm_efficiency(self, m: Any, n: Any, k: Any, dtype: str = "bf16", peak_tflops: float | None = None) -> Any:
+        """:func:`~.gemm.gemm_efficiency` with this profile's curves."""
+        return gemm_curve(dtype, self).efficiency(m, n, k, peak_tflops)
+
+    def efficiency_overrides(self, nvlink_bw_bytes_per_s: float | None = None,
+                             nic_bw_bytes_per_s: float | None = None) -> dict[str, float]:
+        """The training engine's efficiency parameters implied by the measured links.
+
+        ``nvlink_bw_bytes_per_s``: nominal scale-up bandwidth per GPU per direction [B/s];
+        ``nic_bw_bytes_per_s``: nominal scale-out bandwidth per GPU per direction [B/s].
+        Only levels the profile measured (and whose nominal rate is given) appear.
+        """
+        out: dict[str, float] = {}
+        nv = self.link("nvlink")
+        if nv is not None:
+            if nv.alpha_s is not None:
+                out["alpha_nvlink_s"] = nv.alpha_s
+            if nvlink_bw_bytes_per_s:
+                out["nvlink_efficiency"] = nv.bus_bandwidth_gb_per_s * GB / nvlink_bw_bytes_per_s
+        fab = self.link("fabric")
+        if fab is not None:
+            if fab.alpha_s is not None:
+                out["alpha_network_s"] = fab.alpha_s
+            if nic_bw_bytes_per_s:
+                per_host = fab.ranks_per_host or 1
+                out["network_efficiency"] = fab.bus_bandwidth_gb_per_s * GB / (per_host * nic_bw_bytes_per_s)
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"version": FORMAT_VERSION, "name": self.name, "date": self.date, "device": self.device,
+                "example": self.example, "source": self.source,
+                "gemm": {k: _clean(v.to_dict()) for k, v in sorted(self.gemm.items())},
+                "links": {k: _clean(v.to_dict()) for k, v in sorted(self.links.items())}}
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, allow_unicode=True)
+
+    def save(self, path: str | Path) -> Path:
+        p = Path(path)
+        p.write_text(self.to_yaml(), encoding="utf-8")
+        return p
+
+
+def _clean(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: (round(v, 6 if abs(v) >= 1e-3 else 12) if isinstance(v, float) else v) for k, v in d.items()
+            if v is not None and v != ""}
+
+
+def _date(value: Any, where: str) -> str:
+    if isinstance(value, dt.datetime):
+        return value.date().isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    if isinstance(value, str):
+        try:
+            return dt.date.fromisoformat(value.strip()).isoformat()
+        except ValueError:
+            pass
+    raise CalibrationError(f"{where}date: must be a date like 2026-12-01, got {value!r}")
+
+
+def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
+    """Build and check a profile from its YAML mapping; errors name ``where`` + the key."""
+    pre = f"{where}: " if where else ""
+    if not isinstance(data, dict):
+        raise CalibrationError(f"{pre}a calibration profile must be a mapping with name, date, gemm and links")
+    bad = sorted(set(data) - set(_KEYS))
+    if bad:
+        raise CalibrationError(f"{pre}{bad[0]}: unknown key; valid: {', '.join(_KEYS)}")
+    version = data.get("version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise CalibrationError(f"{pre}version: {version!r} is not supported (this library reads version "
+                               f"{FORMAT_VERSION})")
+    name = data.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise CalibrationError(f"{pre}name: a profile needs a name (a non-empty string)")
+    if "date" not in data:
+        raise CalibrationError(f"{pre}date: a profile needs the date of its measurements (2026-12-01)")
+    date = _date(data["date"], pre)
+    gemm_in = data.get("gemm") or {}
+    links_in = data.get("links") or {}
+    if not isinstance(gemm_in, dict):
+        raise CalibrationError(f"{pre}gemm: must map dtypes (bf16, fp8, ...) to curve parameters")
+    if not isinstance(links_in, dict):
+        raise CalibrationError(f"{pre}links: must map nvlink / fabric to fitted link terms")
+    gemm: dict[str, GemmCurve] = {}
+    for dtype, params in gemm_in.items():
+        try:
+            key = normalise_dtype(dtype)
+            if not isinstance(params, dict):
+                raise ValueError("must be a mapping of curve parameters")
+            gemm[key] = GemmCurve.from_dict(params)
+        except ValueError as exc:
+            raise CalibrationError(f"{pre}gemm.{dtype}: {exc}") from None
+    links: dict[str, LinkFit] = {}
+    for level, params in links_in.items():
+        if level not in LEVELS:
+            raise CalibrationError(f"{pre}links.{level}: unknown link level; valid: {', '.join(LEVELS)}")
+        if not isinstance(params, dict):
+            raise CalibrationError(f"{pre}links.{level}: must be a mapping (bus_bandwidth_gb_per_s, alpha_s, ...)")
+        links[level] = LinkFit.from_dict({"level": level, **params}, where=f"{pre}links.{level}")
+    example = data.get("example", False)
+    if not isinstance(example, bool):
+        raise CalibrationError(f"{pre}example: must be true or false")
+    device = data.get("device")
+    return CalibrationProfile(name=name.strip(), date=date, device=str(device) if device is not None else None,
+                              example=example, source=str(data.get("source") or ""), gemm=gemm, links=links)
+
+
+@lru_cache(maxsize=16)
+def _load_cached(path: str, mtime_ns: int) -> CalibrationProfile:
+    p = Path(path)
+    try:
+        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CalibrationError(f"{p.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
+    prof = profile_from_dict(data, where=p.name)
+    return CalibrationProfile(**{**prof.__dict__, "path": str(p)})
+
+
+def load_profile(path: str | Path) -> CalibrationProfile:
+    """Read a profile file (cached by path and modification time)."""
+    p = Path(path)
+    try:
+        stat = p.stat()
+    except OSError:
+        raise CalibrationError(f"{p}: no such calibration profile; write one with 'gpucluster calibrate'") from None
+    if not math.isfinite(stat.st_mtime):
+        raise CalibrationError(f"{p}: cannot read the file's time stamp")
+    return _load_cached(str(p.resolve()), stat.st_mtime_ns)
+
+
+def shipped_profiles() -> dict[str, Path]:
+    """The example profiles shipped in ``data/calibration/`` by name (each marked ``example: true``)."""
+    folder = data_path("calibration")
+    if not folder.is_dir():
+        return {}
+    return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
+
+
+def scenario_profile(scenario: Any) -> CalibrationProfile | None:
+    """The profile a scenario selects with ``calibration: FILE`` (relative to its folder; or the
+    name of a shipped example profile, see :func:`shipped_profiles`), or None."""
+    ref = getattr(scenario, "calibration", None)
+    if not ref:
+        return None
+    p = Path(ref).expanduser()
+    if not p.is_absolute() and getattr(scenario, "base_dir", None) is not None:
+        p = Path(scenario.base_dir) / p
+    if not p.is_file() and shipped_profiles().get(Path(ref).stem) is not None and Path(ref).name == Path(ref).stem:
+        p = shipped_profiles()[Path(ref).stem]
+    if not p.is_file():
+        raise ScenarioError("calibration", f"no calibration profile at {p}; write one with 'gpucluster calibrate' "
+                                           "or give the path relative to the scenario file")
+    try:
+        return load_profile(p)
+    except CalibrationError as exc:
+        raise ScenarioError("calibration", str(exc)) from None
+
+
+__all__ = ["FORMAT_VERSION", "CalibrationProfile", "load_profile", "profile_from_dict", "scenario_profile",
+           "shipped_profiles"]

@@ -1,0 +1,83 @@
+"""``gpucluster calibrate``: fit a calibration profile to your own GEMM and nccl-tests measurements."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from gpucluster_lib.commands import print_json
+
+NAME = "calibrate"
+ORDER = 90
+HELP = "fit a calibration profile (GEMM curve, link bandwidth and latency) to your own measurements"
+DESCRIPTION = (
+    "Reads a GEMM micro-benchmark CSV (columns m, n, k, dtype, tflops) and the output of nccl-tests "
+    "(all_reduce_perf, all_gather_perf or reduce_scatter_perf, as printed), fits the GEMM efficiency curve "
+    "and the bandwidth and latency of each link level, and writes a named, dated profile (YAML) that a "
+    "scenario selects with 'calibration: FILE'.")
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--name", required=True, help="the profile's name, e.g. my-cluster")
+    p.add_argument("--gemm", metavar="CSV", help="GEMM micro-benchmark table: m, n, k, dtype, tflops")
+    p.add_argument("--nccl", action="append", default=[], metavar="[LEVEL=]FILE",
+                   help="nccl-tests output; LEVEL nvlink or fabric (default: nvlink when every rank is on one "
+                        "host); repeatable, one file per level")
+    p.add_argument("--accelerator", metavar="ID", help="catalogue accelerator measured: its dense peaks per data type")
+    p.add_argument("--peak", action="append", default=[], metavar="DTYPE=TFLOPS",
+                   help="dense peak of a data type on the measured device, e.g. bf16=989.4 (repeatable)")
+    p.add_argument("--ranks", type=int, help="ranks of the nccl-tests runs, when the output has no rank lines")
+    p.add_argument("--device", help="the measured device's name (default: from the nccl-tests rank lines)")
+    p.add_argument("--date", help="date of the measurements, YYYY-MM-DD (default: today)")
+    p.add_argument("--source", default="", help="what was measured, where, with which software")
+    p.add_argument("-o", "--output", metavar="FILE", help="profile to write (default: NAME.yaml)")
+    p.add_argument("--chart", metavar="FILE", help="also save the fit-quality chart (.svg, .png or .html)")
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+
+
+def _peaks(args: argparse.Namespace) -> dict[str, float]:
+    from gpucluster_lib.calibration.nccl import CalibrationError
+    from gpucluster_lib.calibration.run import dense_peaks
+
+    peaks = dense_peaks(args.accelerator) if args.accelerator else {}
+    for item in args.peak:
+        dtype, sep, value = item.partition("=")
+        try:
+            v = float(value)
+        except ValueError:
+            v = float("nan")
+        if not sep or not (v > 0):
+            raise CalibrationError(f"--peak: expected DTYPE=TFLOPS such as bf16=989.4, got {item!r}")
+        peaks[dtype.strip()] = v
+    return peaks
+
+
+def run(args: argparse.Namespace) -> int:
+    from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, read_nccl_tests
+    from gpucluster_lib.calibration.run import calibrate, read_gemm_table
+
+    tests = []
+    for item in args.nccl:
+        level, sep, path = item.partition("=")
+        if not sep or level not in LEVELS:
+            level, path = None, item
+        tests.append((read_nccl_tests(path, ranks=args.ranks), level))
+    gemm = read_gemm_table(args.gemm) if args.gemm else None
+    if args.ranks is not None and args.ranks < 2:
+        raise CalibrationError(f"--ranks: a collective needs at least 2 ranks, got {args.ranks}")
+    result = calibrate(args.name, gemm=gemm, nccl=tests, peaks=_peaks(args), device=args.device, date=args.date,
+                       source=args.source)
+    out = Path(args.output or f"{result.profile.name}.yaml")
+    result.profile.save(out)
+    if args.chart:
+        from gpucluster_lib.charts.calibration import calibration_charts
+
+        chart = calibration_charts(result)
+        if chart is not None:
+            chart.save(args.chart)
+    if args.json:
+        print_json({**result.to_dict(), "written": str(out)})
+    else:
+        print(result.summary())
+        print(f"wrote {out}" + (f" and {args.chart}" if args.chart else ""))
+    return 0

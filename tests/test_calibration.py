@@ -1,0 +1,333 @@
+"""Calibration from measurements: nccl-tests parsing, alpha-beta fits, profiles, the CLI, the design."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from gpucluster_lib.calibration.gemm import GemmCurve
+from gpucluster_lib.calibration.nccl import (
+    CalibrationError,
+    fit_alpha_beta,
+    parse_nccl_tests,
+    read_nccl_tests,
+)
+from gpucluster_lib.calibration.profile import (
+    CalibrationProfile,
+    load_profile,
+    profile_from_dict,
+    shipped_profiles,
+)
+from gpucluster_lib.calibration.run import calibrate, dense_peaks, gemm_frame, read_gemm_table
+from gpucluster_lib.cli import main
+from gpucluster_lib.design import Design
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
+from gpucluster_lib.scenario import loads
+
+DATA = Path(__file__).parent / "data"
+
+
+# ----------------------------------------------------------------- nccl-tests in its printed format
+
+def nccl_text(sizes, times_us, *, ranks, collective="all_reduce", hosts=1, dtype="float"):
+    """Rows exactly as nccl-tests prints them (src/common.cu: '%12li  %12li  %8s  %6s  %6i', then time as
+    %7.0f from 10 ms, %7.1f from 100 us, else %7.2f, and '%6.2f' bandwidths), with rank lines."""
+    factor = {"all_reduce": 2 * (ranks - 1) / ranks}.get(collective, (ranks - 1) / ranks)
+    op = "none" if collective == "all_gather" else "sum"
+    per_host = ranks // hosts
+    lines = [f"# Collective test starting: {collective}_perf", "#", "# Using devices"]
+    for r in range(ranks):
+        lines.append(f"#  Rank {r:2d} Group  0 Pid {1000 + r:6d} on node{r // per_host:03d} device "
+                     f"{r % per_host:2d} [0000:{r:02x}:00] NVIDIA H100 80GB HBM3")
+    lines += ["#", "#                                                              out-of-place                       "
+              "in-place",
+              "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   "
+              "busbw #wrong",
+              "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  "
+              "(GB/s)"]
+
+    def tstr(t):
+        return f"{t:7.0f}" if t >= 10000 else f"{t:7.1f}" if t >= 100 else f"{t:7.2f}"
+
+    for s, t in zip(sizes, times_us, strict=True):
+        alg = s / (t * 1e-6) / 1e9
+        cell = f"  {tstr(t)}  {alg:6.2f}  {alg * factor:6.2f}  {0:5d}"
+        lines.append(f"{s:12d}  {s // 4:12d}  {dtype:>8s}  {op:>6s}  {-1:6d}{cell}{cell}")
+    lines += ["# Out of bounds values : 0 OK", "# Avg bus bandwidth    : 0.0", "#",
+              f"# Collective test concluded: {collective}_perf"]
+    return "\n".join(lines) + "\n"
+
+
+def test_real_all_reduce_two_nodes():
+    t = read_nccl_tests(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt")
+    assert (t.collective, t.ranks, t.ranks_per_host, t.level) == ("all_reduce", 16, 8, "fabric")  # 16 rank lines, 2 hosts
+    assert len(t.rows) == 31  # 8 B to 8 GB, factor 2
+    last = t.rows[-1]
+    assert (last.size_bytes, last.time_us, last.busbw_gb_per_s) == (8589934592, 47535.0, 338.82)  # last printed row
+    assert t.devices[0] == "NVIDIA H100 80GB HBM3"
+    f = fit_alpha_beta(t)
+    assert f.latency_s == pytest.approx(123.3e-6)        # median of the three smallest: 135.8, 123.2, 123.3 us
+    assert f.alpha_s == pytest.approx(123.3e-6 / 30)     # ring all-reduce steps 2 (n - 1) = 30
+    assert 263.69 < f.bus_bandwidth_gb_per_s < 338.82    # between the busbw printed at 512 MB and at 8 GB
+
+
+def test_real_all_gather_without_rank_lines_or_comment_marks():
+    t = read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt")
+    assert t.collective == "all_gather"   # redop 'none'
+    assert t.ranks == 16                   # 50.17 / 53.52 = 0.9374 = (n-1)/n -> n = 16 (2 nodes x 8, dstack README)
+    assert len(t.rows) == 11 and t.rows[0].time_us == 784.9
+    assert any("inferred" in n for n in t.notes)
+    f = fit_alpha_beta(t, level="fabric")
+    assert 40 < f.bus_bandwidth_gb_per_s < 60  # the printed busbw plateaus at 49.3-50.2 GB/s
+
+
+def test_old_format_without_root_column():
+    t = read_nccl_tests(DATA / "nccl_all_reduce_2x1_a100_old_format.txt")
+    assert (t.collective, t.ranks, t.level) == ("all_reduce", 2, "nvlink")   # file name; 2 rank lines on one host
+    assert [r.time_us for r in t.rows] == [10.14, 10.14]                     # the 'time' column, not 'redop'
+    with pytest.raises(CalibrationError, match="latency-bound, so the bandwidth cannot be measured"):
+        fit_alpha_beta(t)
+
+
+def test_single_size_gives_bandwidth_only():
+    f = fit_alpha_beta(read_nccl_tests(DATA / "nccl_all_reduce_8_a100_single_size.txt"))
+    # 10737418240 B x 2 x 7/8 / 80922 us = 232.2 GB/s, as printed
+    assert f.bus_bandwidth_gb_per_s == pytest.approx(10737418240 * 1.75 / 80922e-6 / 1e9)
+    assert f.bus_bandwidth_gb_per_s == pytest.approx(232.20, abs=0.01)
+    assert f.alpha_s is None and f.level == "nvlink"
+
+
+@pytest.mark.parametrize(("collective", "steps", "factor"), [
+    ("all_reduce", 14, 1.75),        # 2 (n-1), 2 (n-1)/n for n = 8
+    ("reduce_scatter", 7, 0.875),    # n - 1, (n-1)/n
+    ("all_gather", 7, 0.875),
+])
+def test_fit_recovers_known_alpha_beta(collective, steps, factor):
+    alpha, bw = 2.0e-6, 360e9                       # known: 2 us per step, 360 GB/s bus bandwidth
+    sizes = [2 ** i for i in range(3, 34)]          # 8 B .. 8 GB
+    times = [(steps * alpha + factor * s / bw) * 1e6 for s in sizes]
+    t = parse_nccl_tests(nccl_text(sizes, times, ranks=8, collective=collective))
+    assert (t.collective, t.ranks, t.level) == (collective, 8, "nvlink")
+    f = fit_alpha_beta(t)
+    assert f.alpha_s == pytest.approx(alpha, rel=0.01)
+    assert f.bus_bandwidth_gb_per_s == pytest.approx(360.0, rel=0.01)
+    assert f.rms_error < 0.01
+
+
+def test_fit_without_small_messages_uses_one_line():
+    alpha, bw = 20e-6, 50e9
+    sizes = [2 ** i for i in range(23, 34)]          # 8 MB .. 8 GB: no latency plateau
+    times = [(15 * alpha + 15 / 16 * s / bw) * 1e6 for s in sizes]
+    f = fit_alpha_beta(parse_nccl_tests(nccl_text(sizes, times, ranks=16, collective="all_gather", hosts=2)))
+    assert f.level == "fabric" and f.ranks_per_host == 8
+    assert f.bus_bandwidth_gb_per_s == pytest.approx(50.0, rel=0.01)
+    assert f.alpha_s == pytest.approx(alpha, rel=0.05)
+
+
+def test_mpi_prefixes_and_log_lines_are_skipped():
+    text = nccl_text([1 << 20, 1 << 30], [20.0, 3000.0], ranks=8)
+    noisy = "\n".join(f"[1,0]<stdout>:{line}" if i % 2 else line for i, line in enumerate(text.splitlines()))
+    noisy = "node1:123:456 [0] NCCL INFO Init COMPLETE\n" + noisy
+    t = parse_nccl_tests(noisy)
+    assert [r.size_bytes for r in t.rows] == [1 << 20, 1 << 30] and t.ranks == 8
+
+
+def test_bad_nccl_input_names_the_file():
+    with pytest.raises(CalibrationError, match="mine.txt: no result rows found"):
+        parse_nccl_tests("hello\nworld\n", source="mine.txt")
+    with pytest.raises(CalibrationError, match="cannot read the nccl-tests output"):
+        read_nccl_tests(DATA / "missing.txt")
+    text = nccl_text([1 << 20, 1 << 30], [20.0, 3000.0], ranks=8).replace("all_reduce_perf", "alltoall_perf")
+    with pytest.raises(CalibrationError, match="'alltoall' is not supported"):
+        parse_nccl_tests(text.replace("sum", "sum"), collective="alltoall")
+    assert issubclass(CalibrationError, GpuClusterError)
+
+
+# ----------------------------------------------------------------- profiles
+
+def small_profile() -> CalibrationProfile:
+    curve = GemmCurve(eff_max=0.7, m_half=100, n_half=100, k_half=100, peak_tflops=989.4)
+    t = parse_nccl_tests(nccl_text([8, 16, 32, 1 << 30, 1 << 31], [28.0, 28.0, 28.0, 5000.0, 10000.0], ranks=8))
+    return CalibrationProfile("mine", "2026-11-30", device="NVIDIA H100", gemm={"bf16": curve},
+                              links={"nvlink": fit_alpha_beta(t)})
+
+
+def test_profile_round_trip(tmp_path):
+    p = small_profile()
+    path = p.save(tmp_path / "mine.yaml")
+    back = load_profile(path)
+    assert back.name == "mine" and back.date == "2026-11-30"
+    assert back.gemm["bf16"].eff_max == 0.7
+    assert back.links["nvlink"].bus_bandwidth_gb_per_s == pytest.approx(p.links["nvlink"].bus_bandwidth_gb_per_s,
+                                                                        rel=1e-6)
+    assert yaml.safe_load(path.read_text())["version"] == 1
+
+
+def test_efficiency_overrides_by_hand():
+    p = small_profile()
+    nv = p.links["nvlink"]
+    # bus bandwidth over the nominal 450 GB/s per direction; alpha = 28 us / 14 steps = 2 us
+    o = p.efficiency_overrides(nvlink_bw_bytes_per_s=450e9, nic_bw_bytes_per_s=50e9)
+    assert o["nvlink_efficiency"] == pytest.approx(nv.bus_bandwidth_gb_per_s / 450)
+    assert o["alpha_nvlink_s"] == pytest.approx(2e-6)
+    assert "network_efficiency" not in o
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"date": "2026-01-01"}, "name: a profile needs a name"),
+    ({"name": "x"}, "date: a profile needs the date"),
+    ({"name": "x", "date": "yesterday"}, "date: must be a date like 2026-12-01"),
+    ({"name": "x", "date": "2026-01-01", "colour": 1}, "colour: unknown key"),
+    ({"name": "x", "date": "2026-01-01", "gemm": {"fp64": {}}}, "gemm.fp64: unknown GEMM dtype"),
+    ({"name": "x", "date": "2026-01-01", "gemm": {"bf16": {"eff_max": 2, "m_half": 1, "n_half": 1, "k_half": 1}}},
+     "gemm.bf16: eff_max must be at most 1"),
+    ({"name": "x", "date": "2026-01-01", "links": {"pcie": {}}}, "links.pcie: unknown link level"),
+    ({"name": "x", "date": "2026-01-01",
+      "links": {"fabric": {"collective": "all_reduce", "ranks": 16, "bus_bandwidth_gb_per_s": -3}}},
+     "links.fabric.bus_bandwidth_gb_per_s: must be a positive number"),
+    ({"name": "x", "date": "2026-01-01", "version": 7}, "version: 7 is not supported"),
+])
+def test_bad_profiles_name_the_key(data, message):
+    with pytest.raises(CalibrationError, match=message):
+        profile_from_dict(data, where="p.yaml")
+
+
+def test_shipped_example_profile_is_marked_and_reproducible():
+    path = shipped_profiles()["example-h100-public-data"]
+    prof = load_profile(path)
+    assert prof.example is True and "EXAMPLE" in prof.source
+    redo = calibrate("x", gemm=read_gemm_table(DATA / "xla_sm90_gemm_subset.csv"),
+                     nccl=[(read_nccl_tests(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"), None)],
+                     peaks=dense_peaks("h100-sxm5-80gb"), date="2026-12-01").profile
+    assert redo.gemm["bf16"].eff_max == pytest.approx(prof.gemm["bf16"].eff_max, rel=1e-5)
+    assert redo.links["fabric"].bus_bandwidth_gb_per_s == pytest.approx(prof.links["fabric"].bus_bandwidth_gb_per_s,
+                                                                        rel=1e-5)
+
+
+# ----------------------------------------------------------------- GEMM tables
+
+def test_gemm_table_checks_name_row_and_column():
+    good = pd.DataFrame({"m": [1], "n": [1], "k": [1], "dtype": ["bf16"], "TFLOP/s": [1.0]})
+    assert list(gemm_frame(good).columns) == ["m", "n", "k", "dtype", "tflops"]
+    with pytest.raises(CalibrationError, match="missing column 'k'"):
+        gemm_frame(good.drop(columns="k"), "t.csv")
+    with pytest.raises(CalibrationError, match="t.csv, row 2, column 'tflops': must be a positive number"):
+        gemm_frame(good.assign(**{"TFLOP/s": [-1.0]}), "t.csv")
+    with pytest.raises(CalibrationError, match="row 2, column 'dtype': unknown GEMM dtype"):
+        gemm_frame(good.assign(dtype=["fp64"]), "t.csv")
+    with pytest.raises(CalibrationError, match="no dense bf16 peak"):
+        calibrate("x", gemm=good, peaks={})
+    with pytest.raises(CalibrationError, match="nothing to calibrate"):
+        calibrate("x")
+
+
+def test_calibrate_recovers_a_known_gemm_curve():
+    known = GemmCurve(eff_max=0.78, m_half=250.0, n_half=120.0, k_half=300.0, exponent=2.0, fixed_time_s=3e-6,
+                      peak_tflops=1978.9)
+    dims = np.array([128, 512, 1024, 4096, 16384])
+    m, n, k = (a.ravel() for a in np.meshgrid(dims, dims, dims, indexing="ij"))
+    table = pd.DataFrame({"m": m, "n": n, "k": k, "dtype": "fp8", "tflops": known.efficiency(m, n, k) * 1978.9})
+    r = calibrate("fp8-box", gemm=table, peaks={"fp8": 1978.9}, date="2026-12-01")
+    c = r.profile.gemm["fp8"]
+    for name in ("eff_max", "m_half", "n_half", "k_half", "fixed_time_s"):
+        assert getattr(c, name) == pytest.approx(getattr(known, name), rel=0.01), name
+    assert r.gemm_quality["fp8"]["max_abs_error"] < 0.01
+
+
+# ----------------------------------------------------------------- the CLI
+
+def test_cli_writes_a_dated_profile_and_a_chart(tmp_path, capsys):
+    out = tmp_path / "lab.yaml"
+    rc = main(["calibrate", "--name", "lab", "--gemm", str(DATA / "xla_sm90_gemm_subset.csv"), "--accelerator",
+               "h100-sxm5-80gb", "--nccl", f"fabric={DATA / 'nccl_all_reduce_2x8_h100_a3mega.txt'}",
+               "--date", "2026-11-02", "-o", str(out), "--chart", str(tmp_path / "fit.html"), "--json"])
+    assert rc == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["written"] == str(out) and doc["profile"]["date"] == "2026-11-02"
+    prof = load_profile(out)
+    assert set(prof.gemm) == {"bf16", "tf32"} and set(prof.links) == {"fabric"}
+    assert (tmp_path / "fit.html").stat().st_size > 1000
+
+
+def test_cli_errors_are_one_line(tmp_path, capsys):
+    rc = main(["calibrate", "--name", "lab", "--nccl", str(tmp_path / "nope.txt")])
+    assert rc == 2
+    assert "cannot read the nccl-tests output" in capsys.readouterr().err
+    rc = main(["calibrate", "--name", "lab", "--gemm", str(DATA / "xla_sm90_gemm_subset.csv"), "--peak", "bf16"])
+    assert rc == 2
+    assert "--peak: expected DTYPE=TFLOPS" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------- the scenario and the design
+
+SCENARIO = """
+name: served
+model: {preset: llama3-70b}
+hardware: {server: dgx-h100, nodes: 2}
+inference: {precision: fp8, tensor_parallel: 8, input_tokens: 1024, output_tokens: 256, requests_per_s: 5}
+"""
+
+
+def test_scenario_selects_a_profile_relative_to_its_file(tmp_path):
+    small_profile().save(tmp_path / "mine.yaml")
+    s = loads(SCENARIO + "calibration: mine.yaml\n", base_dir=tmp_path)
+    d = Design(s)
+    assert d.calibration.name == "mine"
+    plain = Design(loads(SCENARIO)).serving
+    cal = d.serving
+    assert cal.calibration == "mine" and plain.calibration is None
+    nv = d.calibration.links["nvlink"]
+    # link efficiency = measured bus bandwidth / 450 GB/s per direction (DGX H100 NVLink 4: 900 GB/s total)
+    assert cal.efficiency["link_bandwidth_efficiency"] == pytest.approx(nv.bus_bandwidth_gb_per_s / 450)
+    assert cal.efficiency["allreduce_latency_s"] == pytest.approx(14 * nv.alpha_s)   # 2 (TP - 1) alpha
+    assert cal.step_time_breakdown_s["communication"] != plain.step_time_breakdown_s["communication"]
+
+
+def test_shipped_profile_by_name_and_missing_file(tmp_path):
+    d = Design(loads(SCENARIO + "calibration: example-h100-public-data\n", base_dir=tmp_path))
+    assert d.calibration.example is True
+    with pytest.raises(ScenarioError, match="calibration: no calibration profile at"):
+        Design(loads(SCENARIO + "calibration: nope.yaml\n", base_dir=tmp_path)).stage("calibration")
+    (tmp_path / "bad.yaml").write_text("name: [\n")
+    with pytest.raises(ScenarioError, match="calibration: bad.yaml: not valid YAML"):
+        Design(loads(SCENARIO + "calibration: bad.yaml\n", base_dir=tmp_path)).stage("calibration")
+
+
+def test_gemm_curve_scales_serving_gemm_efficiency(tmp_path):
+    prof = small_profile()
+    # the same curve as the default FP8 one: the serving efficiency must not move
+    from gpucluster_lib.calibration.gemm import DEFAULT_CURVES
+
+    same = CalibrationProfile("same", "2026-11-30", gemm={"fp8": DEFAULT_CURVES["fp8"]})
+    same.save(tmp_path / "same.yaml")
+    d = Design(loads(SCENARIO + "calibration: same.yaml\n", base_dir=tmp_path))
+    assert d.serving.efficiency["gemm_efficiency_used"] == pytest.approx(0.45)   # efficiency.py default, 8-bit
+    half = CalibrationProfile("half", "2026-11-30",
+                              gemm={"fp8": DEFAULT_CURVES["fp8"].replace(
+                                  eff_max=DEFAULT_CURVES["fp8"].eff_max / 2,
+                                  fixed_time_s=2 * DEFAULT_CURVES["fp8"].fixed_time_s)})
+    half.save(tmp_path / "half.yaml")
+    d2 = Design(loads(SCENARIO + "calibration: half.yaml\n", base_dir=tmp_path))
+    # half e_max and twice t_0: 1 / (2 / e + 2 P t_0 / F) is exactly half the default curve -> 0.45 / 2
+    assert d2.serving.efficiency["gemm_efficiency_used"] == pytest.approx(0.225)
+    assert prof.gemm_efficiency(4096, 4096, 4096) < 0.7
+
+
+def test_chart_of_the_fit():
+    from gpucluster_lib.charts.calibration import calibration_charts, gemm_fit, link_fit
+
+    r = calibrate("x", gemm=read_gemm_table(DATA / "xla_sm90_gemm_subset.csv"), peaks={"bf16": 989.4, "tf32": 494.7},
+                  nccl=[(read_nccl_tests(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"), None)], date="2026-12-01")
+    spec = calibration_charts(r).to_dict()
+    assert len(spec["hconcat"]) == 2
+    g = gemm_fit(r.gemm_tables["bf16"]).to_dict()
+    assert g["layer"][1]["encoding"]["x"]["scale"]["type"] == "log"
+    lf = link_fit(r.tests["fabric"], r.profile.links["fabric"]).to_dict()
+    assert "fabric: all-reduce on 16 GPUs" in lf["title"]
+    assert math.isfinite(r.gemm_quality["bf16"]["rms_error"])
