@@ -26,6 +26,8 @@ Stages, in order (each lists the stages it reads)::
                                     (None without a transformer to checkpoint)
     cost          <- hardware, network, storage, spares, facility, reliability, serving
                                     CapEx, OpEx, TCO, cost per GPU-hour and per token, carbon
+    operations    <- hardware, node, network, storage, serving, reliability
+                                    the software-stack, security and data-management plans
     plans         <- hardware, network
                                     the ranked plans at the scenario's batch size (the Training
                                     tab's table; computed only when asked for)
@@ -58,6 +60,7 @@ from gpucluster_lib.hardware.node import build_node
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.network.topology import design_topology, fabric_gbps_per_gpu
+from gpucluster_lib.operations.plan import plan_operations
 from gpucluster_lib.reliability import core as reliability_mod
 from gpucluster_lib.scenario import ModelSpec, ParallelismSpec, Scenario, load_scenario
 from gpucluster_lib.training.estimate import build_context, search_plans
@@ -137,6 +140,11 @@ def _reliability(d: Design) -> Any:
                                   spares=d.spares, training_days_ideal=days)
 
 
+def _operations(d: Design) -> Any:
+    return plan_operations(d.scenario, d.catalog, hardware=d.hardware, node=d.node, network=d.network,
+                           storage=d.storage, serving=d.serving, reliability=d.reliability)
+
+
 def _cost(d: Design) -> cost_mod.CostResult:
     return cost_mod.assess(d.scenario, d.catalog, hardware=d.hardware, topology=d.network, storage=d.storage,
                            spares=d.spares, budget=d.facility, reliability_result=d.reliability,
@@ -189,6 +197,10 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
           ("hardware", "storage", "spares", "training"), "Reliability"),
     Stage("cost", _cost, ("catalog", "costs", "facility", "hardware"),
           ("hardware", "network", "storage", "spares", "facility", "reliability", "serving"), "Cost and carbon"),
+    Stage("operations", _operations, ("catalog", "operations", "hardware.head_nodes",
+                                      "reliability.redundant_head_node", "training.tokens",
+                                      "training.dataset_images", "model"),
+          ("hardware", "node", "network", "storage", "serving", "reliability"), "Software stack and operations"),
 )}
 
 
@@ -278,6 +290,7 @@ class Design:
     serving = property(lambda self: self.stage("serving"), doc="ServingEstimate or None")
     reliability = property(lambda self: self.stage("reliability"), doc="ReliabilityResult or None")
     cost = property(lambda self: self.stage("cost"), doc="CostResult")
+    operations = property(lambda self: self.stage("operations"), doc="OperationsPlan: stack, security, data")
     plans = property(lambda self: self.stage("plans"), doc="SearchResult of the plan search, or None")
 
     # -- views -------------------------------------------------------------
@@ -310,7 +323,7 @@ class Design:
                          "nvlink_domain_gpus": hw.nvlink_domain_gpus, "racks_per_node": hw.racks_per_node},
         }
         for name in ("node", "network", "storage", "spares", "facility", "training", "serving", "reliability",
-                     "cost"):
+                     "cost", "operations"):
             result = self.stage(name)
             out[name] = result.to_dict() if result is not None else None
         out["findings"] = [f.to_dict() for f in self.findings]

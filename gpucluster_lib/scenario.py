@@ -11,6 +11,7 @@ A scenario groups, by meaning, everything a calculation needs:
 ``facility``     rack limits, cooling, PUE, energy price, grid carbon intensity
 ``costs``        prices (overrides of the catalogue estimates), years
 ``reliability``  failure rates, checkpointing
+``operations``   software stack, scheduler, monitoring, data management
 
 Every section is optional where a default exists. Loading is strict: unknown
 keys, wrong types and out-of-range values raise :class:`ScenarioError` with the
@@ -311,6 +312,42 @@ class ReliabilitySpec:
 
 
 @dataclass(frozen=True)
+class OperationsSpec:
+    """Software stack, scheduler, monitoring, security and data management (gpucluster_lib.operations)."""
+
+    os_image: Literal["ubuntu-22.04", "ubuntu-24.04", "rocky-9", "rhel-9", "dgx-os-6"] = f(
+        "ubuntu-22.04", doc="operating system image of every node")
+    cluster_manager: Literal["base-command-manager", "warewulf", "xcat", "maas", "none"] = f(
+        "base-command-manager", doc="provisioning and cluster management software on the head nodes")
+    scheduler: Literal["slurm", "kubernetes", "both"] = f("slurm", doc="SLURM for queued jobs, Kubernetes "
+                                                           "for services, or both")
+    login_nodes: int | None = f(None, ge=0, doc="dedicated login nodes among the head nodes (default: none "
+                                "below 32 nodes, else 2 with a redundant head node or 1, plus one per 128 nodes above 128)")
+    gpu_driver: str = f("550.127.08", doc="NVIDIA data-center driver version")
+    cuda: str = f("12.4", doc="CUDA toolkit version of the node image")
+    nccl: str = f("2.21.5", doc="NCCL version of the node image")
+    container_runtime: Literal["enroot-pyxis", "apptainer", "containerd", "docker"] | None = f(
+        None, doc="default: enroot with pyxis under SLURM, containerd under Kubernetes")
+    gpu_operator: bool | None = f(None, doc="NVIDIA GPU operator (default: with Kubernetes)")
+    network_operator: bool | None = f(None, doc="NVIDIA network operator for RDMA (default: with Kubernetes)")
+    scrape_interval_s: float = f(15.0, gt=0, unit="s", doc="Prometheus scrape interval of every exporter")
+    retention_days: float = f(15.0, gt=0, unit="days", doc="Prometheus retention (its default: 15 days)")
+    bytes_per_sample: float = f(2.0, gt=0, unit="B", doc="Prometheus disk per sample (its storage docs: 1-2 B)")
+    node_exporter_series: int = f(1000, ge=0, doc="series the node exporter exposes per host")
+    serving_spare_replicas: int = f(1, ge=0, doc="serving replicas beyond the demand, so a failed replica "
+                                    "leaves the demand served (1 = N+1)")
+    fairshare_weight: int = f(10000, ge=0, doc="SLURM PriorityWeightFairshare of the training queue")
+    priority_decay_half_life_days: float = f(7.0, gt=0, unit="days", doc="SLURM PriorityDecayHalfLife "
+                                             "(its default: 7 days)")
+    dataset_tb: float | None = f(None, gt=0, unit="TB", doc="training data set on disk (default: from "
+                                 "training.tokens or training.dataset_images)")
+    dataset_versions: int = f(2, ge=1, doc="versions of the data set kept on the capacity tier")
+    checkpoint_retention_days: float = f(30.0, gt=0, unit="days", doc="one checkpoint a day kept on the "
+                                         "capacity tier for this long")
+    backup: Literal["none", "snapshot", "offsite"] = f("offsite", doc="backup of data sets and kept checkpoints")
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str = f("untitled")
     description: str = f("")
@@ -326,6 +363,7 @@ class Scenario:
     facility: FacilitySpec = sub(FacilitySpec)
     costs: CostsSpec = sub(CostsSpec)
     reliability: ReliabilitySpec = sub(ReliabilitySpec)
+    operations: OperationsSpec = sub(OperationsSpec)
     #: folder of the YAML file (to resolve relative paths); not a user key.
     base_dir: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
 

@@ -194,25 +194,27 @@ ALL = set(DESIGN_STAGES) - {"calibration"}  # the profile reads only the calibra
 
 @pytest.mark.parametrize(("change", "recomputed"), [
     # the plan: training and what reads it
-    ({"parallelism__pipeline": 16, "parallelism__data": 8}, {"training", "reliability", "cost"}),
+    ({"parallelism__pipeline": 16, "parallelism__data": 8}, {"training", "reliability", "cost", "operations"}),
     # money only
-    ({"costs__years": 5}, {"serving", "cost"}),
+    ({"costs__years": 5}, {"serving", "cost", "operations"}),
     # the demand: the serving fleet and the cost per token
-    ({"inference__requests_per_s": 10.0}, {"serving", "cost"}),
+    ({"inference__requests_per_s": 10.0}, {"serving", "cost", "operations"}),
     # failure rates: spares (so racks and power), reliability and cost
     ({"reliability__failure_preset": "rsc1"}, ALL - {"hardware", "node", "network", "training", "storage"}),
     # the checkpoint storage: storage, the racks and power it takes, reliability and cost
     ({"reliability__checkpoint_target_s": 30.0}, ALL - {"hardware", "node", "network", "training", "spares"}),
     # the restart time: only the reliability of the job and what it costs
-    ({"reliability__restart_minutes": 30.0}, {"reliability", "cost"}),
+    ({"reliability__restart_minutes": 30.0}, {"reliability", "cost", "operations"}),
     # the energy price: the facility's energy cost, the serving fleet (the cluster's budget) and the cost
-    ({"facility__energy_price_per_kwh": 0.2}, {"facility", "serving", "cost"}),
+    ({"facility__energy_price_per_kwh": 0.2}, {"facility", "serving", "cost", "operations"}),
     # a rack limit: the racks (network layout, budget) and everything after them, not the node itself
     ({"facility__rack_power_limit_kw": 40.0}, ALL - {"hardware", "node", "storage", "spares"}),
     # the fabric: the node's NICs, the network and everything after it
     ({"network__oversubscription": 2.0}, ALL - {"hardware", "storage", "spares"}),
     # the cluster size: everything
     ({"hardware__nodes": 64, "parallelism__data": 8}, ALL),
+    # the scheduler: only the operations plans
+    ({"operations__scheduler": "both"}, {"operations"}),
 ])
 def test_a_change_recomputes_exactly_the_stages_downstream(gpt3, change, recomputed):
     assert _changed(gpt3, gpt3.scenario.replace(**change)) == recomputed
