@@ -14,6 +14,7 @@ from gpucluster_lib.design import DESIGN_STAGES
 from gpucluster_lib.ui import (
     tab_hardware,
     tab_inference,
+    tab_operations,
     tab_power,
     tab_reliability,
     tab_topology,
@@ -37,6 +38,7 @@ def session():
         "topology": tab_topology.TopologyPanel(state),
         "inference": tab_inference.InferencePanel(state),
         "reliability": tab_reliability.ReliabilityPanel(state),
+        "operations": tab_operations.OperationsPanel(state),
     }
     return state, panels, start
 
@@ -56,9 +58,10 @@ def test_one_change_on_each_tab_recomputes_only_what_follows_from_it(session):
     seen = Counter({name: 1 for name in ALL})
     steps = [
         # (what the user changes, the stages it must recompute)
-        (lambda: setattr(panels["training"].pp, "value", 16), {"training", "reliability", "cost"}),
-        (lambda: setattr(panels["reliability"].years, "value", 5), {"serving", "cost"}),
-        (lambda: setattr(panels["inference"].rps, "value", 20.0), {"serving", "cost"}),
+        (lambda: setattr(panels["training"].pp, "value", 16), {"training", "reliability", "cost", "operations"}),
+        (lambda: setattr(panels["reliability"].years, "value", 5), {"serving", "cost", "operations"}),
+        (lambda: setattr(panels["inference"].rps, "value", 20.0), {"serving", "cost", "operations"}),
+        (lambda: setattr(panels["operations"].scheduler, "value", "both"), {"operations"}),
         (lambda: setattr(panels["topology"].oversub, "value", 2.0), ALL - {"hardware", "storage", "spares"}),
         (lambda: setattr(panels["power"].rack_kw, "value", 45.0), ALL - {"hardware", "node", "storage", "spares"}),
         # the picker filters the catalogue: the design stays as it is

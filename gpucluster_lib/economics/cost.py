@@ -209,6 +209,10 @@ class CostResult:
     findings: list[Finding] = field(default_factory=list)
     #: the priced storage appliances: {"system", "units"} of :func:`gpucluster_lib.facility.storage.size_storage`
     storage: dict[str, Any] = field(default_factory=dict)
+    #: the priced lines of the CapEx, one per item bought: {"category", "sku", "description",
+    #: "quantity", "unit_price", "source", "extended"}; they add up to ``capex["total"]``
+    #: (the bill of materials, ``gpucluster export bom``)
+    lines: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gpucluster cost --json`` contract."""
@@ -258,6 +262,15 @@ class _Prices:
         self.cat = catalog
         self.defaults = load_cost_defaults()
         self.sources: dict[str, str] = {}
+        self.lines: list[dict[str, Any]] = []
+
+    def line(self, category: str, sku: str, description: str, quantity: float, unit_price: float,
+             source: str) -> float:
+        """Record one priced CapEx line; returns its extended price (quantity x unit price)."""
+        extended = float(quantity) * float(unit_price)
+        self.lines.append({"category": category, "sku": sku, "description": description, "quantity": quantity,
+                           "unit_price": float(unit_price), "source": source, "extended": extended})
+        return extended
 
     def item(self, key: str, table: str, id_: str | None, default_group: dict[str, Any] | None,
              override: float | None = None, override_field: str = "") -> float | None:
@@ -293,7 +306,8 @@ def _network_capex(scenario: Scenario, cat: Any, prices: _Prices, topology: Topo
     """Network CapEx [currency]: ``costs.network_price``, else the topology's bill of materials."""
     if scenario.costs.network_price is not None:
         prices.sources["network"] = "scenario costs.network_price"
-        return float(scenario.costs.network_price)
+        return prices.line("network", "network", "the whole network (scenario override)", 1,
+                           float(scenario.costs.network_price), "scenario costs.network_price")
     return _price_network_bom(topology.bom(), cat, prices, prices.defaults["network"])
 
 
@@ -339,9 +353,11 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
                 each = per_port["value"] * int(sw["ports"])
                 prices.sources[f"switch:{rid}"] = (f"cost_defaults: {per_port['value']} per "
                                                    f"{sw['port_speed_gbps']:g}G port x {sw['ports']} ports")
-            total += count * each
+            total += prices.line("network", rid, f"{sw.get('name', rid)} ({row.get('network')} {row.get('role')})",
+                                 count, each, prices.sources.get(f"switch:{rid}", ""))
             continue
         each = row.get("price_usd_each")
+        src: str | None = None
         if each is None and rid in prices.costs.prices:
             each = float(prices.costs.prices[rid])
             prices.sources[f"{row.get('kind')}:{rid}"] = f"scenario costs.prices.{rid}"
@@ -359,6 +375,7 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
             medium = rid.split(":", 1)[0].lower()
             if medium.startswith("copper"):
                 each = link["value"] / 10
+                src = f"cost_defaults: a tenth of the {link['value']} link (Cat6A patch cords cost tens of USD)"
             elif medium.startswith("fibre") and (row.get("network"), row.get("role")) in with_optics:
                 each = f_share * link["value"]
                 prices.sources[f"cable:{rid}"] = (f"cost_defaults: {f_share:g} x {link['value']} link "
@@ -366,7 +383,11 @@ def _price_network_bom(bom: list[dict[str, Any]], cat: Any, prices: Any, default
                                                   f"({split['fibre_share']['source']})")
             else:
                 each = link["value"]
-        total += count * float(each)
+                src = f"cost_defaults: {link['value']} per link with its ends ({link.get('source', '')})"
+        src = (src or prices.sources.get(f"{row.get('kind')}:{rid}") or prices.sources.get(f"cable:{rid}")
+               or "data/cabling.yaml price_usd_estimate")
+        total += prices.line("network", rid, f"{row.get('kind')} {row.get('part') or rid} ({row.get('network')} "
+                             f"{row.get('role')})", count, float(each), src)
     prices.sources["network"] = "topology bill of materials (compute, storage and management networks)"
     return total
 
@@ -468,7 +489,12 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         prices.sources["server"] = (f"{hw.gpus_per_node} x accelerator price x (1 + {ovh['value']}) "
                                     f"({ovh['source']})")
     head_price = prices.default("head_node", d["compute"]["head_node"], costs.head_node_price, "costs.head_node_price")
-    compute = nodes_bought * node_price + scenario.hardware.head_nodes * head_price
+    compute = prices.line("compute", hw.server_id or hw.accelerator_id, f"compute node, {hw.gpus_per_node} x "
+                          f"{hw.accelerator_id} ({hw.nodes} job + {spares_n} spare)", nodes_bought, node_price,
+                          prices.sources.get("server", ""))
+    if scenario.hardware.head_nodes:
+        compute += prices.line("compute", "head-node", "head / management node", scenario.hardware.head_nodes,
+                               head_price, prices.sources["head_node"])
     # the fabric is sized for the job's nodes: a spare takes a free port or the place of the
     # failed node it replaces, so spares must not add switches (or a whole scalable unit)
     network = _network_capex(scenario, cat, prices, topo)
@@ -490,15 +516,18 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
             unit_price = per_tb * cap_tb
             prices.sources["storage"] = (f"{store.appliances} x {store.system}: {cap_tb:g} TB x "
                                          f"{per_tb:g} per TB ({prices.sources['storage_per_tb']})")
-        storage_capex = store.appliances * unit_price
+        storage_capex = prices.line("storage", store.system, f"shared storage appliance {store.system}",
+                                    store.appliances, unit_price, prices.sources.get("storage", ""))
     rack_price = prices.default("rack", d["facility"]["rack_with_pdus"], costs.rack_price, "costs.rack_price")
     if costs.facility_model == "build":
         per_kw = prices.default("facility_per_kw", d["facility"]["build_per_kw"], costs.facility_per_kw,
                                 "costs.facility_per_kw")
-        building = it_kw * per_kw
+        building = prices.line("facility", "building-per-kw", "building, per kW of peak IT power", it_kw, per_kw,
+                               prices.sources["facility_per_kw"])
     else:
         building = 0.0
-    facility_capex = building + racks * rack_price
+    facility_capex = building + prices.line("facility", "rack", "rack with PDUs", racks, rack_price,
+                                            prices.sources["rack"])
     it_capex = compute + network + storage_capex
     capex = {"compute": compute, "network": network, "storage": storage_capex, "facility": facility_capex,
              "total": it_capex + facility_capex}
@@ -581,7 +610,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         energy_mwh_per_year=mwh_year, grid_kg_co2e_per_kwh=intensity, grid_source=grid_src,
         co2e_tonnes_per_year=co2_year, training_run_energy_mwh=run_mwh, training_run_co2e_tonnes=run_co2,
         price_sources=dict(sorted(prices.sources.items())), assumptions=assumptions, findings=sort_findings(findings),
-        storage={"system": store.system, "units": store.appliances},
+        storage={"system": store.system, "units": store.appliances}, lines=list(prices.lines),
     )
 
 

@@ -191,6 +191,13 @@ def report_sections(x: Any) -> ReportSections:
         findings = [f if isinstance(f, Finding) else Finding(**f) for f in (getattr(result, "findings", None) or [])]
         sections.append(Section(title, dict_table(data), _charts(stage, result), findings, data=data,
                                 module=stage))
+    # the software-stack, security and data-management plans (report/operations.py)
+    from gpucluster_lib.report import operations as ops_sections
+
+    try:
+        sections += [Section(t, h, [], f, module="operations") for t, h, f in ops_sections.sections(d)]
+    except GpuClusterError as exc:
+        sections.append(Section("Operations", f"<div class='gc-msg gc-error'>⚠ {html.escape(str(exc))}</div>", [], []))
     return ReportSections(sections, d)
 
 
