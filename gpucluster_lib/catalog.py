@@ -26,7 +26,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpucluster_lib.errors import CatalogError, UnknownIdError
+from gpucluster_lib.checks import decode_text
+from gpucluster_lib.errors import CatalogError, UnknownIdError, excerpt
 from gpucluster_lib.resources import data_root
 
 if TYPE_CHECKING:  # pandas is imported where a DataFrame is built, not with this module
@@ -34,6 +35,14 @@ if TYPE_CHECKING:  # pandas is imported where a DataFrame is built, not with thi
 
 #: Shipped data folder (``data/`` at the repository root). ``GPUCLUSTER_DATA`` overrides it.
 DATA_DIR = data_root()
+
+#: Largest catalogue CSV (shipped or user) [bytes]; the largest shipped table is about 19 KB.
+MAX_CATALOG_BYTES = 2 * 1024 * 1024
+#: Longest cell [characters]; the longest shipped cell (a source citation) is about 400.
+MAX_CELL_CHARS = 4000
+#: Most rows in one CSV.
+MAX_CATALOG_ROWS = 20_000
+_COLUMN_NAME_RE = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 
 ID_RE = re.compile(r"^[a-z0-9]+(?:[-.][a-z0-9]+)*$")
 DATE_RE = re.compile(r"^\d{4}(-\d{2}(-\d{2})?)?$")
@@ -299,9 +308,9 @@ def _parse_cell(table: str, file: str, line: int, col: Column, raw: str) -> Any:
         except ValueError:
             hint = ": put the unit in the column name, not in the cell" if re.search(r"[a-zA-Z]", raw) else ""
             raise CatalogError(file, line, col.name,
-                               f"expected a {'number' if col.kind == 'float' else 'whole number'}, got {raw!r}{hint}") from None
+                               f"expected a {'number' if col.kind == 'float' else 'whole number'}, got {excerpt(raw)}{hint}") from None
         if not math.isfinite(value):
-            raise CatalogError(file, line, col.name, f"expected a finite number, got {raw!r}")
+            raise CatalogError(file, line, col.name, f"expected a finite number, got {excerpt(raw)}")
         if col.min is not None and value < col.min:
             what = "negative" if value < 0 else "too small"
             raise CatalogError(file, line, col.name, f"{what} value {value:g} (minimum {col.min:g})")
@@ -314,19 +323,19 @@ def _parse_cell(table: str, file: str, line: int, col: Column, raw: str) -> Any:
             return True
         if low in ("false", "no", "0"):
             return False
-        raise CatalogError(file, line, col.name, f"expected true/false, got {raw!r}")
+        raise CatalogError(file, line, col.name, f"expected true/false, got {excerpt(raw)}")
     if col.kind == "enum":
         if raw not in col.choices:
-            raise CatalogError(file, line, col.name, f"{raw!r} is not one of {', '.join(col.choices)}")
+            raise CatalogError(file, line, col.name, f"{excerpt(raw)} is not one of {', '.join(col.choices)}")
         return raw
     if col.kind == "id":
         if not ID_RE.match(raw):
             raise CatalogError(file, line, col.name,
-                               f"id {raw!r} must be lowercase letters, digits and hyphens (e.g. 'h100-sxm5-80gb')")
+                               f"id {excerpt(raw)} must be lowercase letters, digits and hyphens (e.g. 'h100-sxm5-80gb')")
         return raw
     if col.kind == "date":
         if not DATE_RE.match(raw):
-            raise CatalogError(file, line, col.name, f"date {raw!r} must be YYYY, YYYY-MM or YYYY-MM-DD")
+            raise CatalogError(file, line, col.name, f"date {excerpt(raw)} must be YYYY, YYYY-MM or YYYY-MM-DD")
         return raw
     return raw
 
@@ -355,7 +364,7 @@ def _check_row(table: str, file: str, line: int, row: dict[str, Any]) -> None:
         if red is not None:
             m = re.fullmatch(r"(\d+)\+(\d+)", red)
             if not m:
-                raise CatalogError(file, line, "psu_redundancy", f"{red!r} must be written N+M, e.g. 3+1")
+                raise CatalogError(file, line, "psu_redundancy", f"{excerpt(red)} must be written N+M, e.g. 3+1")
             if row.get("psu_count") is not None and int(m[1]) + int(m[2]) != row["psu_count"]:
                 raise CatalogError(file, line, "psu_redundancy",
                                    f"{red} does not add up to psu_count {row['psu_count']}")
@@ -371,17 +380,48 @@ def _read_rows(table: str, path: str | os.PathLike | io.TextIOBase, label: str |
     by_name = {c.name: c for c in schema}
     if isinstance(path, (str, os.PathLike)):
         file = label or Path(path).name
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise CatalogError(file, None, None, f"file not found: {path}") from None
+        text = _decode(file, _read_bytes(Path(path), file))
     else:
-        file = label or getattr(path, "name", f"<{table}.csv>")
-        text = path.read()
+        file = label or Path(str(getattr(path, "name", f"<{table}.csv>"))).name
+        text = _decode(file, path.read(MAX_CATALOG_BYTES + 1))
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _parse_rows(table, file, schema, by_name, reader)
+    except csv.Error as e:
+        rule = f"a cell longer than {MAX_CELL_CHARS:,} characters" if "field larger" in str(e) \
+            else f"not a valid CSV file ({str(e)[:100]})"
+        raise CatalogError(file, reader.line_num or None, None, rule) from None
+
+
+def _read_bytes(path: Path, file: str) -> bytes:
+    """A catalogue file's bytes; a folder, a missing file and one over the size limit are refused by name."""
+    try:
+        if path.is_dir():
+            raise CatalogError(file, None, None, "is a folder, not a CSV file")
+        with path.open("rb") as fh:
+            return fh.read(MAX_CATALOG_BYTES + 1)
+    except FileNotFoundError:
+        raise CatalogError(file, None, None, "file not found") from None
+    except OSError as e:
+        raise CatalogError(file, None, None, f"cannot be read ({e.strerror or type(e).__name__})") from None
+
+
+def _decode(file: str, data: bytes | str) -> str:
+    """UTF-8 text (Excel's byte-order mark dropped); other encodings and binary files refused."""
+    try:
+        return decode_text(data, limit_bytes=MAX_CATALOG_BYTES)
+    except ValueError as e:
+        raise CatalogError(file, None, None, str(e)) from None
+
+
+def _parse_rows(table: str, file: str, schema: tuple[Column, ...], by_name: dict[str, Column],
+                reader: csv.DictReader) -> list[dict[str, Any]]:
     header = reader.fieldnames or []
-    for name in header:
+    for i, name in enumerate(header):
         if name not in by_name:
+            if not _COLUMN_NAME_RE.match(name):  # not a column name: do not quote what the file holds
+                raise CatalogError(file, 1, None, f"header cell {i + 1} is not a column name; {table}.csv "
+                                                  f"columns are: {', '.join(by_name)}")
             stem_matches = [c.name for c in schema if c.numeric and name.rsplit("_", 1)[0] == c.name[: -len(_unit_of(c.name) or "")]]
             if stem_matches:
                 raise CatalogError(file, 1, name, f"unknown unit in column name: use {stem_matches[0]!r}")
@@ -396,8 +436,14 @@ def _read_rows(table: str, path: str | os.PathLike | io.TextIOBase, label: str |
     seen: dict[str, int] = {}
     for i, raw in enumerate(reader):
         line = i + 2
+        if i >= MAX_CATALOG_ROWS:
+            raise CatalogError(file, line, None, f"more than {MAX_CATALOG_ROWS:,} rows")
         if None in raw:  # more cells than header columns
             raise CatalogError(file, line, None, f"{len(raw[None])} cell(s) more than the header has columns")
+        for name, cell in raw.items():
+            if isinstance(cell, str) and len(cell) > MAX_CELL_CHARS:
+                raise CatalogError(file, line, name, f"a cell of {len(cell):,} characters, more than the "
+                                                     f"{MAX_CELL_CHARS:,} allowed")
         row = {c.name: _parse_cell(table, file, line, c, raw.get(c.name) or "") for c in schema}
         _check_row(table, file, line, row)
         if row["id"] in seen:
@@ -579,12 +625,25 @@ def load_catalog(extra: Iterable[str | os.PathLike] = (), *, data_dir: str | os.
     data_dir : folder with the shipped tables (default :data:`DATA_DIR`).
     override : let a user row replace a shipped row with the same id (default: refuse).
     """
-    extra = tuple(str(p) for p in extra)
-    return _load_catalog(extra, str(data_dir or DATA_DIR), override)
+    # Cached by content, not by path: a CSV edited in place (in one app or notebook session) is
+    # read and checked again; the same bytes give the same Catalog object (Design.evolve keeps stages).
+    files = tuple((Path(p).name, _read_bytes(Path(p), Path(p).name)) for p in extra)
+    folder = Path(data_dir or DATA_DIR)
+    shipped = tuple((t, _stamp(folder / f"{t}.csv")) for t in TABLES)
+    return _load_catalog(files, str(folder), shipped, override)
+
+
+def _stamp(path: Path) -> tuple[int, int]:
+    """(modification time [ns], size [B]) of a shipped table, so an edited data folder is re-read."""
+    try:
+        st = path.stat()
+    except OSError:
+        return (0, 0)
+    return (st.st_mtime_ns, st.st_size)
 
 
 @lru_cache(maxsize=8)
-def _load_catalog(extra: tuple[str, ...], data_dir: str, override: bool) -> Catalog:
+def _load_catalog(extra: tuple[tuple[str, bytes], ...], data_dir: str, shipped: tuple, override: bool) -> Catalog:
     rows: dict[str, list[dict[str, Any]]] = {}
     lines: dict[str, list[int]] = {}
     files: dict[str, str] = {}
@@ -592,15 +651,16 @@ def _load_catalog(extra: tuple[str, ...], data_dir: str, override: bool) -> Cata
         path = Path(data_dir) / f"{table}.csv"
         rows[table] = _read_rows(table, path, None)
         lines[table], files[table] = list(range(2, len(rows[table]) + 2)), path.name
-    for p in extra:
-        stem = Path(p).stem.lower()
+    for name, content in extra:
+        stem = Path(name).stem.lower()
         table = next((t for t in TABLES if stem == t or stem.endswith(("_" + t, "-" + t))), None)
         if table is None:
-            raise CatalogError(Path(p).name, None, None,
+            raise CatalogError(name, None, None,
                                f"cannot tell which table this is: the file name must end with one of {', '.join(TABLES)}")
-        rows[table], lines[table] = _merge_rows(rows[table], lines[table], _read_rows(table, p, None),
-                                                Path(p).name, override=override)
-        files[table] = f"{files[table]} + {Path(p).name}"
+        rows[table], lines[table] = _merge_rows(rows[table], lines[table],
+                                                _read_rows(table, io.BytesIO(content), name), name,
+                                                override=override)
+        files[table] = f"{files[table]} + {name}"
     cat = Catalog._from_rows(rows, lines)
     _check_refs(cat._index, cat._lines, files)
     return cat
@@ -638,7 +698,8 @@ def catalog_from_bytes(table: str, content: bytes, name: str, base: Catalog | No
                        override: bool = False) -> Catalog:
     """Merge an uploaded CSV (bytes, as the app receives it) into a copy of ``base``."""
     base = base or load_catalog()
-    user = _read_rows(table, io.StringIO(content.decode("utf-8-sig")), name)
+    name = Path(str(name)).name[:100] or f"{table}.csv"
+    user = _read_rows(table, io.BytesIO(bytes(content)), name)
     rows = {t: list(r.values()) for t, r in base._index.items()}
     lines = {t: list(base._lines.get(t) or range(2, len(rows[t]) + 2)) for t in rows}
     rows[table], lines[table] = _merge_rows(rows[table], lines[table], user, name, override=override)

@@ -10,6 +10,31 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 
+#: Longest excerpt of a user's value that a message quotes [characters].
+EXCERPT_CHARS = 48
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """A short, quoted excerpt of ``value`` for a message: never more than ``limit`` characters.
+
+    ``excerpt("x" * 10**7)`` is ``'xxxx…' (10,000,000 characters)``: a hostile value (a 10 MB
+    string, an expanded YAML alias bomb) cannot make a message long. The repr of a container
+    is never built whole: lists and mappings are summarised by their length.
+    """
+    if isinstance(value, (list, tuple, dict, set)):
+        kind = "a mapping" if isinstance(value, dict) else "a list"
+        return f"{kind} of {len(value):,} item{'s' if len(value) != 1 else ''}"
+    if isinstance(value, str):
+        if len(value) <= limit:
+            return repr(value)
+        head = repr(value[:limit])
+        return f"{head[:-1]}…{head[-1]} ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3.33 * limit:
+        # str() of a huge int is slow (and refused beyond 4,300 digits): count digits from the bits
+        return f"an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits"
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "…"
+
 
 class GpuClusterError(Exception):
     """Base class of every error this library raises on purpose."""
@@ -43,12 +68,12 @@ class UnknownIdError(GpuClusterError, KeyError):
     def __init__(self, kind: str, wanted: str, valid: Iterable[str], path: str = ""):
         valid = sorted(valid)
         self.kind, self.wanted, self.valid, self.path = kind, wanted, valid, path
-        close = difflib.get_close_matches(str(wanted), valid, n=3, cutoff=0.5)
+        close = closest(wanted, valid) if isinstance(wanted, str) else []
         hint = f"did you mean {', '.join(repr(c) for c in close)}?" if close else (
             f"valid ids: {', '.join(valid[:12])}{' ...' if len(valid) > 12 else ''}"
         )
         prefix = f"{path}: " if path else ""
-        self.message = f"{prefix}unknown {kind} {wanted!r}; {hint}"
+        self.message = f"{prefix}unknown {kind} {excerpt(wanted)}; {hint}"
         super().__init__(self.message)
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
@@ -56,5 +81,15 @@ class UnknownIdError(GpuClusterError, KeyError):
 
 
 def closest(wanted: str, valid: Iterable[str], n: int = 3) -> list[str]:
-    """The ``n`` ids in ``valid`` closest to ``wanted`` (difflib ratio >= 0.5)."""
+    """The ``n`` ids in ``valid`` closest to ``wanted`` (difflib ratio >= 0.5).
+
+    Only short words are compared: difflib is quadratic, and nothing longer than
+    :data:`CLOSEST_MAX_CHARS` is close to a catalogue id.
+    """
+    if len(str(wanted)) > CLOSEST_MAX_CHARS:
+        return []
     return difflib.get_close_matches(str(wanted), sorted(valid), n=n, cutoff=0.5)
+
+
+#: Words longer than this are never compared with the valid ids [characters].
+CLOSEST_MAX_CHARS = 100

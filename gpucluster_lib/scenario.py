@@ -27,16 +27,18 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+import math
 import re
 import types
 import typing
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, Union, get_args, get_origin
 
 import yaml
 
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.checks import decode_text
+from gpucluster_lib.errors import ScenarioError, excerpt
 
 # --------------------------------------------------------------------------- helpers
 
@@ -63,100 +65,100 @@ class ModelSpec:
     Fields given next to a preset override the preset's values.
     """
 
-    preset: str | None = f(None, doc="preset id from data/models.yaml, e.g. 'gpt3-175b'")
+    preset: str | None = f(None, max_len=64, doc="preset id from data/models.yaml, e.g. 'gpt3-175b'")
     kind: Literal["transformer", "cnn", "vit"] | None = f(None, doc="workload family")
-    layers: int | None = f(None, gt=0)
-    hidden_size: int | None = f(None, gt=0)
-    attention_heads: int | None = f(None, gt=0)
-    kv_heads: int | None = f(None, gt=0, doc="equal to attention_heads for MHA, 1 for MQA")
-    head_dim: int | None = f(None, gt=0, doc="defaults to hidden_size / attention_heads")
-    ffn_hidden_size: int | None = f(None, gt=0)
+    layers: int | None = f(None, gt=0, le=2048)
+    hidden_size: int | None = f(None, gt=0, le=262_144)
+    attention_heads: int | None = f(None, gt=0, le=4096)
+    kv_heads: int | None = f(None, gt=0, le=4096, doc="equal to attention_heads for MHA, 1 for MQA")
+    head_dim: int | None = f(None, gt=0, le=4096, doc="defaults to hidden_size / attention_heads")
+    ffn_hidden_size: int | None = f(None, gt=0, le=1_048_576)
     ffn_type: Literal["gelu", "swiglu", "relu2"] | None = f(None)
-    vocab_size: int | None = f(None, gt=0)
-    seq_length: int | None = f(None, gt=0, unit="tokens")
+    vocab_size: int | None = f(None, gt=0, le=4_194_304)
+    seq_length: int | None = f(None, gt=0, le=16_777_216, unit="tokens")
     tied_embeddings: bool | None = f(None)
     position_embedding: Literal["learned", "rope", "alibi", "none"] | None = f(None)
     bias: bool | None = f(None, doc="linear layers carry biases (GPT-2/3 style)")
     norm: Literal["layernorm", "rmsnorm"] | None = f(None)
-    num_experts: int | None = f(None, ge=1, doc="routed experts per MoE layer (1 = dense)")
-    experts_per_token: int | None = f(None, ge=1, doc="top-k")
-    expert_ffn_hidden_size: int | None = f(None, gt=0)
-    shared_experts: int | None = f(None, ge=0)
-    moe_layer_interval: int | None = f(None, ge=1, doc="every k-th layer is MoE")
-    dense_layers: int | None = f(None, ge=0, doc="leading dense layers before the MoE layers")
-    q_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the query down-projection (0 = none)")
-    kv_lora_rank: int | None = f(None, ge=0, doc="MLA: rank of the compressed KV latent (0 = standard attention)")
-    qk_rope_head_dim: int | None = f(None, ge=0, doc="MLA: decoupled RoPE dimension per head")
-    v_head_dim: int | None = f(None, ge=0, doc="MLA: value head dimension (0 = head_dim)")
+    num_experts: int | None = f(None, ge=1, le=4096, doc="routed experts per MoE layer (1 = dense)")
+    experts_per_token: int | None = f(None, ge=1, le=256, doc="top-k")
+    expert_ffn_hidden_size: int | None = f(None, gt=0, le=1_048_576)
+    shared_experts: int | None = f(None, ge=0, le=256)
+    moe_layer_interval: int | None = f(None, ge=1, le=2048, doc="every k-th layer is MoE")
+    dense_layers: int | None = f(None, ge=0, le=2048, doc="leading dense layers before the MoE layers")
+    q_lora_rank: int | None = f(None, ge=0, le=262_144, doc="MLA: rank of the query down-projection (0 = none)")
+    kv_lora_rank: int | None = f(None, ge=0, le=262_144, doc="MLA: rank of the compressed KV latent (0 = standard attention)")
+    qk_rope_head_dim: int | None = f(None, ge=0, le=4096, doc="MLA: decoupled RoPE dimension per head")
+    v_head_dim: int | None = f(None, ge=0, le=4096, doc="MLA: value head dimension (0 = head_dim)")
 
 
 @dataclass(frozen=True)
 class CountSpec:
-    id: str = f("", doc="catalogue id")
-    count: int = f(1, ge=0)
+    id: str = f("", max_len=64, doc="catalogue id")
+    count: int = f(1, ge=0, le=64)
 
 
 @dataclass(frozen=True)
 class PsuSpec:
-    count: int = f(2, gt=0)
-    rating_w: float = f(2000.0, gt=0, unit="W")
-    redundancy: str = f("1+1", doc="N+M: N supplies carry the load, M are spares, e.g. '3+1'")
+    count: int = f(2, gt=0, le=32)
+    rating_w: float = f(2000.0, gt=0, le=20_000, unit="W")
+    redundancy: str = f("1+1", max_len=16, doc="N+M: N supplies carry the load, M are spares, e.g. '3+1'")
 
 
 @dataclass(frozen=True)
 class PartsSpec:
     """A node built from parts (used when ``hardware.server`` is not a complete system)."""
 
-    chassis: str | None = f(None, doc="servers.csv id of kind 'chassis'")
+    chassis: str | None = f(None, max_len=64, doc="servers.csv id of kind 'chassis'")
     cpus: CountSpec | None = f(None)
-    memory_gb: float | None = f(None, gt=0, unit="GB")
+    memory_gb: float | None = f(None, gt=0, le=65_536, unit="GB")
     nics: CountSpec | None = f(None)
     mgmt_nics: CountSpec | None = f(None)
-    drives: list[CountSpec] = f([])
+    drives: list[CountSpec] = f([], max_items=64)
     psus: PsuSpec | None = f(None)
     psu_margin: float = f(0.2, ge=0, lt=1, doc="share of the N supplies' capacity kept free at peak draw (0.2: load to at most 80%)")
 
 
 @dataclass(frozen=True)
 class HardwareSpec:
-    accelerator: str | None = f(None, doc="accelerators.csv id")
-    server: str | None = f(None, doc="servers.csv id")
-    gpus_per_node: int | None = f(None, gt=0)
-    nodes: int | None = f(None, gt=0)
-    gpus: int | None = f(None, gt=0, doc="total accelerators; alternative to nodes")
+    accelerator: str | None = f(None, max_len=64, doc="accelerators.csv id")
+    server: str | None = f(None, max_len=64, doc="servers.csv id")
+    gpus_per_node: int | None = f(None, gt=0, le=1024)
+    nodes: int | None = f(None, gt=0, le=100_000)
+    gpus: int | None = f(None, gt=0, le=1_000_000, doc="total accelerators; alternative to nodes")
     parts: PartsSpec | None = f(None)
-    head_nodes: int = f(1, ge=0, doc="management / scheduler nodes (2 for HA)")
+    head_nodes: int = f(1, ge=0, le=16, doc="management / scheduler nodes (2 for HA)")
 
 
 @dataclass(frozen=True)
 class NetworkSpec:
     topology: Literal["fat-tree", "leaf-spine", "rail-optimized", "ring", "tree", "single-switch"] = f("fat-tree")
-    switch: str | None = f(None, doc="switches.csv id of the compute fabric")
-    nic: str | None = f(None, doc="nics.csv id of the compute NICs")
-    nics_per_node: int | None = f(None, gt=0)
-    oversubscription: float = f(1.0, ge=1.0, doc="downlink:uplink bandwidth ratio at the leaves (1 = non-blocking)")
+    switch: str | None = f(None, max_len=64, doc="switches.csv id of the compute fabric")
+    nic: str | None = f(None, max_len=64, doc="nics.csv id of the compute NICs")
+    nics_per_node: int | None = f(None, gt=0, le=32)
+    oversubscription: float = f(1.0, ge=1.0, le=64, doc="downlink:uplink bandwidth ratio at the leaves (1 = non-blocking)")
     tiers: int | None = f(None, ge=1, le=3)
-    inter_node_gbps_per_gpu: float | None = f(None, gt=0, unit="Gb/s",
+    inter_node_gbps_per_gpu: float | None = f(None, gt=0, le=100_000, unit="Gb/s",
                                               doc="override of the fabric bandwidth per GPU")
-    scalable_unit_nodes: int | None = f(None, gt=0, doc="nodes per scalable unit (rail-optimised)")
+    scalable_unit_nodes: int | None = f(None, gt=0, le=100_000, doc="nodes per scalable unit (rail-optimised)")
     planes: int = f(1, ge=1, le=8, doc="independent compute-fabric planes; each node's ports are split over them "
                     "(multi-plane Ethernet AI fabrics)")
-    mgmt_switch: str | None = f(None, doc="switches.csv id of the management network")
+    mgmt_switch: str | None = f(None, max_len=64, doc="switches.csv id of the management network")
     storage_network: bool = f(True)
     # -- topology design -----------------------------------------------------------------
-    fabric_manager_ports: int = f(0, ge=0, doc="compute-fabric ports of a fabric manager (UFM) appliance; "
+    fabric_manager_ports: int = f(0, ge=0, le=64, doc="compute-fabric ports of a fabric manager (UFM) appliance; "
                                   "NVIDIA's DGX H100 SuperPOD gives it one node slot (4 ports)")
-    nodes_per_rack: int | None = f(None, gt=0, doc="compute nodes per rack (default: from rack power and U)")
-    racks_per_row: int = f(10, gt=0, doc="racks in one row (sets the cable length classes)")
-    mgmt_ports_per_node: int | None = f(None, ge=0, doc="management Ethernet ports per node (default: the "
+    nodes_per_rack: int | None = f(None, gt=0, le=256, doc="compute nodes per rack (default: from rack power and U)")
+    racks_per_row: int = f(10, gt=0, le=100, doc="racks in one row (sets the cable length classes)")
+    mgmt_ports_per_node: int | None = f(None, ge=0, le=16, doc="management Ethernet ports per node (default: the "
                                         "server's, else 2)")
-    mgmt_link_gbps: float = f(10.0, gt=0, unit="Gb/s", doc="speed of the management links (at least 10 GbE)")
-    storage_switch: str | None = f(None, doc="switches.csv id of the storage fabric (default: the compute switch)")
-    storage_ports_per_node: int | None = f(None, ge=0, doc="storage-fabric ports per node (default: the "
+    mgmt_link_gbps: float = f(10.0, gt=0, le=1600, unit="Gb/s", doc="speed of the management links (at least 10 GbE)")
+    storage_switch: str | None = f(None, max_len=64, doc="switches.csv id of the storage fabric (default: the compute switch)")
+    storage_ports_per_node: int | None = f(None, ge=0, le=32, doc="storage-fabric ports per node (default: the "
                                            "server's storage NICs, else 1)")
-    storage_oversubscription: float = f(3.0, ge=1.0, doc="leaf oversubscription of the storage network; "
+    storage_oversubscription: float = f(3.0, ge=1.0, le=64, doc="leaf oversubscription of the storage network; "
                                         "3:1 as in Juniper's validated AI front-end fabric design")
-    storage_target_ports: int | None = f(None, ge=0, doc="storage-fabric ports of the file system "
+    storage_target_ports: int | None = f(None, ge=0, le=100_000, doc="storage-fabric ports of the file system "
                                          "(NFS/Lustre servers); default a quarter of the node ports")
 
 
@@ -165,14 +167,14 @@ class ParallelismSpec:
     """Training parallel plan. ``auto: true`` searches the fields left empty."""
 
     auto: bool = f(False)
-    tensor: int | None = f(None, gt=0)
-    pipeline: int | None = f(None, gt=0)
-    data: int | None = f(None, gt=0)
-    context: int | None = f(None, gt=0)
-    expert: int | None = f(None, gt=0)
-    virtual_stages: int | None = f(None, gt=0, doc="interleaved 1F1B model chunks per GPU")
-    micro_batch_size: int | None = f(None, gt=0, unit="sequences")
-    global_batch_size: int | None = f(None, gt=0, unit="sequences")
+    tensor: int | None = f(None, gt=0, le=4096)
+    pipeline: int | None = f(None, gt=0, le=2048)
+    data: int | None = f(None, gt=0, le=1_000_000)
+    context: int | None = f(None, gt=0, le=4096)
+    expert: int | None = f(None, gt=0, le=4096)
+    virtual_stages: int | None = f(None, gt=0, le=256, doc="interleaved 1F1B model chunks per GPU")
+    micro_batch_size: int | None = f(None, gt=0, le=65_536, unit="sequences")
+    global_batch_size: int | None = f(None, gt=0, le=100_000_000, unit="sequences")
     recompute: Literal["none", "selective", "full"] | None = f(None)
     sequence_parallel: bool | None = f(None)
     zero_stage: int | None = f(None, ge=0, le=3)
@@ -182,9 +184,9 @@ class ParallelismSpec:
     sharded_collectives: Literal["hierarchical", "flat"] | None = f(
         None, doc="ZeRO/FSDP/DP collectives striped over all NICs of a node (hierarchical, NCCL rings "
         "over rails) or limited to each GPU's own NIC (flat, e.g. DeepSpeed ZeRO-3 in Narayanan 2021)")
-    pipeline_layers: list[int] | None = f(None, doc="layers on each pipeline stage, first to last (uneven split)")
-    first_stage_layers: int | None = f(None, ge=0, doc="layers on the first pipeline stage (the rest split evenly)")
-    last_stage_layers: int | None = f(None, ge=0, doc="layers on the last pipeline stage (the rest split evenly)")
+    pipeline_layers: list[int] | None = f(None, ge=0, le=2048, max_items=2048, doc="layers on each pipeline stage, first to last (uneven split)")
+    first_stage_layers: int | None = f(None, ge=0, le=2048, doc="layers on the first pipeline stage (the rest split evenly)")
+    last_stage_layers: int | None = f(None, ge=0, le=2048, doc="layers on the last pipeline stage (the rest split evenly)")
     embedding_in_pipeline_split: bool = f(False, doc="count the input embedding as one layer of the first stage")
     loss_in_pipeline_split: bool = f(False, doc="count the output layer and loss as one layer of the last stage")
     tp_comm_overlap: bool | None = f(None, doc="tensor-parallel communication pipelined with the GEMMs "
@@ -195,14 +197,14 @@ class ParallelismSpec:
 
 @dataclass(frozen=True)
 class TrainingSpec:
-    tokens: float | None = f(None, gt=0, unit="tokens")
+    tokens: float | None = f(None, gt=0, le=1e16, unit="tokens")
     precision: Literal["bf16", "fp16", "fp8", "tf32", "fp32"] = f("bf16")
-    deadline_days: float | None = f(None, gt=0, unit="days")
-    epochs: float | None = f(None, gt=0, doc="for CNN/ViT workloads")
-    dataset_images: float | None = f(None, gt=0, doc="images per epoch (CNN/ViT)")
+    deadline_days: float | None = f(None, gt=0, le=36_500, unit="days")
+    epochs: float | None = f(None, gt=0, le=100_000, doc="for CNN/ViT workloads")
+    dataset_images: float | None = f(None, gt=0, le=1e12, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
-    efficiency: dict[str, float] = f({}, doc="overrides of data/efficiency.yaml parameters by name")
+    efficiency: dict[str, float] = f({}, ge=0, le=1e6, max_items=64, doc="overrides of data/efficiency.yaml parameters by name")
     framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
         "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
 
@@ -210,104 +212,104 @@ class TrainingSpec:
 @dataclass(frozen=True)
 class InferenceSpec:
     precision: Literal["bf16", "fp16", "fp8", "int8", "int4"] = f("bf16")
-    tensor_parallel: int | None = f(None, gt=0)
-    input_tokens: int = f(1024, gt=0, unit="tokens")
-    output_tokens: int = f(256, gt=0, unit="tokens")
-    requests_per_s: float | None = f(None, gt=0, unit="1/s")
-    tokens_per_s: float | None = f(None, gt=0, unit="tokens/s", doc="target in output (generated) tokens/s")
-    ttft_slo_s: float = f(2.0, gt=0, unit="s")
-    tpot_slo_s: float = f(0.2, gt=0, unit="s")
-    batch_size: int | None = f(None, gt=0, doc="fixed batch (sequences or images); searched when absent")
-    images_per_s: float | None = f(None, gt=0)
-    video_streams: int | None = f(None, gt=0)
-    video_fps: float | None = f(None, gt=0)
+    tensor_parallel: int | None = f(None, gt=0, le=1024)
+    input_tokens: int = f(1024, gt=0, le=16_777_216, unit="tokens")
+    output_tokens: int = f(256, gt=0, le=16_777_216, unit="tokens")
+    requests_per_s: float | None = f(None, gt=0, le=1e8, unit="1/s")
+    tokens_per_s: float | None = f(None, gt=0, le=1e10, unit="tokens/s", doc="target in output (generated) tokens/s")
+    ttft_slo_s: float = f(2.0, gt=0, le=1e7, unit="s")
+    tpot_slo_s: float = f(0.2, gt=0, le=1e7, unit="s")
+    batch_size: int | None = f(None, gt=0, le=1_000_000, doc="fixed batch (sequences or images); searched when absent")
+    images_per_s: float | None = f(None, gt=0, le=1e9)
+    video_streams: int | None = f(None, gt=0, le=1_000_000)
+    video_fps: float | None = f(None, gt=0, le=1000)
     kv_cache_precision: Literal["bf16", "fp16", "fp8", "int8"] | None = f(
         None, doc="KV cache storage; defaults to fp8 for fp8, int8 for int8, else bf16")
     # serving efficiency overrides (defaults and sources: gpucluster_lib/inference/efficiency.py)
     gemm_efficiency_16bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense BF16/FP16 peak")
     gemm_efficiency_8bit: float | None = f(None, gt=0, le=1, doc="achieved fraction of dense FP8/INT8 peak")
     memory_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of HBM bandwidth")
-    decode_step_overhead_s: float | None = f(None, ge=0, unit="s", doc="fixed cost per decode iteration")
-    allreduce_latency_s: float | None = f(None, ge=0, unit="s", doc="fixed cost of one TP all-reduce")
+    decode_step_overhead_s: float | None = f(None, ge=0, le=10, unit="s", doc="fixed cost per decode iteration")
+    allreduce_latency_s: float | None = f(None, ge=0, le=1, unit="s", doc="fixed cost of one TP all-reduce")
     link_bandwidth_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of NVLink bandwidth")
     memory_utilization: float | None = f(None, gt=0, le=1, doc="fraction of HBM the engine may use")
-    runtime_overhead_gib: float | None = f(None, ge=0, unit="GiB", doc="CUDA context and buffers outside the pool")
+    runtime_overhead_gib: float | None = f(None, ge=0, le=1024, unit="GiB", doc="CUDA context and buffers outside the pool")
     vision_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of peak for CNN/ViT inference")
 
 
 @dataclass(frozen=True)
 class FacilitySpec:
     rack_units: int = f(42, ge=1, le=60, unit="U")
-    rack_power_limit_kw: float | None = f(None, gt=0, unit="kW",
+    rack_power_limit_kw: float | None = f(None, gt=0, le=1000, unit="kW",
                                           doc="power a rack's feeds deliver; default 40, or the vendor's reference "
                                               "rack (DGX H100: 4 x 10.2 kW) when no rack limit is given")
-    rack_weight_limit_kg: float = f(1360.0, gt=0, unit="kg")
+    rack_weight_limit_kg: float = f(1360.0, gt=0, le=10_000, unit="kg")
     cooling: Literal["air", "rear_door", "liquid"] = f("air")
     pue: float = f(1.3, ge=1.0, le=4.0)
-    energy_price_per_kwh: float = f(0.10, ge=0, unit="currency/kWh")
+    energy_price_per_kwh: float = f(0.10, ge=0, le=100, unit="currency/kWh")
     delta_t_c: float = f(11.1, gt=0, le=40, unit="K")
     power_redundancy: Literal["N", "N+1", "2N"] = f("N+1")
-    grid_kg_co2e_per_kwh: float | None = f(None, ge=0, unit="kg CO2e/kWh")
-    grid_region: str | None = f(None, doc="preset grid intensity region")
+    grid_kg_co2e_per_kwh: float | None = f(None, ge=0, le=5, unit="kg CO2e/kWh")
+    grid_region: str | None = f(None, max_len=64, doc="preset grid intensity region")
     growth_headroom: float = f(0.2, ge=0, le=5, doc="fraction of extra capacity to plan for")
-    rack_cooling_limit_kw: float | None = f(None, gt=0, unit="kW",
+    rack_cooling_limit_kw: float | None = f(None, gt=0, le=1000, unit="kW",
                                             doc="heat a rack's cooling removes; default by cooling type (air 30, "
                                                 "rear_door 50, liquid 120)")
     reserved_rack_units: int = f(2, ge=0, le=20, unit="U", doc="per compute rack: management switch, patch panel")
     racks_per_row: int = f(10, gt=0, le=60)
     cdu: Literal["in-row", "in-rack"] = f("in-row", doc="coolant distribution units of direct liquid cooling: "
                                           "one unit feeding a row of racks, or one in each rack")
-    cdu_capacity_kw: float | None = f(None, gt=0, unit="kW", doc="heat one CDU exchanges (default in-row 1000, "
+    cdu_capacity_kw: float | None = f(None, gt=0, le=100_000, unit="kW", doc="heat one CDU exchanges (default in-row 1000, "
                                       "in-rack 100)")
     coolant_delta_t_c: float = f(10.0, gt=0, le=40, unit="K", doc="supply/return rise of the cold-plate loop")
     facility_water_delta_t_c: float = f(10.0, gt=0, le=40, unit="K", doc="supply/return rise of the facility water")
-    storage_power_kw: float | None = f(None, ge=0, unit="kW",
+    storage_power_kw: float | None = f(None, ge=0, le=1_000_000, unit="kW",
                                        doc="IT power of shared storage; default: the appliances gpucluster_lib.facility.storage sizes for checkpoint I/O")
 
 
 @dataclass(frozen=True)
 class CostsSpec:
     years: int = f(4, gt=0, le=20)
-    currency: str = f("USD")
-    accelerator_price: float | None = f(None, ge=0, doc="override, per accelerator")
-    server_price: float | None = f(None, ge=0, doc="override, per node")
+    currency: str = f("USD", max_len=16)
+    accelerator_price: float | None = f(None, ge=0, le=1e9, doc="override, per accelerator")
+    server_price: float | None = f(None, ge=0, le=1e10, doc="override, per node")
     maintenance_fraction: float = f(0.08, ge=0, le=1, doc="of CapEx per year")
-    colocation_per_kw_month: float | None = f(None, ge=0)
-    facility_per_kw: float | None = f(None, ge=0, doc="build cost per kW of IT")
-    rent_per_gpu_hour: float | None = f(None, ge=0)
-    prices: dict[str, float] = f({}, doc="catalogue id -> price override")
+    colocation_per_kw_month: float | None = f(None, ge=0, le=1e6)
+    facility_per_kw: float | None = f(None, ge=0, le=1e8, doc="build cost per kW of IT")
+    rent_per_gpu_hour: float | None = f(None, ge=0, le=1e5)
+    prices: dict[str, float] = f({}, ge=0, le=1e12, max_items=256, doc="catalogue id -> price override")
     facility_model: Literal["build", "colocation"] = f("build", doc="own the building (CapEx per kW) or rent "
                                                        "colocation space (OpEx per kW-month)")
     facility_life_years: float | None = f(None, gt=0, le=50, unit="years",
                                           doc="straight-line depreciation of the building (default 15)")
     load_fraction: float = f(1.0, gt=0, le=1, doc="average IT load as a fraction of the budgeted IT power")
-    rack_price: float | None = f(None, ge=0, doc="per rack with its PDUs")
-    head_node_price: float | None = f(None, ge=0, doc="per management / head node")
-    storage_per_tb: float | None = f(None, ge=0, doc="per usable TB when the storage system has no price")
-    network_price: float | None = f(None, ge=0, doc="override of the whole network CapEx")
+    rack_price: float | None = f(None, ge=0, le=1e8, doc="per rack with its PDUs")
+    head_node_price: float | None = f(None, ge=0, le=1e9, doc="per management / head node")
+    storage_per_tb: float | None = f(None, ge=0, le=1e7, doc="per usable TB when the storage system has no price")
+    network_price: float | None = f(None, ge=0, le=1e13, doc="override of the whole network CapEx")
 
 
 @dataclass(frozen=True)
 class ReliabilitySpec:
-    gpu_failures_per_1000_gpu_days: float | None = f(None, ge=0)
-    component_rates: dict[str, float] = f({}, doc="component -> failures per 1000 GPU-days")
-    checkpoint_write_gbps: float | None = f(None, gt=0, unit="GB/s")
-    restart_minutes: float | None = f(None, ge=0, unit="min")
-    spare_nodes: int | None = f(None, ge=0)
+    gpu_failures_per_1000_gpu_days: float | None = f(None, ge=0, le=1000)
+    component_rates: dict[str, float] = f({}, ge=0, le=1000, max_items=64, doc="component -> failures per 1000 GPU-days")
+    checkpoint_write_gbps: float | None = f(None, gt=0, ge=0.001, le=100_000, unit="GB/s")
+    restart_minutes: float | None = f(None, ge=0, le=10_080, unit="min")
+    spare_nodes: int | None = f(None, ge=0, le=100_000)
     redundant_head_node: bool = f(True)
     failure_preset: Literal["llama3-405b", "rsc1", "rsc2"] = f(
         "llama3-405b", doc="default failure rates: Llama 3 405B Table 5, Meta RSC-1 or RSC-2 (data/failure_rates.yaml)")
-    repair_hours: float | None = f(None, gt=0, unit="h", doc="time to repair a failed node (sizes hot spares)")
-    checkpoint_bytes_per_param: float | None = f(None, gt=0, unit="B",
+    repair_hours: float | None = f(None, gt=0, le=8760, unit="h", doc="time to repair a failed node (sizes hot spares)")
+    checkpoint_bytes_per_param: float | None = f(None, gt=0, le=64, unit="B",
                                                  doc="checkpoint bytes per parameter (default 14: bf16 "
                                                      "weights + fp32 master + Adam m, v)")
-    checkpoint_interval_s: float | None = f(None, gt=0, unit="s", doc="override of the optimal (Daly) interval")
-    storage_system: str | None = f(None, doc="storage.csv id of the checkpoint file system (default ddn-ai400x2)")
-    storage_units: int | None = f(None, gt=0, doc="appliances of storage_system (default: sized by checkpoint_target_s)")
-    checkpoint_target_s: float = f(60.0, gt=0, unit="s", doc="checkpoint write time the storage is sized for")
-    checkpoints_kept: int = f(3, ge=1, doc="checkpoints kept on the file system (sizes capacity)")
-    failure_rate_range: list[float] = f([0.6, 1.75], doc="low, high multipliers of the failure rate (P10-P90 band)")
-    efficiency_range: list[float] = f([0.75, 1.1], doc="low, high multipliers of the training throughput")
+    checkpoint_interval_s: float | None = f(None, gt=0, le=3.2e7, unit="s", doc="override of the optimal (Daly) interval")
+    storage_system: str | None = f(None, max_len=64, doc="storage.csv id of the checkpoint file system (default ddn-ai400x2)")
+    storage_units: int | None = f(None, gt=0, le=10_000, doc="appliances of storage_system (default: sized by checkpoint_target_s)")
+    checkpoint_target_s: float = f(60.0, gt=0, le=86_400, unit="s", doc="checkpoint write time the storage is sized for")
+    checkpoints_kept: int = f(3, ge=1, le=1000, doc="checkpoints kept on the file system (sizes capacity)")
+    failure_rate_range: list[float] = f([0.6, 1.75], ge=0, le=100, doc="low, high multipliers of the failure rate (P10-P90 band)")
+    efficiency_range: list[float] = f([0.75, 1.1], ge=0, le=10, doc="low, high multipliers of the training throughput")
     spare_confidence: float = f(0.99, gt=0, lt=1, doc="probability that the spares cover the nodes in repair")
 
 
@@ -349,10 +351,10 @@ class OperationsSpec:
 
 @dataclass(frozen=True)
 class Scenario:
-    name: str = f("untitled")
-    description: str = f("")
-    catalog: list[str] = f([], doc="extra catalogue CSV paths, relative to the scenario file")
-    calibration: str | None = f(None, doc="calibration profile YAML written by 'gpucluster calibrate' (measured "
+    name: str = f("untitled", max_len=200)
+    description: str = f("", max_len=4000)
+    catalog: list[str] = f([], max_items=16, max_len=500, doc="extra catalogue CSV paths, relative to the scenario file")
+    calibration: str | None = f(None, max_len=500, doc="calibration profile YAML written by 'gpucluster calibrate' (measured "
                                           "GEMM curves and link bandwidths), relative to the scenario file")
     model: ModelSpec = sub(ModelSpec)
     hardware: HardwareSpec = sub(HardwareSpec)
@@ -366,6 +368,9 @@ class Scenario:
     operations: OperationsSpec = sub(OperationsSpec)
     #: folder of the YAML file (to resolve relative paths); not a user key.
     base_dir: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
+    #: which ``catalog`` paths may be read: "any" (Python callers, ``--allow-paths``), "inside"
+    #: (relative paths inside base_dir: scenario files), "none" (uploads); not a user key.
+    path_policy: str = field(default="any", compare=False, repr=False, metadata={"internal": True})
 
     # -- conveniences ------------------------------------------------------
     def replace(self, **changes: Any) -> Scenario:
@@ -377,7 +382,7 @@ class Scenario:
                 data.setdefault(section, {})[name] = value
             else:
                 data[key] = to_dict(value) if dataclasses.is_dataclass(value) else value
-        return from_dict(data, base_dir=self.base_dir)
+        return from_dict(data, base_dir=self.base_dir, path_policy=self.path_policy)
 
 # --------------------------------------------------------------------------- building
 
@@ -407,6 +412,12 @@ def _type_name(value: Any) -> str:
             dict: "a mapping", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
 
 
+#: Longest text a string field takes unless its metadata says ``max_len`` [characters].
+MAX_TEXT_CHARS = 200
+#: Most items a list or mapping field takes unless its metadata says ``max_items``.
+MAX_ITEMS = 64
+
+
 def _coerce(tp: Any, value: Any, path: str) -> Any:
     origin = get_origin(tp)
     if origin in (Union, types.UnionType):
@@ -422,10 +433,12 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
         raise errors[0]
     if origin is Literal:
         choices = get_args(tp)
-        if value not in choices:
-            close = difflib.get_close_matches(str(value), [str(c) for c in choices], n=1)
+        if not isinstance(value, (str, int, float, bool)) or value not in choices:
+            close = difflib.get_close_matches(value, [str(c) for c in choices], n=1) \
+                if isinstance(value, str) and len(value) <= 64 else []
             hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ScenarioError(path, f"must be one of {', '.join(repr(c) for c in choices)}, got {value!r}{hint}")
+            raise ScenarioError(path, f"must be one of {', '.join(repr(c) for c in choices)}, "
+                                      f"got {excerpt(value)}{hint}")
         return value
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, path)
@@ -433,57 +446,94 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
         (item,) = get_args(tp)
         if not isinstance(value, list):
             raise ScenarioError(path, f"must be a list, got {_type_name(value)}")
+        if len(value) > MAX_ITEMS * 4:
+            raise ScenarioError(path, f"must have at most {MAX_ITEMS * 4} items, got {len(value):,}")
         return [_coerce(item, v, f"{path}[{i}]") for i, v in enumerate(value)]
     if origin is dict:
         kt, vt = get_args(tp)
         if not isinstance(value, dict):
             raise ScenarioError(path, f"must be a mapping, got {_type_name(value)}")
-        return {_coerce(kt, k, f"{path}.{k}"): _coerce(vt, v, f"{path}.{k}") for k, v in value.items()}
+        if len(value) > MAX_ITEMS * 4:
+            raise ScenarioError(path, f"must have at most {MAX_ITEMS * 4} entries, got {len(value):,}")
+        out = {}
+        for k, v in value.items():
+            key = _coerce(kt, k, f"{path}.{excerpt(k, 40) if not isinstance(k, str) else k[:40]}")
+            out[key] = _coerce(vt, v, f"{path}.{key[:40]}")
+        return out
     if tp is bool:
         if not isinstance(value, bool):
-            raise ScenarioError(path, f"must be true or false, got {value!r}")
+            raise ScenarioError(path, f"must be true or false, got {excerpt(value)}")
         return value
     if tp is int:
-        if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
-            raise ScenarioError(path, f"must be an integer, got {value!r}")
-        return int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            hint = ": write it without a decimal point" if isinstance(value, float) and value.is_integer() \
+                and abs(value) < 1e15 else ""
+            raise ScenarioError(path, f"must be an integer, got {excerpt(value)}{hint}")
+        return value
     if tp is float:
         if isinstance(value, str):
-            try:  # YAML 1.1 reads "1e12" as a string
-                value = float(value)
+            try:  # a quoted number ("3.0e+11")
+                number = float(value) if len(value) <= 64 else None
             except ValueError:
-                raise ScenarioError(path, f"must be a number, got {value!r}") from None
+                number = None
+            if number is None:
+                raise ScenarioError(path, f"must be a number, got {excerpt(value)}") from None
+            value = number
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ScenarioError(path, f"must be a number, got {value!r}")
-        value = float(value)
-        if value != value or value in (float("inf"), float("-inf")):
+            raise ScenarioError(path, f"must be a number, got {excerpt(value)}")
+        try:
+            value = float(value)
+        except OverflowError:
+            raise ScenarioError(path, f"must be a finite number, got {excerpt(value)}") from None
+        if not math.isfinite(value):
             raise ScenarioError(path, f"must be a finite number, got {value!r}")
         return value
     if tp is str:
         if not isinstance(value, str):
             if isinstance(value, (int, float)) and not isinstance(value, bool):
-                return str(value)
+                return str(value) if not isinstance(value, int) or value.bit_length() < 200 else excerpt(value)
             raise ScenarioError(path, f"must be a string, got {_type_name(value)}")
         return value
     return value
 
 
 def _check_rules(fld: dataclasses.Field, value: Any, path: str) -> None:
+    """The field's bounds (``gt``, ``ge``, ``le``, ``lt``, ``max_len``, ``max_items``), on each
+    item of a list or mapping field."""
+    md = fld.metadata
+    if isinstance(value, (list, dict)):
+        limit = md.get("max_items", MAX_ITEMS)
+        if len(value) > limit:
+            raise ScenarioError(path, f"must have at most {limit} item{'s' if limit != 1 else ''}, "
+                                      f"got {len(value):,}")
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for k, v in items:
+            _check_value(md, v, f"{path}.{k}" if isinstance(value, dict) else f"{path}[{k}]")
+        return
+    _check_value(md, value, path)
+
+
+def _check_value(md: Any, value: Any, path: str) -> None:
+    if isinstance(value, str):
+        limit = md.get("max_len", MAX_TEXT_CHARS)
+        if len(value) > limit:
+            raise ScenarioError(path, f"must be at most {limit:,} characters, got {len(value):,}")
+        return
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
-    md = fld.metadata
     unit = f" {md['unit']}" if md.get("unit") else ""
+    shown = excerpt(value)
     if "gt" in md and not value > md["gt"]:
         if md["gt"] == 0:
             what = "a positive integer" if isinstance(value, int) else "a positive number"
-            raise ScenarioError(path, f"must be {what}, got {value!r}")
-        raise ScenarioError(path, f"must be greater than {md['gt']}{unit}, got {value!r}")
+            raise ScenarioError(path, f"must be {what}, got {shown}")
+        raise ScenarioError(path, f"must be greater than {md['gt']:g}{unit}, got {shown}")
     if "ge" in md and not value >= md["ge"]:
-        raise ScenarioError(path, f"must be at least {md['ge']}{unit}, got {value!r}")
+        raise ScenarioError(path, f"must be at least {md['ge']}{unit}, got {shown}")
     if "le" in md and not value <= md["le"]:
-        raise ScenarioError(path, f"must be at most {md['le']}{unit}, got {value!r}")
+        raise ScenarioError(path, f"must be at most {md['le']:,}{unit}, got {shown}")
     if "lt" in md and not value < md["lt"]:
-        raise ScenarioError(path, f"must be less than {md['lt']}{unit}, got {value!r}")
+        raise ScenarioError(path, f"must be less than {md['lt']}{unit}, got {shown}")
 
 
 @typing.no_type_check
@@ -502,9 +552,11 @@ def _build(cls: type, data: Any, path: str) -> Any:
     fields = {fl.name: fl for fl in dataclasses.fields(cls) if not fl.metadata.get("internal")}
     for key in data:
         if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1, cutoff=0.6)
+            name = key[:40] if isinstance(key, str) else excerpt(key, 40)
+            close = difflib.get_close_matches(key, list(fields), n=1, cutoff=0.6) \
+                if isinstance(key, str) and len(key) <= 64 else []
             hint = f"; did you mean {close[0]!r}?" if close else f"; valid keys: {', '.join(fields)}"
-            raise ScenarioError(f"{path}.{key}" if path else str(key), f"unknown key{hint}")
+            raise ScenarioError(f"{path}.{name}" if path else name, f"unknown key{hint}")
     kwargs = {}
     for name, fl in fields.items():
         if name in data:
@@ -515,66 +567,304 @@ def _build(cls: type, data: Any, path: str) -> Any:
     return cls(**kwargs)
 
 
-def from_dict(data: dict[str, Any] | None, *, base_dir: str | Path | None = None) -> Scenario:
-    """Build a validated :class:`Scenario` from plain data (as read from YAML)."""
+def from_dict(data: dict[str, Any] | None, *, base_dir: str | Path | None = None,
+              path_policy: str = "any") -> Scenario:
+    """Build a validated :class:`Scenario` from plain data (as read from YAML).
+
+    ``path_policy`` says which ``catalog`` paths the scenario may name: ``"any"`` (a Python
+    caller's own data), ``"inside"`` (relative paths that stay inside ``base_dir``) or
+    ``"none"`` (an uploaded file: catalogue files come by upload only).
+    """
+    if path_policy not in ("any", "inside", "none"):
+        raise ValueError(f"path_policy must be 'any', 'inside' or 'none', got {path_policy!r}")
     scenario = _build(Scenario, data or {}, "")
     _cross_checks(scenario)
-    if base_dir is not None:
-        scenario = dataclasses.replace(scenario, base_dir=Path(base_dir))
-    return scenario
+    _check_catalog_paths(scenario.catalog, path_policy)
+    _check_calibration(getattr(scenario, "calibration", None), path_policy)
+    return dataclasses.replace(scenario, base_dir=Path(base_dir) if base_dir is not None else None,
+                               path_policy=path_policy)
 
 
-def _cross_checks(s: Scenario) -> None:
-    """Rules between fields that no single field can state."""
-    parts = s.hardware.parts
-    if parts is not None and parts.psus is not None:
-        n, m = parse_redundancy(parts.psus.redundancy, "hardware.parts.psus.redundancy")
-        if n < 1:
-            raise ScenarioError("hardware.parts.psus.redundancy",
-                                f"'{s.hardware.parts.psus.redundancy}' leaves no usable supply: N must be at least 1")
-        if n + m != s.hardware.parts.psus.count:
-            raise ScenarioError("hardware.parts.psus.redundancy",
-                                f"'{s.hardware.parts.psus.redundancy}' does not add up to psus.count "
-                                f"{s.hardware.parts.psus.count}")
-    hw = s.hardware
-    if hw.nodes is not None and hw.gpus is not None and hw.gpus_per_node is not None:
-        if hw.nodes * hw.gpus_per_node != hw.gpus:
-            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs do not equal nodes x gpus_per_node = "
-                                f"{hw.nodes} x {hw.gpus_per_node}; give only two of the three")
-    inf = s.inference
-    if inf.requests_per_s is not None and inf.tokens_per_s is not None:
-        raise ScenarioError("inference.tokens_per_s", "give requests_per_s or tokens_per_s, not both")
+def _check_catalog_paths(paths: list[str], policy: str) -> None:
+    """Refuse ``catalog`` paths the policy does not allow (the message never resolves a path)."""
+    for i, text in enumerate(paths):
+        _check_path(text, policy, f"catalog[{i}]", "catalogue files", "add your CSV files with the app's "
+                                                                       "catalogue upload")
 
 
-def parse_redundancy(text: str, path: str = "redundancy") -> tuple[int, int]:
-    """Parse an ``N+M`` redundancy scheme ('3+1', '1+1'; 2N with two supplies is '1+1')."""
-    m = re.fullmatch(r"\s*(\d+)\s*\+\s*(\d+)\s*", str(text))
-    if not m:
-        raise ScenarioError(path, f"must be written N+M (e.g. '3+1' or '1+1'), got {text!r}")
-    return int(m[1]), int(m[2])
+def _check_path(text: str, policy: str, where: str, what: str, fix: str) -> None:
+    if policy == "any":
+        return
+    if policy == "none":
+        raise ScenarioError(where, f"a scenario read from an upload cannot name {what} on the server: "
+                                   f"remove {where.split('[')[0]}: and {fix}")
+    p = PurePosixPath(text.replace("\\", "/"))
+    if not text.strip() or p.is_absolute() or text.startswith("~") or re.match(r"^[A-Za-z]:", text) \
+            or ".." in p.parts:
+        raise ScenarioError(where, f"{excerpt(text)} is outside the scenario's folder: give a path relative to "
+                                   "the scenario file, inside its folder (or pass --allow-paths)")
 
 
-def load_scenario(path: str | Path) -> Scenario:
-    """Read a scenario YAML file. Errors name the file and the key path."""
-    p = Path(path)
+def _is_bare_name(text: str) -> bool:
+    """A shipped profile's name (``h100-nccl-2024``): no folder, no suffix, nothing a path could be."""
+    return bool(re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}", text))
+
+
+def _check_calibration(text: str | None, policy: str) -> None:
+    if text is None or _is_bare_name(text):  # the name of a shipped profile (checked when it is read)
+        return
+    _check_path(text, policy, "calibration", "calibration files", "give the name of a shipped profile")
+
+
+def scenario_file(scenario: Scenario, text: str, where: str) -> Path:
+    """A file the scenario names (``catalog`` entries, ``calibration``), resolved against its folder.
+
+    With the ``"inside"`` policy a path that leaves the folder through a symbolic link is refused
+    too; with ``"none"`` no file may be named. Errors name the key, never a resolved server path.
+    """
+    _check_path(text, scenario.path_policy, where, "files", "upload the file instead")
+    base = scenario.base_dir
+    p = Path(text).expanduser() if scenario.path_policy == "any" else Path(text)
+    full = p if p.is_absolute() or base is None else base / p
+    if scenario.path_policy == "inside" and base is not None:
+        try:
+            inside = full.resolve().is_relative_to(base.resolve())
+        except (OSError, RuntimeError):
+            inside = False
+        if not inside:
+            raise ScenarioError(where, f"{excerpt(text)} leads outside the scenario's folder (a symbolic "
+                                       "link?): copy the file into it (or pass --allow-paths)")
+    return full
+
+
+def catalog_files(scenario: Scenario) -> list[Path]:
+    """The scenario's ``catalog`` CSV files (:func:`scenario_file` for each entry)."""
+    _check_catalog_paths(scenario.catalog, scenario.path_policy)
+    return [scenario_file(scenario, text, f"catalog[{i}]") for i, text in enumerate(scenario.catalog)]
+
+
+# --------------------------------------------------------------------------- reading YAML
+
+#: Largest scenario file or upload [bytes]; the shipped examples are about 1.5 KB.
+MAX_SCENARIO_BYTES = 64 * 1024
+#: Deepest nesting of lists and mappings (a scenario needs 4: hardware.parts.drives[0].id).
+MAX_YAML_DEPTH = 20
+#: YAML aliases (``*name``) one file may use.
+MAX_YAML_ALIASES = 64
+#: Values (scalars, lists, mappings) a file may hold once its aliases are expanded.
+MAX_YAML_NODES = 20_000
+#: Digits of an integer the reader accepts (every bound in the schema has fewer).
+MAX_INT_DIGITS = 24
+
+_NULL_RE = re.compile(r"^(?:~|null|Null|NULL|)$")
+_BOOL_RE = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_INT_RE = re.compile(r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$")
+_FLOAT_RE = re.compile(r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+                       r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$")
+_TAG = "tag:yaml.org,2002:"
+
+
+class _ScenarioLoader(yaml.SafeLoader):
+    """PyYAML's safe loader read the way a person means the file (YAML 1.2 core schema), with limits.
+
+    * Implicit types are the YAML 1.2 core schema's (yaml.org/spec/1.2.2, 10.3.2): ``010`` is
+      ten (not octal eight), ``1:30`` is text (not sexagesimal 90), ``1e12`` is a number (YAML 1.1
+      reads it as text), ``yes``/``no``/``on``/``off`` are text (a boolean field refuses them).
+    * Only the core tags (``!!str``, ``!!int``, ``!!float``, ``!!bool``, ``!!null``, ``!!seq``,
+      ``!!map``); ``!!int eight``, ``!!int ''`` and integers of more than :data:`MAX_INT_DIGITS`
+      digits are refused at their line.
+    * A key given twice in one mapping is refused (YAML forbids it; PyYAML keeps the last).
+    * At most :data:`MAX_YAML_DEPTH` levels of nesting, :data:`MAX_YAML_ALIASES` aliases, and
+      :data:`MAX_YAML_NODES` values once aliases are expanded (a "billion laughs" bomb is refused
+      before anything is built); an alias inside its own anchor is refused.
+    """
+
+    yaml_implicit_resolvers: dict = {}
+    yaml_constructors: dict = {}
+
+    def __init__(self, stream: str) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._aliases = 0
+
+    # -- composing: depth and alias limits -------------------------------------------------
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > MAX_YAML_ALIASES:
+                raise yaml.composer.ComposerError(None, None, f"more than {MAX_YAML_ALIASES} aliases",
+                                                  self.peek_event().start_mark)
+        self._depth += 1
+        try:
+            if self._depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
+                                                  self.peek_event().start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def get_single_node(self) -> Any:
+        node = super().get_single_node()
+        if node is not None:
+            _expanded_size(node, {}, set())
+        return node
+
+    # -- constructing: duplicate keys ------------------------------------------------------
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first: dict[str, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    raise yaml.constructor.ConstructorError(
+                        None, None, "a key must be a name, not a list or a mapping", key_node.start_mark)
+                if key_node.value in first:
+                    raise yaml.constructor.ConstructorError(
+                        None, None, f"duplicate key {excerpt(key_node.value)} (first on line "
+                        f"{first[key_node.value] + 1}); give each key once", key_node.start_mark)
+                first[key_node.value] = key_node.start_mark.line
+        return super().construct_mapping(node, deep=deep)
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = str(self.construct_scalar(node))
+        if not _INT_RE.match(text):
+            raise yaml.constructor.ConstructorError(None, None, f"{excerpt(text)} is not an integer",
+                                                    node.start_mark)
+        digits = text.lstrip("+-")
+        if len(digits) > MAX_INT_DIGITS:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"an integer of {len(digits):,} digits is too large", node.start_mark)
+        return int(text, 0) if digits[:2] in ("0o", "0x") else int(text, 10)
+
+    def construct_yaml_float(self, node: Any) -> float:
+        text = str(self.construct_scalar(node))
+        if not (_FLOAT_RE.match(text) or _INT_RE.match(text)) or len(text) > 64:
+            raise yaml.constructor.ConstructorError(None, None, f"{excerpt(text)} is not a number",
+                                                    node.start_mark)
+        if _INT_RE.match(text) and text.lstrip("+-")[:2] in ("0o", "0x"):
+            return float(int(text, 0))
+        low = text.lower()
+        if low.endswith(".inf"):
+            return float("-inf") if low.startswith("-") else float("inf")
+        if low == ".nan":
+            return float("nan")
+        return float(text)
+
+    def construct_yaml_bool(self, node: Any) -> bool:
+        text = str(self.construct_scalar(node))
+        if not _BOOL_RE.match(text):
+            raise yaml.constructor.ConstructorError(None, None, f"{excerpt(text)} is not true or false",
+                                                    node.start_mark)
+        return text.lower() == "true"
+
+    def construct_yaml_null(self, node: Any) -> None:
+        text = str(self.construct_scalar(node))
+        if not _NULL_RE.match(text):
+            raise yaml.constructor.ConstructorError(None, None, f"{excerpt(text)} is not null", node.start_mark)
+        return None
+
+    def construct_unknown(self, node: Any) -> Any:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"the tag {excerpt(node.tag)} is not allowed in a scenario", node.start_mark)
+
+
+for _name, _ctor in (("null", _ScenarioLoader.construct_yaml_null), ("bool", _ScenarioLoader.construct_yaml_bool),
+                     ("int", _ScenarioLoader.construct_yaml_int), ("float", _ScenarioLoader.construct_yaml_float),
+                     ("str", yaml.SafeLoader.construct_yaml_str), ("seq", yaml.SafeLoader.construct_yaml_seq),
+                     ("map", yaml.SafeLoader.construct_yaml_map)):
+    _ScenarioLoader.add_constructor(_TAG + _name, _ctor)
+_ScenarioLoader.add_constructor(None, _ScenarioLoader.construct_unknown)
+for _name, _re, _first in (("null", _NULL_RE, ["~", "n", "N", ""]), ("bool", _BOOL_RE, list("tTfF")),
+                           ("int", _INT_RE, list("-+0123456789")), ("float", _FLOAT_RE, list("-+0123456789."))):
+    _ScenarioLoader.add_implicit_resolver(_TAG + _name, _re, _first)
+
+
+def _expanded_size(node: Any, sizes: dict[int, int], open_: set[int]) -> int:
+    """Values under ``node`` with every alias expanded; refuses a total over MAX_YAML_NODES and cycles."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_:
+        raise yaml.composer.ComposerError(None, None, "an alias refers to the list or mapping it is inside",
+                                          node.start_mark)
+    total = 1
+    if isinstance(node, (yaml.SequenceNode, yaml.MappingNode)):
+        open_.add(key)
+        children = node.value if isinstance(node, yaml.SequenceNode) else [n for kv in node.value for n in kv]
+        for child in children:
+            total += _expanded_size(child, sizes, open_)
+            if total > MAX_YAML_NODES:
+                raise yaml.composer.ComposerError(
+                    None, None, f"holds more than {MAX_YAML_NODES:,} values once its aliases are expanded",
+                    node.start_mark)
+        open_.discard(key)
+    sizes[key] = total
+    return total
+
+
+def _read_yaml(text: str, source: str) -> Any:
     try:
-        text = p.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ScenarioError("", f"scenario file not found: {path}") from None
-    return loads(text, base_dir=p.parent, source=p.name)
-
-
-def loads(text: str, *, base_dir: str | Path | None = None, source: str = "<scenario>") -> Scenario:
-    """Build a scenario from YAML text (as uploaded in the app)."""
-    try:
-        data = yaml.safe_load(text)
+        return yaml.load(text, Loader=_ScenarioLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        raise ScenarioError("", f"{source}: not valid YAML{where}: {getattr(e, 'problem', e)}") from None
-    if data is not None and not isinstance(data, dict):
+        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or "cannot be read"
+        raise ScenarioError("", f"{source}: not valid YAML{where}: {str(problem)[:200]}") from None
+
+
+def load_scenario(path: str | Path, *, allow_paths: bool = False) -> Scenario:
+    """Read a scenario YAML file. Errors name the file and the key path.
+
+    ``catalog:`` paths resolve against the file's folder and must stay inside it (no absolute
+    or ``../`` paths) unless ``allow_paths`` (the CLI's ``--allow-paths``).
+    """
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise ScenarioError("", f"{p.name or path} is a folder, not a scenario file: give a .yaml file")
+        size = p.stat().st_size
+        if size > MAX_SCENARIO_BYTES:
+            raise ScenarioError("", f"{p.name}: is {size:,} bytes, more than the {MAX_SCENARIO_BYTES:,} a scenario "
+                                    "may have")
+        with p.open("rb") as fh:
+            data = fh.read(MAX_SCENARIO_BYTES + 1)
+    except FileNotFoundError:
+        raise ScenarioError("", f"scenario file not found: {path}") from None
+    except OSError as e:
+        raise ScenarioError("", f"cannot read the scenario file {p.name}: {e.strerror or type(e).__name__}") from None
+    return loads(data, base_dir=p.parent, source=p.name, allow_paths=allow_paths)
+
+
+def loads(text: str | bytes, *, base_dir: str | Path | None = None, source: str = "<scenario>",
+          allow_paths: bool = False) -> Scenario:
+    """Build a scenario from YAML text or bytes (as uploaded in the app).
+
+    Refused with a message: more than :data:`MAX_SCENARIO_BYTES`, text that is not UTF-8,
+    a binary file, YAML over the limits of :class:`_ScenarioLoader`, and an empty file.
+    ``catalog:`` paths: without ``base_dir`` none may be given (an upload names catalogue files
+    by uploading them); with it, they resolve against it and stay inside it unless ``allow_paths``.
+    """
+    source = excerpt(source, 80).strip("'\"") if len(source) > 80 else source
+    if isinstance(text, (bytes, bytearray, memoryview)):
+        try:
+            text = decode_text(bytes(text), limit_bytes=MAX_SCENARIO_BYTES)
+        except ValueError as e:
+            raise ScenarioError("", f"{source}: {e}") from None
+    else:
+        if len(text) > MAX_SCENARIO_BYTES:
+            raise ScenarioError("", f"{source}: is {len(text):,} characters, more than the {MAX_SCENARIO_BYTES:,} "
+                                    "a scenario may have")
+        try:
+            text = decode_text(text, limit_bytes=MAX_SCENARIO_BYTES)
+        except ValueError as e:
+            raise ScenarioError("", f"{source}: {e}") from None
+    data = _read_yaml(text, source)
+    if data is None:  # an empty file, blanks or comments only
+        raise ScenarioError("", f"{source}: empty scenario: give at least hardware "
+                                "(e.g. hardware: {server: dgx-h100, nodes: 4})")
+    if not isinstance(data, dict):
         raise ScenarioError("", f"{source}: the top level must be a mapping (name:, model:, hardware:, ...)")
-    return from_dict(data, base_dir=base_dir)
+    policy = "any" if allow_paths else ("inside" if base_dir is not None else "none")
+    return from_dict(data, base_dir=base_dir, path_policy=policy)
 
 
 def to_dict(obj: Any, *, drop_none: bool = True) -> Any:

@@ -54,8 +54,9 @@ import yaml
 
 from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve, normalise_dtype
 from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError, excerpt
 from gpucluster_lib.resources import data_path
+from gpucluster_lib.scenario import scenario_file
 from gpucluster_lib.units import GB
 
 FORMAT_VERSION = 1
@@ -225,14 +226,20 @@ def scenario_profile(scenario: Any) -> CalibrationProfile | None:
     ref = getattr(scenario, "calibration", None)
     if not ref:
         return None
-    p = Path(ref).expanduser()
-    if not p.is_absolute() and getattr(scenario, "base_dir", None) is not None:
-        p = Path(scenario.base_dir) / p
-    if not p.is_file() and shipped_profiles().get(Path(ref).stem) is not None and Path(ref).name == Path(ref).stem:
-        p = shipped_profiles()[Path(ref).stem]
+    name = Path(ref).stem if Path(ref).name == Path(ref).stem else None
+    shipped = shipped_profiles().get(name) if name else None
+    if getattr(scenario, "path_policy", "any") == "none":  # an upload reads no server file: a shipped profile
+        p = shipped if shipped is not None else Path()
+        if shipped is None:
+            raise ScenarioError("calibration", f"no shipped calibration profile named {excerpt(ref)}; an uploaded "
+                                               "scenario can name only those")
+    else:
+        p = scenario_file(scenario, ref, "calibration")  # relative to its folder, inside it unless --allow-paths
+        if not p.is_file() and shipped is not None:
+            p = shipped
     if not p.is_file():
-        raise ScenarioError("calibration", f"no calibration profile at {p}; write one with 'gpucluster calibrate' "
-                                           "or give the path relative to the scenario file")
+        raise ScenarioError("calibration", f"no calibration profile at {excerpt(ref)}; write one with 'gpucluster "
+                                           "calibrate' or give the path relative to the scenario file")
     try:
         return load_profile(p)
     except CalibrationError as exc:

@@ -24,14 +24,20 @@ def add_scenario_arguments(parser: argparse.ArgumentParser) -> None:
         help="scenario YAML file, or the name of a shipped example (`gpucluster examples` lists them)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    parser.add_argument(
+        "--allow-paths", action="store_true",
+        help="let the scenario's catalog: list name CSV files outside the scenario's folder "
+             "(absolute or ../ paths); without it they must be inside it",
+    )
 
 
 def read_scenario(args: argparse.Namespace) -> Scenario:
     """The scenario named by ``args.scenario``: a YAML path or a shipped example's name.
 
-    Relative paths inside the file (``catalog.extra`` CSVs) resolve against its folder.
+    The ``catalog:`` CSVs named in the file resolve against its folder and must stay inside it
+    (no absolute or ``../`` paths) unless ``--allow-paths`` was given.
     """
-    return load_scenario(scenario_path(args.scenario))
+    return load_scenario(scenario_path(args.scenario), allow_paths=bool(getattr(args, "allow_paths", False)))
 
 
 def read_design(args: argparse.Namespace, *, nodes: int | None = None) -> Any:

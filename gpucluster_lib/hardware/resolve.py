@@ -17,7 +17,7 @@ from typing import Any
 
 from gpucluster_lib.catalog import Catalog, load_catalog
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.scenario import Scenario, catalog_files
 
 DEFAULT_GPUS_PER_NODE = 8
 DEFAULT_ACCELERATOR = "h100-sxm5-80gb"
@@ -85,9 +85,7 @@ def catalog_for(scenario: Scenario) -> Catalog:
     """The catalogue plus the scenario's own CSV files (paths relative to the scenario file)."""
     if not scenario.catalog:
         return load_catalog()
-    base = scenario.base_dir
-    paths = [str((base / p) if base and not str(p).startswith("/") else p) for p in scenario.catalog]
-    return load_catalog(paths)
+    return load_catalog(catalog_files(scenario))
 
 
 def resolve_hardware(scenario: Scenario, catalog: Catalog | None = None) -> ClusterHardware:

@@ -122,8 +122,9 @@ class App:
         if not files:
             return
         f = files[0]
-        text = bytes(f["content"]).decode("utf-8-sig")
-        self.state.load(scn.loads(text, base_dir=SCENARIO_DIR, source=f["name"]))
+        # bytes, no folder, no paths: the loader refuses non-UTF-8, oversized and hostile files,
+        # and an upload names catalogue CSVs only by uploading them (docs/security.md)
+        self.state.load(scn.loads(bytes(f["content"]), source=f["name"], allow_paths=False))
         show_info(self.msg, f"Loaded '{f['name']}': scenario '{self.state.scenario.name}'.")
 
     def _on_csv(self, change: dict) -> None:
