@@ -184,7 +184,7 @@ class ParallelismSpec:
     sharded_collectives: Literal["hierarchical", "flat"] | None = f(
         None, doc="ZeRO/FSDP/DP collectives striped over all NICs of a node (hierarchical, NCCL rings "
         "over rails) or limited to each GPU's own NIC (flat, e.g. DeepSpeed ZeRO-3 in Narayanan 2021)")
-    pipeline_layers: list[int] | None = f(None, ge=0, le=2048, max_items=2048, doc="layers on each pipeline stage, first to last (uneven split)")
+    pipeline_layers: list[int] | None = f(None, ge=0, le=2048, max_items=256, doc="layers on each pipeline stage, first to last (uneven split)")
     first_stage_layers: int | None = f(None, ge=0, le=2048, doc="layers on the first pipeline stage (the rest split evenly)")
     last_stage_layers: int | None = f(None, ge=0, le=2048, doc="layers on the last pipeline stage (the rest split evenly)")
     embedding_in_pipeline_split: bool = f(False, doc="count the input embedding as one layer of the first stage")
@@ -801,8 +801,49 @@ def _expanded_size(node: Any, sizes: dict[int, int], open_: set[int]) -> int:
     return total
 
 
+def _flow_depth_check(text: str) -> None:
+    """Refuse flow brackets (``[``, ``{``) nested deeper than MAX_YAML_DEPTH before PyYAML scans them.
+
+    PyYAML's scanner keeps a possible simple key per open flow level and re-checks them all at
+    every token, so 500 nested ``[`` take about half a second before the composer's depth limit
+    is reached; this linear pass stops them at once. Brackets inside quotes and comments are skipped.
+    """
+    if text.count("[") + text.count("{") <= MAX_YAML_DEPTH:
+        return
+    depth, quote, line, col, prev = 0, "", 0, 0, "\n"
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line, col = line + 1, -1
+            if quote == "#":
+                quote = ""
+        elif quote == "#":
+            pass
+        elif quote:
+            if ch == "\\" and quote == '"':
+                i, col = i + 1, col + 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"" and (prev in " \t\n[{,:" ):
+            quote = ch
+        elif ch == "#" and prev in " \t\n":
+            quote = "#"
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_YAML_DEPTH} levels deep",
+                    yaml.error.Mark("<scenario>", i, line, col, None, None))
+        elif ch in "]}":
+            depth = max(depth - 1, 0)
+        prev = ch
+        i, col = i + 1, col + 1
+
+
 def _read_yaml(text: str, source: str) -> Any:
     try:
+        _flow_depth_check(text)
         return yaml.load(text, Loader=_ScenarioLoader)  # noqa: S506 - a SafeLoader subclass
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
