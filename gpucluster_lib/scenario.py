@@ -643,6 +643,37 @@ def catalog_files(scenario: Scenario) -> list[Path]:
     return [scenario_file(scenario, text, f"catalog[{i}]") for i, text in enumerate(scenario.catalog)]
 
 
+def _cross_checks(s: Scenario) -> None:
+    """Rules between fields that no single field can state."""
+    parts = s.hardware.parts
+    if parts is not None and parts.psus is not None:
+        n, m = parse_redundancy(parts.psus.redundancy, "hardware.parts.psus.redundancy")
+        if n < 1:
+            raise ScenarioError("hardware.parts.psus.redundancy",
+                                f"'{s.hardware.parts.psus.redundancy}' leaves no usable supply: N must be at least 1")
+        if n + m != s.hardware.parts.psus.count:
+            raise ScenarioError("hardware.parts.psus.redundancy",
+                                f"'{s.hardware.parts.psus.redundancy}' does not add up to psus.count "
+                                f"{s.hardware.parts.psus.count}")
+    hw = s.hardware
+    if hw.nodes is not None and hw.gpus is not None and hw.gpus_per_node is not None:
+        if hw.nodes * hw.gpus_per_node != hw.gpus:
+            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs do not equal nodes x gpus_per_node = "
+                                f"{hw.nodes} x {hw.gpus_per_node}; give only two of the three")
+    inf = s.inference
+    if inf.requests_per_s is not None and inf.tokens_per_s is not None:
+        raise ScenarioError("inference.tokens_per_s", "give requests_per_s or tokens_per_s, not both")
+
+
+def parse_redundancy(text: str, path: str = "redundancy") -> tuple[int, int]:
+    """Parse an ``N+M`` redundancy scheme ('3+1', '1+1'; 2N with two supplies is '1+1')."""
+    m = re.fullmatch(r"\s*(\d+)\s*\+\s*(\d+)\s*", str(text))
+    if not m:
+        raise ScenarioError(path, f"must be written N+M (e.g. '3+1' or '1+1'), got {excerpt(text)}")
+    return int(m[1]), int(m[2])
+
+
+
 # --------------------------------------------------------------------------- reading YAML
 
 #: Largest scenario file or upload [bytes]; the shipped examples are about 1.5 KB.
