@@ -142,13 +142,17 @@ def _set_dict(data: dict[str, Any], parts: Sequence[str], value: Any) -> None:
     data[parts[-1]] = value
 
 
-def _companions(changes: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
-    """Set nodes or GPUs clears the other (as ``--nodes`` does) unless both are axes."""
+def _companions(base: Scenario, changes: dict[str, Any], keys: Sequence[str]) -> dict[str, Any]:
+    """Setting nodes or GPUs clears the other (as ``--nodes`` does) unless both are axes, and a
+    fixed plan's data-parallel width, which then follows from the GPU count (unless it is an axis)."""
     out = dict(changes)
     if "hardware.nodes" in out and "hardware.gpus" not in keys:
         out["hardware.gpus"] = None
     if "hardware.gpus" in out and "hardware.nodes" not in keys:
         out["hardware.nodes"] = None
+    sized = "hardware.nodes" in out or "hardware.gpus" in out
+    if sized and "parallelism.data" not in keys and base.parallelism.data is not None and not base.parallelism.auto:
+        out["parallelism.data"] = None
     return out
 
 
@@ -159,7 +163,7 @@ def apply(base: Scenario, changes: Mapping[str, Any], keys: Sequence[str] = ()) 
     under a section the base leaves empty (``hardware.parts.psus.count``) goes through the full
     loader. Raises :class:`ScenarioError` for a combination the scenario rules reject.
     """
-    full = _companions(dict(changes), keys or tuple(changes))
+    full = _companions(base, dict(changes), keys or tuple(changes))
     s = base
     try:
         for k, v in full.items():

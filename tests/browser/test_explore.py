@@ -1,0 +1,33 @@
+"""The Explore tab in a real browser: run a small sweep, see the front, load a point as the scenario."""
+
+from __future__ import annotations
+
+import pytest
+
+from .conftest import open_tab
+
+pytestmark = pytest.mark.browser
+
+
+def test_explore_tab_runs_a_sweep_and_loads_a_point(app_page, artifacts):
+    from playwright.sync_api import expect
+
+    page = app_page
+    open_tab(page, "Explore")
+    values = page.locator(".widget-text", has_text="Values")
+    expect(values.first).to_be_visible(timeout=180_000)
+    values.first.locator("input").fill("64, 128")
+    page.locator(".widget-dropdown", has_text="Second axis").locator("select").select_option(label="(none)")
+    page.get_by_role("button", name="Run the sweep").click()
+    # GPT-3 175B on 64 and 128 DGX A100: the smaller costs less and draws less, so it alone is on the front
+    summary = page.locator(".widget-html", has_text="designs").filter(has_text="on the front").first
+    expect(summary).to_contain_text("2 designs", timeout=180_000)
+    expect(summary).to_contain_text("1 on the front")
+    expect(page.locator(".vega-embed").last).to_be_visible()
+    expect(page.locator(".gc-table").last).to_contain_text("64")
+    pick = page.locator(".widget-dropdown", has_text="Design").locator("select")
+    expect(pick).to_contain_text("Point 0: Nodes 64")
+    page.get_by_role("button", name="Load as the current scenario").click()
+    expect(page.locator("p", has_text="Scenario:").first).to_contain_text("point 0", timeout=60_000)
+    assert "Traceback" not in page.locator("body").inner_text()
+    page.screenshot(path=str(artifacts / "tab-explore.png"), full_page=True)
