@@ -323,7 +323,7 @@ class OperationsSpec:
         "base-command-manager", doc="provisioning and cluster management software on the head nodes")
     scheduler: Literal["slurm", "kubernetes", "both"] = f("slurm", doc="SLURM for queued jobs, Kubernetes "
                                                            "for services, or both")
-    login_nodes: int | None = f(None, ge=0, doc="dedicated login nodes among the head nodes (default: none "
+    login_nodes: int | None = f(None, ge=0, le=1000, doc="dedicated login nodes among the head nodes (default: none "
                                 "below 32 nodes, else 2 with a redundant head node or 1, plus one per 128 nodes above 128)")
     gpu_driver: str = f("550.127.08", doc="NVIDIA data-center driver version")
     cuda: str = f("12.4", doc="CUDA toolkit version of the node image")
@@ -332,19 +332,19 @@ class OperationsSpec:
         None, doc="default: enroot with pyxis under SLURM, containerd under Kubernetes")
     gpu_operator: bool | None = f(None, doc="NVIDIA GPU operator (default: with Kubernetes)")
     network_operator: bool | None = f(None, doc="NVIDIA network operator for RDMA (default: with Kubernetes)")
-    scrape_interval_s: float = f(15.0, gt=0, unit="s", doc="Prometheus scrape interval of every exporter")
-    retention_days: float = f(15.0, gt=0, unit="days", doc="Prometheus retention (its default: 15 days)")
-    bytes_per_sample: float = f(2.0, gt=0, unit="B", doc="Prometheus disk per sample (its storage docs: 1-2 B)")
-    node_exporter_series: int = f(1000, ge=0, doc="series the node exporter exposes per host")
-    serving_spare_replicas: int = f(1, ge=0, doc="serving replicas beyond the demand, so a failed replica "
+    scrape_interval_s: float = f(15.0, gt=0, le=86_400, unit="s", doc="Prometheus scrape interval of every exporter")
+    retention_days: float = f(15.0, gt=0, le=36_500, unit="days", doc="Prometheus retention (its default: 15 days)")
+    bytes_per_sample: float = f(2.0, gt=0, le=1024, unit="B", doc="Prometheus disk per sample (its storage docs: 1-2 B)")
+    node_exporter_series: int = f(1000, ge=0, le=10_000_000, doc="series the node exporter exposes per host")
+    serving_spare_replicas: int = f(1, ge=0, le=10_000, doc="serving replicas beyond the demand, so a failed replica "
                                     "leaves the demand served (1 = N+1)")
-    fairshare_weight: int = f(10000, ge=0, doc="SLURM PriorityWeightFairshare of the training queue")
-    priority_decay_half_life_days: float = f(7.0, gt=0, unit="days", doc="SLURM PriorityDecayHalfLife "
+    fairshare_weight: int = f(10000, ge=0, le=4_294_967_295, doc="SLURM PriorityWeightFairshare of the training queue")
+    priority_decay_half_life_days: float = f(7.0, gt=0, le=3650, unit="days", doc="SLURM PriorityDecayHalfLife "
                                              "(its default: 7 days)")
-    dataset_tb: float | None = f(None, gt=0, unit="TB", doc="training data set on disk (default: from "
+    dataset_tb: float | None = f(None, gt=0, le=1e7, unit="TB", doc="training data set on disk (default: from "
                                  "training.tokens or training.dataset_images)")
-    dataset_versions: int = f(2, ge=1, doc="versions of the data set kept on the capacity tier")
-    checkpoint_retention_days: float = f(30.0, gt=0, unit="days", doc="one checkpoint a day kept on the "
+    dataset_versions: int = f(2, ge=1, le=1000, doc="versions of the data set kept on the capacity tier")
+    checkpoint_retention_days: float = f(30.0, gt=0, le=36_500, unit="days", doc="one checkpoint a day kept on the "
                                          "capacity tier for this long")
     backup: Literal["none", "snapshot", "offsite"] = f("offsite", doc="backup of data sets and kept checkpoints")
 
