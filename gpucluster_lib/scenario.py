@@ -219,6 +219,10 @@ class InferenceSpec:
     tokens_per_s: float | None = f(None, gt=0, le=1e10, unit="tokens/s", doc="target in output (generated) tokens/s")
     ttft_slo_s: float = f(2.0, gt=0, le=1e7, unit="s")
     tpot_slo_s: float = f(0.2, gt=0, le=1e7, unit="s")
+    arrival: Literal["offline", "poisson"] = f("offline", doc="offline: saturated batches (MLPerf Offline); poisson: "
+                                                        "random arrivals queue (MLPerf Server), SLOs at slo_percentile")
+    slo_percentile: float = f(99.0, gt=0, lt=100, unit="%", doc="percentile of TTFT and TPOT the SLOs bind "
+                                                                "with poisson arrivals (MLPerf: 99)")
     batch_size: int | None = f(None, gt=0, le=1_000_000, doc="fixed batch (sequences or images); searched when absent")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)

@@ -34,6 +34,7 @@ from gpucluster_lib.inference.precision import (
     compute_precision,
     supported_precisions,
 )
+from gpucluster_lib.inference.queueing import LoadPoint, ReplicaCurve, load_point, max_rate
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
 from gpucluster_lib.scenario import Scenario
@@ -45,7 +46,7 @@ ASSUMPTIONS = (
     "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
     "prompt tokens",
     "tokens/s are output (generated) tokens, as MLPerf Inference reports them",
-    "TTFT = one step of waiting + the prompt's own prefill; queueing under bursty arrivals is not modelled",
+    "TTFT = one step of waiting + the prompt's own prefill; arrival poisson adds the prefill and KV-slot queues",
     "each sequence reserves KV cache for input + output tokens (no eviction)",
     "tensor parallelism only (no pipeline or expert parallelism); replicas are independent",
     "int4 is weight-only (W4A16): GEMMs run at 16-bit, only the weight bytes shrink",
@@ -97,6 +98,7 @@ class ServingEstimate:
     tp_options: list[dict[str, Any]]
     efficiency: dict[str, float]
     calibration: str | None
+    load: dict[str, Any] | None
     assumptions: list[str]
     findings: list[Finding] = field(default_factory=list)
 
@@ -131,6 +133,11 @@ class ServingEstimate:
             f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {self.replicas} replicas = {self.gpus} GPUs, "
             f"{self.nodes} nodes, {fmt(self.racks, 'd')} racks, {fmt(self.it_power_kw, ',.1f')} kW IT",
         ]
+        if self.load and self.load.get("at_max_rate"):
+            at, pct = self.load["at_max_rate"], f"p{self.load['percentile']:g}"
+            lines.append(f"  Poisson arrivals: max {self.load['max_rate_per_replica_per_s']:,.2f} requests/s per replica "
+                         f"(TTFT p50 {at['ttft_p50_s']:.3f} s, {pct} {at['ttft_pct_s']:.3f} s; TPOT p50 "
+                         f"{at['tpot_p50_s'] * 1e3:.1f} ms, {pct} {at['tpot_pct_s'] * 1e3:.1f} ms)")
         lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
         return "\n".join(lines)
 
@@ -155,6 +162,9 @@ class _TpResult:
     fits: bool
     eff: ServingEfficiency
     gemm_efficiency: float
+    capacity: float | None = None       # output tokens/s per replica: SLO-meeting batch, or at the max Poisson rate
+    load: LoadPoint | None = None       # Poisson arrivals: the replica at its max rate
+    curve: ReplicaCurve | None = None
 
 
 def _domain(hw: Any) -> int:
@@ -248,7 +258,44 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     tok_replica = batches / tpot
     meets = (ttft <= inf.ttft_slo_s) & (tpot <= inf.tpot_slo_s) & (batches <= mem.max_batch)
     chosen = int(np.argmax(np.where(meets, tok_replica, -1.0))) if fits and meets.any() else None
-    return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff)
+    capacity = float(tok_replica[chosen]) if chosen is not None else None
+    load = curve = None
+    if inf.arrival == "poisson" and fits and np.isfinite(peak):
+        # the queue needs T(b) over every mean batch up to the KV-cache slots (module inference.queueing)
+        slots = min(mem.max_batch, inf.batch_size) if inf.batch_size is not None else mem.max_batch
+        grid = np.arange(1, slots + 1)
+        if inf.batch_size is not None:
+            grid_parts = mixed_step_times(arch, grid, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
+                                          weights_bytes_per_gpu=mem.weights_bytes,
+                                          kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token, hw=rhw,
+                                          gemm_efficiency=gemm_eff, eff=eff)
+            grid_tpot = grid_parts.total
+        else:
+            grid_tpot = tpot
+        curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots)
+        load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
+        capacity = load.output_tokens_per_s if load is not None else None
+        chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
+    return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff, capacity,
+                     load, curve)
+
+
+POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch by Little's law, batch spread "
+                      "Poisson (M/G/inf), KV-cache slots M/G/c (Erlang C), prefill M/D/1 within the step token "
+                      "budget; TTFT and TPOT at the median and at inference.slo_percentile")
+
+
+def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int) -> dict[str, Any]:
+    """The queue at the max rate and at the target rate (per replica), for ``ServingEstimate.load``."""
+    out: dict[str, Any] = {"arrival": "poisson", "percentile": inf.slo_percentile,
+                           "max_rate_per_replica_per_s": best.load.rate_per_s if best.load else None,
+                           "max_rate_per_s": (best.load.rate_per_s * max(gpus // best.tp, 1)
+                                              if best.load else None),
+                           "capacity_per_replica_per_s": best.curve.capacity_per_s,
+                           "at_max_rate": best.load.to_dict() if best.load else None, "at_target": None}
+    if best.load is not None and target is not None and replicas:
+        out["at_target"] = load_point(target / inf.output_tokens / replicas, best.curve, inf.slo_percentile).to_dict()
+    return out
 
 
 def _target_tokens_per_s(scenario: Scenario) -> float | None:
@@ -369,14 +416,14 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
 
     def gpus_for(r: _TpResult) -> float:
-        if r.chosen is None:
+        if r.capacity is None:
             return math.inf
         if target is None:
-            return -r.tok_replica[r.chosen] / r.tp
-        return math.ceil(target / r.tok_replica[r.chosen]) * r.tp
+            return -r.capacity / r.tp
+        return math.ceil(target / r.capacity) * r.tp
 
     best = min(results, key=lambda r: (gpus_for(r), r.tp)) if peak is not None else results[-1]
-    if peak is not None and best.chosen is None and inf.tensor_parallel is None:
+    if peak is not None and best.capacity is None and inf.tensor_parallel is None:
         best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
     tp, mem = best.tp, best.mem
     per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
@@ -410,6 +457,15 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"{inf.input_tokens + inf.output_tokens} tokens",
             fix=f"use batch_size <= {mem.max_batch}, a larger tensor_parallel or a smaller KV precision",
             field="inference.batch_size"))
+    elif best.capacity is None and peak is not None and inf.arrival == "poisson":
+        i0 = 0
+        findings.append(Finding(
+            "inference-slo-unmet", "error",
+            f"no Poisson arrival rate meets the p{inf.slo_percentile:g} TTFT <= {inf.ttft_slo_s:g} s and TPOT <= "
+            f"{inf.tpot_slo_s:g} s at TP {tp}: even one request at a time takes TTFT {best.ttft[i0]:.3f} s and TPOT "
+            f"{best.tpot[i0] * 1e3:.1f} ms",
+            fix="relax the SLO or its percentile, raise tensor_parallel, use fp8 or a faster accelerator",
+            field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
     elif best.chosen is None and peak is not None:
         i0 = 0
         findings.append(Finding(
@@ -421,13 +477,17 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
 
     # no SLO-meeting batch: report the fastest (smallest) batch, flagged meets_slo = False
     idx = best.chosen if best.chosen is not None else 0
-    meets = best.chosen is not None and best.fits and peak is not None
+    meets = best.capacity is not None and best.fits and peak is not None
     if peak is None or not best.fits:
         tok_rep = ttft = tpot = None
         batch = 0
     else:
         tok_rep, ttft, tpot = float(best.tok_replica[idx]), float(best.ttft[idx]), float(best.tpot[idx])
         batch = int(best.batches[idx])
+    if best.load is not None:   # Poisson arrivals: the replica's capacity is its max rate meeting the SLOs
+        tok_rep = best.load.output_tokens_per_s
+        ttft, tpot = best.load.ttft_pct_s, best.load.tpot_pct_s
+        batch = int(round(best.load.mean_batch))
     if tok_rep and target is not None:
         replicas = math.ceil(target / tok_rep)
     elif tok_rep:
@@ -451,9 +511,9 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         if peak is not None else []
     tp_options = [{"tensor_parallel": r.tp, "max_batch": r.mem.max_batch,
                    "batch": int(r.batches[r.chosen]) if r.chosen is not None else None,
-                   "tokens_per_s_per_gpu": float(r.tok_replica[r.chosen] / r.tp) if r.chosen is not None else None,
-                   "gpus": (math.ceil(target / r.tok_replica[r.chosen]) * r.tp
-                            if r.chosen is not None and target is not None else None)}
+                   "tokens_per_s_per_gpu": r.capacity / r.tp if r.capacity is not None else None,
+                   "gpus": (math.ceil(target / r.capacity) * r.tp
+                            if r.capacity is not None and target is not None else None)}
                   for r in results] if peak is not None else []
     parts = best.parts
     breakdown = {k: float(getattr(parts, k)[idx]) for k in ("gemm", "attention", "communication", "overhead")} \
@@ -474,7 +534,9 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         tokens_per_s_per_usd=fleet_tok / fleet.capex_usd if fleet_tok and fleet.capex_usd else None,
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
         sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), "gemm_efficiency_used": float(best.gemm_efficiency)},
-        calibration=prof.name if prof is not None else None, assumptions=list(ASSUMPTIONS),
+        calibration=prof.name if prof is not None else None,
+        load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
+        assumptions=list(ASSUMPTIONS) + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else []),
         findings=findings)
 
 

@@ -1,0 +1,219 @@
+"""Serving under load: a continuous-batching replica fed by Poisson arrivals.
+
+Public API:
+
+* :func:`load_point` ``(rate_per_s, curve, percentile=99)`` -> :class:`LoadPoint`: mean batch,
+  TTFT and TPOT at the median and at the percentile, utilisations, stability.
+* :func:`max_rate` ``(curve, ttft_slo_s, tpot_slo_s, percentile=99)`` -> :class:`LoadPoint` at the
+  highest rate whose percentile TTFT and TPOT meet the SLOs (MLPerf's server scenario), or None.
+* :class:`ReplicaCurve` -- what the queue needs from the timing model: the batch grid, the
+  mixed-step time (TPOT) at each mean batch, the prefill of one prompt, input/output tokens,
+  the memory-limited batch and the engine's token budget per step.
+* Helpers with their own tests: :func:`poisson_quantile`, :func:`erlang_c`, :func:`mg1_wait_quantile`.
+
+Model (per replica; rates in requests/s, times in s)
+----------------------------------------------------
+1. **Decode batch by Little's law** (Little 1961, "A proof for the queuing formula L = lambda W",
+   Operations Research 9(3)). A request stays ``L_out`` steps in the batch, so at rate
+   ``lambda`` the mean batch ``b`` solves ``lambda = b / (L_out T(b))`` with ``T(b)`` the
+   mixed-step time of :func:`~gpucluster_lib.inference.latency.mixed_step_times` (which carries
+   the prefill share ``b L_in / L_out`` of each step). The replica is stable while
+   ``lambda < B_max / (L_out T(B_max))``, the offline capacity.
+2. **Batch fluctuations**: sequences in decode form an M/G/infinity system, whose occupancy is
+   Poisson with mean ``lambda E[S]`` whatever the service distribution (Palm's theorem; Gross,
+   Shortle, Thompson and Harris 2008, *Fundamentals of Queueing Theory*, 4th ed., the M/G/inf
+   queue). ``TPOT_q = T(min(Q_q(b), B_max))`` with ``Q_q`` the Poisson q-quantile: every step a
+   request lives through is about that long (a request's TPOT averages ~L_out steps of a batch that
+   changes slowly, so this bounds it from above).
+3. **KV-cache slots** (admission): with ``c = B_max`` slots the queue is M/G/c. The probability
+   of waiting is Erlang's C formula ``C(c, a)``, ``a = b`` the offered load in slots (Erlang
+   1917; Gross et al. 2008, the M/M/c queue), and the waiting tail the M/M/c one,
+   ``P(W > t) = C exp(-(c - a) t / S)``, with ``S = L_out T(b)`` scaled by Allen and Cunneen's
+   ``(1 + c_s^2) / 2`` for a general service time (Allen 1990, *Probability, Statistics and
+   Queueing Theory*, 2nd ed.; ``c_s = 0``: every request decodes ``L_out`` tokens).
+4. **Prefill**: each step admits prompts up to the engine's token budget ``K`` less the decode
+   tokens (TensorRT-LLM ``max_num_tokens`` 8192; chunked prefill, Agrawal et al. 2024
+   Sarathi-Serve), i.e. ``m = (K - b) / L_in`` prompts per step. Prompts queue as M/D/1 with
+   service ``T(b) / m`` and utilisation ``rho = lambda T(b) / m``: Pollaczek-Khinchine mean wait
+   ``W = rho s / (2 (1 - rho))`` (Gross et al. 2008, the M/G/1 queue) and the exponential tail
+   with that mean and ``P(W > 0) = rho``, ``W_q = (W / rho) ln(rho / (1 - q))``.
+5. ``TTFT_q = T(b) + t_prefill + W_prefill,q + W_slots,q``: one step of waiting and the prompt's
+   own prefill (the no-load figure of :mod:`~gpucluster_lib.inference.latency`) plus the two
+   waits at the same quantile (adding quantiles over-estimates the sum's quantile: conservative).
+
+Not modelled: the spread of prompt and output lengths (one ``L_in``, one ``L_out``), preemption
+and swapping, prefix caching, and scheduler overheads beyond the per-step overhead.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from gpucluster_lib.checks import require_positive
+
+#: TensorRT-LLM default ``max_num_tokens`` per engine step [tokens] (the prefill token budget).
+DEFAULT_TOKEN_BUDGET = 8192
+
+
+def poisson_quantile(mean: float, q: float) -> int:
+    """Smallest ``k`` with ``P(N <= k) >= q`` for ``N ~ Poisson(mean)`` (exact sum of the pmf)."""
+    if not 0 < q < 1:
+        raise ValueError(f"q must be in (0, 1), got {q!r}")
+    if mean <= 0:
+        return 0
+    hi = int(mean + 12 * math.sqrt(mean) + 30)
+    k = np.arange(hi + 1, dtype=float)
+    log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])
+    cdf = np.cumsum(np.exp(k * math.log(mean) - mean - log_fact))
+    return min(int(np.searchsorted(cdf, q)), hi)
+
+
+def erlang_c(c: int, a: float) -> float:
+    """Erlang C: probability that an arrival waits in an M/M/c queue with offered load ``a``
+    [Erlangs] on ``c`` servers (1 when ``a >= c``). Stable recursion through Erlang B."""
+    if a <= 0:
+        return 0.0
+    if a >= c:
+        return 1.0
+    b = 1.0
+    for k in range(1, c + 1):
+        b = a * b / (k + a * b)
+    return c * b / (c - a * (1.0 - b))
+
+
+def mg1_wait_quantile(rho: float, service_s: float, q: float, cs2: float = 0.0) -> float:
+    """Waiting time quantile of an M/G/1 queue [s]: exponential tail with the Pollaczek-Khinchine
+    mean ``rho s (1 + c_s^2) / (2 (1 - rho))`` and ``P(W > 0) = rho`` (inf when ``rho >= 1``)."""
+    if rho <= 0:
+        return 0.0
+    if rho >= 1:
+        return math.inf
+    mean = rho * service_s * (1.0 + cs2) / (2.0 * (1.0 - rho))
+    if rho <= 1.0 - q:
+        return 0.0
+    return mean / rho * math.log(rho / (1.0 - q))
+
+
+@dataclass(frozen=True)
+class ReplicaCurve:
+    """The timing model of one replica as the queue sees it (see module doc)."""
+
+    batches: np.ndarray          # mean decode batch grid [sequences], increasing
+    tpot_s: np.ndarray           # mixed-step time at each batch [s]
+    prefill_s: float             # one prompt's prefill on an idle replica [s]
+    input_tokens: int
+    output_tokens: int
+    max_batch: int               # KV-cache slots (memory-limited batch)
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+
+    def step_s(self, batch: float) -> float:
+        """Mixed-step time at a (possibly fractional) mean batch [s] (linear interpolation)."""
+        return float(np.interp(batch, self.batches, self.tpot_s))
+
+    def rate_at(self, batch: float) -> float:
+        """Requests/s completed at mean batch ``batch``: ``b / (L_out T(b))`` (Little)."""
+        return batch / (self.output_tokens * self.step_s(batch))
+
+    @property
+    def capacity_per_s(self) -> float:
+        """Highest stable rate: the memory-limited batch's [requests/s]."""
+        return self.rate_at(float(min(self.max_batch, self.batches[-1])))
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    """A replica at one arrival rate (units in the names; quantile = the SLO percentile)."""
+
+    rate_per_s: float
+    percentile: float
+    stable: bool
+    mean_batch: float | None
+    tpot_p50_s: float | None
+    tpot_pct_s: float | None
+    ttft_p50_s: float | None
+    ttft_pct_s: float | None
+    slot_wait_probability: float | None
+    prefill_utilisation: float | None
+    output_tokens_per_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _mean_batch(rate: float, curve: ReplicaCurve) -> float | None:
+    b = curve.batches.astype(float)
+    cap = float(min(curve.max_batch, b[-1]))
+    rates = b / (curve.output_tokens * curve.tpot_s)
+    keep = b <= cap
+    if rate >= curve.rate_at(cap):
+        return None
+    # rates increase with b (throughput grows with the batch): invert by interpolation
+    return float(np.interp(rate, rates[keep], b[keep]))
+
+
+def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0) -> LoadPoint:
+    """TTFT and TPOT of a replica at ``rate_per_s`` Poisson arrivals [1/s] (module doc)."""
+    require_positive(rate_per_s=rate_per_s)
+    if not 0 < percentile < 100:
+        raise ValueError(f"percentile must be in (0, 100), got {percentile!r}")
+    q = percentile / 100.0
+    tokens_per_s = rate_per_s * curve.output_tokens
+    b = _mean_batch(rate_per_s, curve)
+    if b is None:
+        return LoadPoint(rate_per_s, percentile, False, None, None, None, None, None, 1.0, None, tokens_per_s)
+    c = int(min(curve.max_batch, curve.batches[-1]))
+    step = curve.step_s(b)
+    tpot50 = step
+    tpot_q = curve.step_s(min(poisson_quantile(b, q), c))
+    # KV-cache slots: M/G/c, Erlang C with the Allen-Cunneen factor (c_s = 0)
+    service = curve.output_tokens * step
+    pw = erlang_c(c, b)
+
+    def slot_wait(quant: float) -> float:
+        if pw <= 1.0 - quant:
+            return 0.0
+        return math.log(pw / (1.0 - quant)) * service * 0.5 / (c - b)
+
+    # prefill: M/D/1 on prompt slots within the token budget
+    free = max(curve.token_budget - b, 1.0)
+    per_step = free / curve.input_tokens
+    s_prompt = step / per_step
+    rho = rate_per_s * s_prompt
+    if rho >= 1.0:
+        return LoadPoint(rate_per_s, percentile, False, b, tpot50, tpot_q, None, None, pw, rho, tokens_per_s)
+    base = step + curve.prefill_s
+    ttft50 = base + mg1_wait_quantile(rho, s_prompt, 0.5) + slot_wait(0.5)
+    ttft_q = base + mg1_wait_quantile(rho, s_prompt, q) + slot_wait(q)
+    return LoadPoint(rate_per_s, percentile, True, b, tpot50, tpot_q, ttft50, ttft_q, pw, rho, tokens_per_s)
+
+
+def max_rate(curve: ReplicaCurve, ttft_slo_s: float, tpot_slo_s: float, percentile: float = 99.0,
+             iterations: int = 60) -> LoadPoint | None:
+    """The highest Poisson rate whose percentile TTFT and TPOT meet the SLOs (bisection; both grow
+    with the rate), or None when even a vanishing rate misses them."""
+    require_positive(ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
+
+    def ok(p: LoadPoint) -> bool:
+        return p.stable and p.ttft_pct_s <= ttft_slo_s and p.tpot_pct_s <= tpot_slo_s
+
+    hi = curve.capacity_per_s
+    lo_rate = hi * 1e-6
+    low = load_point(lo_rate, curve, percentile)
+    if not ok(low):
+        return None
+    lo = lo_rate
+    for _ in range(iterations):
+        mid = 0.5 * (lo + hi)
+        if ok(load_point(mid, curve, percentile)):
+            lo = mid
+        else:
+            hi = mid
+    return load_point(lo, curve, percentile)
+
+
+__all__ = ["DEFAULT_TOKEN_BUDGET", "LoadPoint", "ReplicaCurve", "erlang_c", "load_point", "max_rate",
+           "mg1_wait_quantile", "poisson_quantile"]

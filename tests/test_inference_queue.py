@@ -1,0 +1,176 @@
+"""Serving under load: the queue (gpucluster_lib/inference/queueing.py), Poisson arrivals in serve(),
+``gpucluster serve --max-rate``, and MLPerf Inference server against offline."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from gpucluster_lib.cli import main
+from gpucluster_lib.inference.queueing import (
+    ReplicaCurve,
+    erlang_c,
+    load_point,
+    max_rate,
+    mg1_wait_quantile,
+    poisson_quantile,
+)
+from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.scenario import from_dict
+
+# ----------------------------------------------------------------- building blocks, by hand
+
+
+def test_poisson_quantiles_from_the_tables():
+    assert poisson_quantile(1.0, 0.5) == 1    # P(N<=0) = e^-1 = 0.368, P(N<=1) = 0.736
+    assert poisson_quantile(1.0, 0.99) == 4   # P(N<=3) = 0.981, P(N<=4) = 0.996
+    assert poisson_quantile(10.0, 0.99) == 18  # P(N<=17) = 0.986, P(N<=18) = 0.993
+    assert poisson_quantile(0.0, 0.99) == 0
+
+
+def test_erlang_c_by_hand():
+    assert erlang_c(1, 0.3) == pytest.approx(0.3)        # M/M/1: P(wait) = rho
+    # c = 2, a = 1: (a^2/2! x c/(c-a)) / (1 + a + a^2/2! x c/(c-a)) = 1 / 3
+    assert erlang_c(2, 1.0) == pytest.approx(1 / 3)
+    assert erlang_c(4, 4.0) == 1.0 and erlang_c(4, 0.0) == 0.0
+
+
+def test_mg1_tail_is_exact_for_mm1():
+    # M/M/1 (c_s^2 = 1), rho 0.5, mean service 1 s: P(W > t) = rho exp(-(mu - lambda) t) = 0.5 exp(-t / 2)
+    assert mg1_wait_quantile(0.5, 1.0, 0.99, cs2=1.0) == pytest.approx(2 * math.log(50))
+    # M/D/1: the Pollaczek-Khinchine mean halves (0.5 s), the tail keeps P(W > 0) = rho
+    assert mg1_wait_quantile(0.5, 1.0, 0.99) == pytest.approx(math.log(50))
+    assert mg1_wait_quantile(0.005, 1.0, 0.99) == 0.0          # rho < 1 - q: the 99th percentile waits 0
+    assert mg1_wait_quantile(1.0, 1.0, 0.99) == math.inf
+
+
+def linear_replica() -> ReplicaCurve:
+    """T(b) = 10 ms + 1 ms x b, 100 output and 1000 input tokens, 1000 KV-cache slots, 50 ms prefill."""
+    b = np.arange(1, 1001)
+    return ReplicaCurve(b, 0.010 + 0.001 * b, 0.05, 1000, 100, 1000)
+
+
+def test_load_point_by_hand():
+    p = load_point(5.0, linear_replica(), 99)
+    # Little: 5 = b / (100 (0.01 + 0.001 b))  ->  b = 5 / (1 - 0.5) = 10 sequences
+    assert p.mean_batch == pytest.approx(10.0)
+    assert p.tpot_p50_s == pytest.approx(0.020)            # T(10)
+    assert p.tpot_pct_s == pytest.approx(0.028)            # T(18): Poisson(10) 99th percentile is 18
+    # prefill: (8192 - 10) / 1000 = 8.182 prompts per 20 ms step -> s = 2.444 ms, rho = 5 s = 0.01222
+    s = 0.020 / (8182 / 1000)
+    rho = 5.0 * s
+    assert p.prefill_utilisation == pytest.approx(rho)
+    wq = s / (2 * (1 - rho)) * math.log(rho / 0.01)          # M/D/1 tail at 99 %
+    assert p.ttft_pct_s == pytest.approx(0.020 + 0.05 + wq)  # step + own prefill + prefill wait (slots: none)
+    assert p.ttft_p50_s == pytest.approx(0.070)             # rho < 0.5: the median waits 0
+    assert p.output_tokens_per_s == pytest.approx(500.0)
+
+
+def test_unstable_beyond_capacity():
+    c = linear_replica()
+    assert c.capacity_per_s == pytest.approx(1000 / (100 * 1.010))   # B_max / (L_out T(B_max))
+    assert not load_point(c.capacity_per_s * 1.01, c).stable
+
+
+def test_max_rate_where_the_tpot_percentile_binds():
+    # TPOT SLO 28.5 ms allows T(b_99) with b_99 <= 18: mean batch in [10, 11) (Poisson(11) q99 = 19),
+    # rate = b / (1 + 0.1 b) in [5.0, 5.24) requests/s
+    p = max_rate(linear_replica(), ttft_slo_s=10.0, tpot_slo_s=0.0285, percentile=99)
+    assert 5.0 <= p.rate_per_s < 5.24
+    assert p.tpot_pct_s <= 0.0285
+    assert max_rate(linear_replica(), ttft_slo_s=0.01, tpot_slo_s=1.0) is None   # TTFT 70 ms > 10 ms even idle
+
+
+def test_kv_slots_queue_near_capacity():
+    c = ReplicaCurve(np.arange(1, 101), np.full(100, 0.05), 0.0, 100, 100, 100)  # 100 slots, 5 s per request
+    near = load_point(19.0, c)        # a = 95 of 100 slots
+    assert near.slot_wait_probability == pytest.approx(erlang_c(100, 95.0))
+    assert near.ttft_pct_s > load_point(10.0, c).ttft_pct_s
+
+
+# ----------------------------------------------------------------- serve() with Poisson arrivals
+
+def mlperf(server, **extra):
+    # MLPerf Inference v4.0 llama2-70b: FP8, TP2 x 4 replicas on 8 GPUs, mean input ~222 and output 294.45
+    # tokens (mlcommons/inference language/llama2-70b/README.md), TTFT <= 2 s and TPOT <= 200 ms at p99
+    inf = {"precision": "fp8", "tensor_parallel": 2, "input_tokens": 222, "output_tokens": 294, "ttft_slo_s": 2.0,
+           "tpot_slo_s": 0.2, **extra}
+    return from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": server, "nodes": 1},
+                      "inference": inf})
+
+
+def test_offline_is_unchanged_and_poisson_is_at_most_offline():
+    off = serve(mlperf("dgx-h100"))
+    srv = serve(mlperf("dgx-h100", arrival="poisson"))
+    assert off.load is None and srv.load["arrival"] == "poisson"
+    assert srv.tokens_per_s_per_gpu <= off.tokens_per_s_per_gpu
+    at = srv.load["at_max_rate"]
+    assert at["ttft_pct_s"] <= 2.0 + 1e-9 and at["tpot_pct_s"] <= 0.2 + 1e-9
+    assert at["ttft_p50_s"] <= at["ttft_pct_s"] and at["tpot_p50_s"] <= at["tpot_pct_s"]
+    # tokens/s per GPU at the max rate = rate x output tokens / TP (MLPerf's completed tokens/s)
+    assert srv.tokens_per_s_per_gpu == pytest.approx(srv.load["max_rate_per_replica_per_s"] * 294 / 2)
+
+
+# published: mlcommons/inference_results_v4.0 closed/NVIDIA/results/<system>/llama2-70b-99.9/<scenario>/
+# performance/run_1/mlperf_log_summary.txt, "Tokens per second" (Offline), "Completed tokens per second" (Server)
+MLPERF_ROWS = [
+    ("dgx-h100", "offline", 21_805.8, 0.25),   # DGX-H100_H100-SXM-80GBx8_TRT Offline (validation row 141)
+    ("dgx-h100", "poisson", 20_556.4, 0.20),   # same, Server (row 142); p99 TTFT 0.568 s, p99 TPOT 156 ms
+    ("dgx-h200", "offline", 27_738.3, 0.10),   # H200-SXM-141GBx8_TRT Offline
+    ("dgx-h200", "poisson", 26_485.4, 0.10),   # H200-SXM-141GBx8_TRT Server; p99 TPOT 195 ms (binding)
+]
+
+
+@pytest.mark.parametrize(("server", "arrival", "published", "tolerance"), MLPERF_ROWS)
+def test_mlperf_v40_llama2_70b_rows(server, arrival, published, tolerance):
+    est = serve(mlperf(server, arrival=arrival) if arrival == "poisson" else mlperf(server, ttft_slo_s=1e6,
+                                                                                     tpot_slo_s=1e6))
+    predicted = est.tokens_per_s_per_gpu * 8
+    assert predicted == pytest.approx(published, rel=tolerance)
+
+
+def test_h200_server_is_bound_by_the_tpot_percentile_as_published():
+    # published H200 Server: p99 TPOT 194.99 ms against the 200 ms limit, p99 TTFT 0.753 s of 2 s
+    at = serve(mlperf("dgx-h200", arrival="poisson")).load["at_max_rate"]
+    assert at["tpot_pct_s"] == pytest.approx(0.2, rel=0.01)
+    assert at["ttft_pct_s"] < 1.0
+
+
+def test_fleet_for_a_target_rate_and_the_operating_point():
+    est = serve(mlperf("dgx-h100", arrival="poisson", requests_per_s=100.0))
+    per_replica = est.load["max_rate_per_replica_per_s"]
+    assert est.replicas == math.ceil(100.0 / per_replica)
+    at = est.load["at_target"]
+    assert at["rate_per_s"] == pytest.approx(100.0 / est.replicas)
+    assert at["ttft_pct_s"] <= 2.0 and at["tpot_pct_s"] <= 0.2
+
+
+def test_poisson_slo_unmet_is_a_finding():
+    est = serve(mlperf("dgx-h100", arrival="poisson", tpot_slo_s=0.001))
+    assert not est.meets_slo
+    assert any(f.code == "inference-slo-unmet" and "Poisson" in f.message for f in est.findings)
+
+
+def test_percentile_is_checked_when_the_scenario_loads():
+    from gpucluster_lib.errors import ScenarioError
+
+    with pytest.raises(ScenarioError, match="inference.slo_percentile"):
+        mlperf("dgx-h100", slo_percentile=100)
+    with pytest.raises(ScenarioError, match="inference.arrival"):
+        mlperf("dgx-h100", arrival="bursty")
+
+
+def test_cli_max_rate(capsys):
+    assert main(["serve", "llama3-70b-512-h100", "--max-rate", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["percentile"] == 99.0 and out["max_rate_per_s"] > 0
+    assert out["max_rate_per_s"] == pytest.approx(out["max_rate_per_replica_per_s"] * out["gpus"]
+                                                  / out["tensor_parallel"])
+    assert out["tokens_per_s_per_gpu"] == pytest.approx(out["max_rate_per_replica_per_s"] * 256
+                                                        / out["tensor_parallel"])   # the example: 256 out tokens
+    assert main(["serve", "llama3-70b-512-h100", "--max-rate", "--percentile", "50"]) == 0
+    assert "p50" in capsys.readouterr().out
+    assert main(["serve", "llama3-70b-512-h100", "--max-rate", "--percentile", "100"]) == 2
