@@ -290,9 +290,11 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
                                 "node0001 and take its resources from jobs",
                                 fix=f"set hardware.head_nodes: {recommended}", field="hardware.head_nodes"))
     elif heads < recommended:
+        needs = ", ".join(f"{n} {what}" for n, what in ((management, "management"), (control, "control-plane"),
+                                                        (login, "login")) if n)
         findings.append(Finding("ops-head-nodes-short", "warning",
-                                f"{heads} head node(s) for {management} management, {control} control-plane and "
-                                f"{login} login role(s): {recommended} recommended, so services share nodes"
+                                f"{heads} head node(s) for {needs} role(s): {recommended} recommended, so services "
+                                "share nodes"
                                 + (" and Kubernetes' etcd has no quorum after one failure" if k8s and heads < 3
                                    else ""),
                                 fix=f"set hardware.head_nodes: {recommended}", field="hardware.head_nodes"))
