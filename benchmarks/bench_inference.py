@@ -46,6 +46,8 @@ def main() -> None:
     auto = s.replace(inference__tensor_parallel=None)
     print(f"serve, TP 8 fixed:                 {timeit(lambda: serve(s, cat)):7.2f} ms")
     print(f"serve, TP searched (1,2,4,8):      {timeit(lambda: serve(auto, cat)):7.2f} ms")
+    poisson = auto.replace(inference__arrival="poisson")
+    print(f"serve, Poisson max rate, TP searched: {timeit(lambda: serve(poisson, cat)):7.2f} ms")
     print(f"compare_accelerators (6 GPUs):     {timeit(lambda: compare_accelerators(s, cat), 5):7.2f} ms")
     def tab_update() -> None:  # what one widget change computes (scenario update, sizing, comparison)
         s2 = s.replace(inference__requests_per_s=120.0)

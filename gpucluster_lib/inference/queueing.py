@@ -59,6 +59,18 @@ from gpucluster_lib.checks import require_positive
 DEFAULT_TOKEN_BUDGET = 8192
 
 
+_LOG_FACT = np.zeros(1)
+
+
+def _log_factorials(n: int) -> np.ndarray:
+    """``log k!`` for k = 0..n (a table grown in powers of two, shared by every call)."""
+    global _LOG_FACT
+    if len(_LOG_FACT) <= n:
+        size = 1 << max(int(n).bit_length(), 10)
+        _LOG_FACT = np.concatenate([[0.0], np.cumsum(np.log(np.arange(1, size + 1, dtype=float)))])
+    return _LOG_FACT[: n + 1]
+
+
 def poisson_quantile(mean: float, q: float) -> int:
     """Smallest ``k`` with ``P(N <= k) >= q`` for ``N ~ Poisson(mean)`` (exact sum of the pmf)."""
     if not 0 < q < 1:
@@ -66,22 +78,30 @@ def poisson_quantile(mean: float, q: float) -> int:
     if mean <= 0:
         return 0
     hi = int(mean + 12 * math.sqrt(mean) + 30)
-    k = np.arange(hi + 1, dtype=float)
-    log_fact = np.concatenate([[0.0], np.cumsum(np.log(k[1:]))])
-    cdf = np.cumsum(np.exp(k * math.log(mean) - mean - log_fact))
-    return min(int(np.searchsorted(cdf, q)), hi)
+    lo = max(int(mean - 12 * math.sqrt(mean) - 30), 0)   # the mass below lo is < 1e-30
+    k = np.arange(lo, hi + 1, dtype=float)
+    cdf = np.cumsum(np.exp(k * math.log(mean) - mean - _log_factorials(hi)[lo:]))
+    return min(lo + int(np.searchsorted(cdf, q)), hi)
 
 
 def erlang_c(c: int, a: float) -> float:
     """Erlang C: probability that an arrival waits in an M/M/c queue with offered load ``a``
-    [Erlangs] on ``c`` servers (1 when ``a >= c``). Stable recursion through Erlang B."""
+    [Erlangs] on ``c`` servers (1 when ``a >= c``).
+
+    Through Erlang B written with the Poisson law, ``B = P(N = c) / P(N <= c)`` for
+    ``N ~ Poisson(a)``, and ``C = c B / (c - a (1 - B))`` (vectorised, no overflow).
+    """
     if a <= 0:
         return 0.0
     if a >= c:
         return 1.0
-    b = 1.0
-    for k in range(1, c + 1):
-        b = a * b / (k + a * b)
+    if c - a > 10.0 * math.sqrt(a) + 40.0:   # Halfin-Whitt: waiting is then below 1e-20
+        return 0.0
+    k = np.arange(c + 1, dtype=float)
+    logp = k * math.log(a) - _log_factorials(c)
+    top = logp.max()
+    w = np.exp(logp - top)
+    b = float(w[-1] / w.sum())
     return c * b / (c - a * (1.0 - b))
 
 
@@ -192,7 +212,7 @@ def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0)
 
 
 def max_rate(curve: ReplicaCurve, ttft_slo_s: float, tpot_slo_s: float, percentile: float = 99.0,
-             iterations: int = 60) -> LoadPoint | None:
+             iterations: int = 32) -> LoadPoint | None:
     """The highest Poisson rate whose percentile TTFT and TPOT meet the SLOs (bisection; both grow
     with the rate), or None when even a vanishing rate misses them."""
     require_positive(ttft_slo_s=ttft_slo_s, tpot_slo_s=tpot_slo_s)
