@@ -42,8 +42,8 @@ venv: $(STAMP)
 
 app: $(STAMP)
 	@echo "Serving the GPU Cluster Design Workbook on http://127.0.0.1:$(PORT)/  (Ctrl-C to stop)"
-	cd notebooks && ../$(PY) -m voila app.ipynb --no-browser --port=$(PORT) --Voila.ip=127.0.0.1 \
-		--VoilaExecutor.timeout=300 --preheat_kernel=True --pool_size=1
+	@# kernel culling, preheated pool and kernel cap: notebooks/voila.json (docs/app.md)
+	cd notebooks && ../$(PY) -m voila app.ipynb --no-browser --port=$(PORT)
 
 lab: $(STAMP)
 	$(PY) -m jupyter lab notebooks --no-browser --ip=127.0.0.1 --allow-root

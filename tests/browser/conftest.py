@@ -6,6 +6,7 @@ are skipped locally but FAIL when ``CI`` is set (CI installs it in .ci/run).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -44,37 +45,65 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="session")
-def voila_url(chromium_path: str) -> Iterator[str]:
-    """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session."""
+@contextlib.contextmanager
+def voila_server(*extra: str, log_name: str = "voila.log") -> Iterator[tuple[str, subprocess.Popen]]:
+    """Voila serving notebooks/app.ipynb on 127.0.0.1 with the repository's notebooks/voila.json
+    (kernel culling, preheated pool, kernel cap); ``extra`` command-line settings override it.
+    Yields (url, process); the process is stopped on exit."""
     port = _free_port()
-    log = open(ROOT / ".test-artifacts" / "voila.log", "w")  # noqa: SIM115
+    (ROOT / ".test-artifacts").mkdir(exist_ok=True)
+    log = open(ROOT / ".test-artifacts" / log_name, "w")  # noqa: SIM115
     proc = subprocess.Popen(
         [sys.executable, "-m", "voila", str(ROOT / "notebooks" / "app.ipynb"), "--no-browser",
          f"--port={port}", "--Voila.ip=127.0.0.1", "--VoilaExecutor.timeout=300",
-         "--Voila.root_dir=" + str(ROOT / "notebooks")],
+         "--Voila.root_dir=" + str(ROOT / "notebooks"), *extra],
         cwd=ROOT / "notebooks", stdout=log, stderr=subprocess.STDOUT, env=os.environ.copy(),
     )
     url = f"http://127.0.0.1:{port}/"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"voila exited with {proc.returncode}; see .test-artifacts/voila.log")
-        try:  # any TCP answer means the server is up (GET / would start a kernel)
-            with socket.create_connection(("127.0.0.1", port), timeout=2):
-                break
-        except OSError:
-            time.sleep(0.5)
-    else:
-        proc.terminate()
-        raise RuntimeError("voila did not start within 120 s")
-    yield url
-    proc.terminate()
     try:
-        proc.wait(15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-    log.close()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"voila exited with {proc.returncode}; see .test-artifacts/{log_name}")
+            try:  # any TCP answer means the server is up (GET / would take a kernel)
+                with socket.create_connection(("127.0.0.1", port), timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.5)
+        else:
+            raise RuntimeError("voila did not start within 120 s")
+        yield url, proc
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+def kernel_pids(server_pid: int) -> list[int]:
+    """The ipykernel processes the Voila server ``server_pid`` started (from /proc; Voila serves
+    no kernel list)."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (p / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == server_pid and b"ipykernel" in cmd:
+            out.append(int(p.name))
+    return out
+
+
+@pytest.fixture(scope="session")
+def voila_url(chromium_path: str) -> Iterator[str]:
+    """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session."""
+    with voila_server() as (url, _proc):
+        yield url
 
 
 @pytest.fixture(scope="session")
