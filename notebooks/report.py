@@ -11,25 +11,23 @@
 scenario_path = "../data/scenarios/reference-8x-a100.yaml"
 
 # %%
-import altair as alt
+# The design document of one scenario: every part reads the same design's stages, and the
+# charts are SVG rendered by vl-convert (static, deterministic, vectors in the PDF).
 from IPython.display import HTML, display
 
 from gpucluster_lib import design
 from gpucluster_lib.report.render import (
-    key_figures_html,
     report_header_html,
     report_sections,
+    report_tail_html,
     section_html,
 )
 
-alt.renderers.enable("svg")  # static, deterministic, offline
-d = design(scenario_path)  # one design: every section and the key figures read its stages
+d = design(scenario_path)
 sections = report_sections(d)
 display(HTML(report_header_html(d)))
-display(HTML(key_figures_html(sections)))
 
 # %%
 for section in sections:
     display(HTML(section_html(section)))
-    for chart in section.charts:
-        display(chart)
+display(HTML(report_tail_html(sections)))

@@ -26,6 +26,15 @@ def test_single_report_is_html_without_code(tmp_path, root):
     assert "Hardware" in html and "A100" in html
     assert "report_sections(" not in html and "import altair" not in html  # code cells excluded
     assert "Traceback" not in html
+    # the design document: page 1, one chapter per stage with its chart, the appendix
+    from tests.test_report_document import identifier_leaks
+
+    assert identifier_leaks(html) == []  # every text node of the exported notebook
+    assert "Executive summary" in html and "The three most important findings" in html
+    for title in ("Network", "Power, cooling and space", "Training", "Reliability and spares", "Cost and carbon",
+                  "Bill of materials", "Findings and fixes", "Appendix: assumptions and sources"):
+        assert f"<h2>{title}</h2>" in html, title
+    assert html.count("<svg") >= 12  # the stages' charts, inline vectors
 
 
 def test_batch_reports_folder_with_one_bad_scenario(tmp_path, root):

@@ -15,7 +15,9 @@ DESCRIPTION = (
     "One scenario: gpucluster report SCENARIO -o OUT.html (a YAML file or a shipped example's name, "
     "see `gpucluster examples`). Several files or folders: "
     "gpucluster report a.yaml b.yaml dir/ -o OUTDIR (one report each plus OUTDIR/index.html; "
-    "a failing scenario is listed in the index and does not stop the others)."
+    "a failing scenario is listed in the index and does not stop the others). "
+    "--pdf also prints each report to PDF beside its HTML (headless Chromium); "
+    "--compare adds OUTDIR/comparison.html, the designs side by side."
 )
 
 
@@ -26,6 +28,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--timeout", type=int, default=600, help="execution timeout per notebook cell [s]")
     p.add_argument("--json", action="store_true", help="print what was written as JSON")
     p.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    p.add_argument("--pdf", action="store_true",
+                   help="also write each report as PDF beside its HTML (needs Debian's chromium)")
+    p.add_argument("--compare", action="store_true",
+                   help="with several scenarios: also write comparison.html, the designs side by side")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,16 +42,25 @@ def run(args: argparse.Namespace) -> int:
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")
     if single:
-        out = render_report(args.scenarios[0], args.output, timeout_s=args.timeout)
+        out = render_report(args.scenarios[0], args.output, timeout_s=args.timeout, pdf=args.pdf)
+        pdf = str(out.with_suffix(".pdf")) if args.pdf else None
         if args.json:
-            print_json({"reports": [{"scenario": args.scenarios[0], "output": str(out), "ok": True}]})
+            print_json({"reports": [{"scenario": args.scenarios[0], "output": str(out), "pdf": pdf, "ok": True}]})
         else:
-            print(f"wrote {out}")
+            print(f"wrote {out}" + (f" and {pdf}" if pdf else ""))
         return 0
-    results = render_batch(args.scenarios, args.output, progress=not args.no_progress, timeout_s=args.timeout)
+    if args.pdf:
+        from gpucluster_lib.report.pdf import chromium_path
+
+        chromium_path()  # no browser: one clear line before any notebook runs
+    results = render_batch(args.scenarios, args.output, progress=not args.no_progress, timeout_s=args.timeout,
+                           pdf=args.pdf, compare=args.compare)
+    comparison = Path(args.output) / "comparison.html"
     if args.json:
         print_json({"index": str(Path(args.output) / "index.html"),
+                    "comparison": str(comparison) if args.compare and comparison.exists() else None,
                     "reports": [{"scenario": str(r.scenario), "output": str(r.output) if r.output else None,
+                                 "pdf": str(r.output.with_suffix(".pdf")) if args.pdf and r.output else None,
                                  "ok": r.ok, "error": r.error, "seconds": round(r.seconds, 2)} for r in results]})
     else:
         for r in results:

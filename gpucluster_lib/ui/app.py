@@ -22,6 +22,7 @@ from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.resources import examples_dir
 from gpucluster_lib.ui import common
 from gpucluster_lib.ui.common import AppState, guarded, message_area, show_info
+from gpucluster_lib.ui.header import Header
 
 SCENARIO_DIR = examples_dir()
 
@@ -78,13 +79,14 @@ class App:
         self.tabs.observe(lambda ch: self._build_tab(ch["new"]), names="selected_index")
         self.state.observe(lambda _ch: self._on_scenario(), names="scenario")
         self._on_scenario()
+        self.header = Header(self.state)  # key figures of the current design, report download
 
         bar = widgets.HBox([self.examples, self.upload, self.download],
                            layout=widgets.Layout(align_items="center", flex_flow="row wrap"))
         catalog_bar = widgets.HBox([self.csv_table, self.csv_upload], layout=widgets.Layout(align_items="center"))
         self.widget = widgets.VBox([
             common.style_widget(),
-            self.title, bar,
+            self.title, self.header.widget, bar,
             widgets.Accordion(children=[widgets.VBox([
                 widgets.HTML("<p>Add your own catalogue rows: a CSV with the same columns as "
                              f"<code>data/&lt;table&gt;.csv</code> ({', '.join(TABLES)}), validated on upload.</p>"),
