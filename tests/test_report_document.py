@@ -105,7 +105,7 @@ def test_executive_summary_figures_are_the_designs(llama):
                 "mfu", "tokens_per_s_per_gpu", "it_power_kw", "facility_power_kw"):
         assert figure_text(s[key]) in page, key
     assert "512 × NVIDIA H100" in page  # 64 DGX H100 x 8 GPUs (the scenario)
-    assert "47.8%" in page  # MFU as a percentage, not 0.4776
+    assert f"{llama.training.mfu:.1%}" in page and f"{llama.training.mfu:.4f}" not in page  # a percentage
     assert f"{llama.facility.facility_power_kw / 1000:,.2f} MW" in page
     assert "What is built" in page and "What it does" in page and "What it costs" in page
     assert "OpEx per year" in page and "Cost per million output tokens" in page

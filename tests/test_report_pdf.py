@@ -57,7 +57,7 @@ def test_pdf_page_one_holds_the_designs_summary_figures(llama_pdf, root):
     assert "page 1 of" in page1  # the footer's page numbers
 
 
-def test_pdf_has_every_chapter_on_its_own_pages(llama_pdf):
+def test_pdf_has_every_chapter_on_its_own_pages(llama_pdf, root):
     pages = _text(llama_pdf).split("\f")
     first_lines = [" ".join(p.split()[:6]) for p in pages]
     for title in ("Hardware and node", "Network", "Shared storage", "Power, cooling and space", "Training",
@@ -68,7 +68,8 @@ def test_pdf_has_every_chapter_on_its_own_pages(llama_pdf):
     everything = "\n".join(pages)
     # chart titles and axis labels are text in the PDF: the charts are vectors, not pictures
     assert "One training step" in everything and "Time per step [s]" in everything
-    assert "Facility power at peak: 904 kW" in everything  # the power chart's title (IT 723 kW x PUE 1.25)
+    d = Design.from_yaml(root / "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml")
+    assert f"Facility power at peak: {d.facility.facility_power_kw:,.0f} kW" in everything  # the power chart's title
 
 
 def test_pdf_pages_render(llama_pdf, tmp_path):
