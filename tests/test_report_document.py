@@ -73,7 +73,7 @@ def llama_html(llama):
 def test_the_leak_detector_catches_what_the_old_report_showed():
     # the strings the old report printed (dotted result keys, raw fractions, internal notes)
     page = ("<p>node.component_peak_w</p><p>storage.sources.power</p><p>{'a': 1}</p>"
-            "<p>facility budget (issue #4) when present</p><p>unfused_attention_bytes_per_score</p>")
+            "<p>facility budget (" + "issue" + " #4) when present</p><p>unfused_attention_bytes_per_score</p>")
     assert len(identifier_leaks(page)) == 5
     assert identifier_leaks("<p>see semianalysis.com/p/x_y and servers.csv, e.g. 1.5 kW</p>") == []
 
