@@ -302,6 +302,14 @@ def _facility_section(d: Design) -> Section:
                    [rack_elevation(f), power_chart(f), cooling_chart(f)], list(f.findings), module="facility")
 
 
+def _count_words(n: float) -> str:
+    """A large count in words: 2.0 trillion, 300 billion."""
+    for size, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if n >= size:
+            return f"{n / size:,.3g} {word}"
+    return f"{n:,.0f}"
+
+
 def _plan_words(plan: dict[str, Any]) -> str:
     parts = [f"tensor {plan['tensor']}", f"pipeline {plan['pipeline']}", f"data {plan['data']}"]
     if plan.get("context", 1) > 1:
@@ -325,7 +333,7 @@ def _training_section(d: Design) -> Section:
         f"{_plan_words(plan)} (recompute: {plan['recompute']}).",
         f"One step of {td['tokens_per_step']:,} tokens takes {td['step_time_s']:.2f} s, so the cluster processes "
         f"{td['tokens_per_s']:,.0f} tokens/s at {_pct(td['mfu'])} model FLOPs utilisation"
-        + (f"; {tokens:,.3g} tokens take {td['training_days']:,.1f} days without failures." if tokens
+        + (f"; {_count_words(tokens)} tokens take {td['training_days']:,.1f} days without failures." if tokens
            and td.get("training_days") else "."),
         "Memory per GPU " + ("fits." if td["fits"] else "does NOT fit: see the findings."))
     rows = [("Model", td["model"]), ("Parameters", format_value(td["params"])),

@@ -44,7 +44,9 @@ DOCUMENT_STYLE = """
 .gc-code { color: #777; font-size: 10px; }
 .gc-figure { margin: 6px 0; break-inside: avoid; page-break-inside: avoid; }
 .gc-figure svg { max-width: 100%; height: auto; }
+.gc-numbers td:first-child, .gc-table td, .gc-table th { text-align: left !important; }
 .gc-numbers td:first-child { min-width: 240px; }
+.gc-table td.num { text-align: right !important; }
 .gc-table { border-collapse: collapse; font-size: 12px; }
 .gc-table th { background: #f0f3f6; text-align: left; padding: 3px 8px; border-bottom: 2px solid #c8d1da; }
 .gc-table td { padding: 2px 8px; border-bottom: 1px solid #e5e9ee; vertical-align: top; }
