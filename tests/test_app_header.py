@@ -68,6 +68,7 @@ def test_download_gives_the_report_as_html_and_pdf(state):
     assert html_b64, links[:300]
     page = base64.b64decode(html_b64.group(1)).decode()
     assert "Executive summary" in page and figure_text(state.design.summary()["tco"]) in page
+    assert "<h2>Software stack and scheduler</h2>" in page  # the same chapters as the batch report
     pdf_b64 = re.search(r'href="data:application/pdf;base64,([^"]+)"', links)
     assert pdf_b64 and base64.b64decode(pdf_b64.group(1)).startswith(b"%PDF")
     state.update(hardware__nodes=16)

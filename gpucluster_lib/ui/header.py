@@ -83,8 +83,9 @@ def report_links(design: Any) -> str:
     """The report of ``design`` as download links: HTML always, PDF when Chromium is installed."""
     from gpucluster_lib.report.document import document_html
     from gpucluster_lib.report.pdf import PdfError, html_to_pdf
+    from gpucluster_lib.report.render import report_sections
 
-    page = document_html(design)
+    page = document_html(design, report_sections(design))  # the chapters of the batch report
     stem = file_stem(design.scenario.name)
     links = data_link(page.encode("utf-8"), "text/html", f"{stem}.html", "Report (HTML)")
     try:
