@@ -104,3 +104,19 @@ def test_security_items_give_reasons_from_the_design():
 def test_bad_operations_key_names_the_field():
     with pytest.raises(ScenarioError, match="operations.scheduler"):
         from_dict({"operations": {"scheduler": "pbs"}})
+
+
+def test_data_plan_reads_the_storage_stages_data_set_and_capacity_tier():
+    from types import SimpleNamespace
+
+    from gpucluster_lib.operations.dataplan import plan_data
+
+    # a storage stage that sizes the data set (5 TB) and a 10 TB capacity tier: 2 versions x 5 TB
+    # + 30 daily checkpoints x 0.1 TB = 13 TB > 10 TB
+    storage = SimpleNamespace(dataset_bytes=5e12, capacity_tier_tb=10.0, checkpoint_bytes=1e11, checkpoints_kept=3,
+                              capacity_tb=368.6, appliances=1, appliance_write_gb_per_s=65.0)
+    plan = plan_data(load_scenario(LLAMA), storage=storage)
+    assert plan.dataset_bytes == 5e12
+    assert plan.capacity_tier_bytes == pytest.approx(13e12)
+    assert "ops-data-capacity-tier-full" in _codes(plan.findings)
+    assert plan.staging_s == pytest.approx(5e12 / 65e9)  # 76.9 s at one appliance's 65 GB/s

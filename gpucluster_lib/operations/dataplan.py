@@ -6,8 +6,8 @@ The fast tier is the shared file system of the storage stage
 capacity tier (object store or data lake outside the fast tier) holds the data set versions
 and the archived checkpoints. Rules [bytes]::
 
-    data set      = operations.dataset_tb, else
-                    tokens x (4 B of raw text + 2 or 4 B of token ids) for a language model,
+    data set      = operations.dataset_tb, else the storage stage's data set when it sizes
+                    one, else tokens x (4 B of raw text + 2 or 4 B of token ids) for a language model,
                     images x 108 kB for an image model
     fast tier     = data set (current version) + reliability.checkpoints_kept x checkpoint
     capacity tier = data set x operations.dataset_versions
@@ -100,10 +100,13 @@ def text_dataset_bytes(tokens: float, vocab_size: int) -> float:
     return tokens * (RAW_TEXT_BYTES_PER_TOKEN + token_id_bytes(vocab_size))
 
 
-def _dataset(scenario: Scenario) -> tuple[float | None, str]:
+def _dataset(scenario: Scenario, storage: Any = None) -> tuple[float | None, str]:
     ops, tr = scenario.operations, scenario.training
     if ops.dataset_tb is not None:
         return ops.dataset_tb * TB, "operations.dataset_tb"
+    sized = float(getattr(storage, "dataset_bytes", 0.0) or 0.0)
+    if sized > 0:  # the storage stage sizes the data set itself: one figure for both
+        return sized, "the data set the shared storage is sized for"
     if tr.tokens is not None:
         try:
             vocab = resolve_transformer(scenario.model).vocab_size
@@ -120,7 +123,7 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
     """The data-management plan of a design (rules in the module docstring)."""
     ops = scenario.operations
     findings: list[Finding] = []
-    data, basis = _dataset(scenario)
+    data, basis = _dataset(scenario, storage)
     ckpt = float(storage.checkpoint_bytes or 0.0)
     kept = int(storage.checkpoints_kept)
     cap_tb = storage.capacity_tb
@@ -130,6 +133,13 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
     per_day = SECONDS_PER_DAY / interval if interval else None
     archived = math.ceil(ops.checkpoint_retention_days - 1e-9) if ckpt else 0
     capacity = (data or 0.0) * ops.dataset_versions + archived * ckpt
+    tier_tb = float(getattr(storage, "capacity_tier_tb", 0.0) or 0.0)  # the storage stage's capacity tier
+    if tier_tb and capacity > tier_tb * TB:
+        findings.append(Finding("ops-data-capacity-tier-full", "warning",
+                                f"{ops.dataset_versions} data set version(s) and {archived} archived checkpoints need "
+                                f"{capacity / TB:,.1f} TB, more than the {tier_tb:,.1f} TB capacity tier",
+                                fix="lower operations.dataset_versions or operations.checkpoint_retention_days",
+                                field="operations.checkpoint_retention_days"))
     bw = storage.appliances * storage.appliance_write_gb_per_s * GB
     staging = data / bw if (data and bw) else None
     backup_bytes = capacity if ops.backup == "offsite" else (fast_need if ops.backup == "snapshot" else 0.0)
