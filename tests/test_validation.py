@@ -1,14 +1,15 @@
 """Predicted against published training runs: the tolerances of the training-time engine.
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100; the efficiency set in
-data/efficiency.yaml was fitted on them): median |step-time error| < 10%, every row < 20%.
-External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B; never used for fitting) are a
-held-out check: their errors are published in docs/validation.md and guarded here so that
-a regression shows up.
+data/efficiency.yaml was fitted on them): guarded at median |step-time error| < 5% and every
+row < 20% (measured 4.4% and 16.0%, docs/validation.md; the target is 4% / 10%). External rows
+(MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100 weak scaling; never used for
+fitting): median < 7%, every row < 15% (the target; measured 4.3% / 13.8%).
 """
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from gpucluster_lib.training import validation
@@ -26,9 +27,9 @@ def test_every_run_is_evaluated(table):
     assert (table["published_step_s"] > 0).all() and (table["predicted_step_s"] > 0).all()
 
 
-def test_calibration_median_error_below_10_percent(table):
+def test_calibration_median_error_below_5_percent(table):
     cal = table[table["set"] == "calibration"]
-    assert cal["error"].abs().median() < 0.10
+    assert cal["error"].abs().median() < 0.05
 
 
 def test_calibration_every_row_below_20_percent(table):
@@ -39,9 +40,10 @@ def test_calibration_every_row_below_20_percent(table):
 
 def test_external_runs_guard(table):
     ext = table[table["set"] == "external"]
-    assert len(ext) >= 2
-    assert ext["error"].abs().median() < 0.25  # held-out median error as published in docs/validation.md (~18%)
-    assert ext["error"].abs().max() < 0.35
+    assert len(ext) >= 15  # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows
+    assert ext["error"].abs().median() < 0.07  # held-out target: median <= 7%
+    worst = ext.loc[ext["error"].abs().idxmax()]
+    assert ext["error"].abs().max() < 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # every row <= 15%
 
 
 def test_published_conversions_by_hand():
@@ -53,3 +55,35 @@ def test_published_conversions_by_hand():
         pytest.approx(f / (163e12 * 3072))
     # llm-foundry MPT-7B on 8 A100: 96 sequences x 2048 tokens / 37,130 tokens/s
     assert validation.published_step_time_s(runs.loc["mpt-100"].to_dict(), 312) == pytest.approx(96 * 2048 / 37130)
+
+
+def test_no_published_layout_is_refused(table):
+    # BLOOM 176B: 70 layers on PP12 with embedding and loss as slots; Llama 3 405B: 126 layers on PP16, one
+    # fewer on the first and the last stage; MT-NLG 530B on DeepSpeed; Megatron-Core H100 with --tp-comm-overlap
+    rows = table.set_index("run_id")
+    assert "[5/6/../5]" in rows.loc["bloom-384", "plan"]
+    assert "[7/8/../7]" in rows.loc["llama3-405b-8k", "plan"]
+    assert all("TP-overlap" in rows.loc[r, "plan"] for r in ("mcore-7.1b", "mcore-462b"))
+    assert rows.loc["mtnlg-2240", "plan"].startswith("TP8 PP35 DP8")
+
+
+def test_plan_search_space_contains_every_published_plan(table):
+    """The search (only the GPU count and the global batch fixed) enumerates the published plan of every row,
+    so its best is the published plan or a faster one."""
+    from gpucluster_lib.scenario import ParallelismSpec
+    from gpucluster_lib.training import build_context
+    from gpucluster_lib.training.plans import Plan, enumerate_plans
+
+    runs = validation.load_runs().set_index("run_id")
+    for run_id, fields in zip(table["run_id"], table["plan_fields"], strict=True):
+        row = runs.loc[run_id].to_dict()
+        plan = Plan(**{**fields, "pipeline_layers": tuple(fields["pipeline_layers"]) if fields["pipeline_layers"]
+                       else None})
+        ctx = build_context(validation.scenario_for(row | {"run_id": run_id}))[0]
+        codes = plan.arrays(ctx.arch.layers)
+        spec = ParallelismSpec(auto=True, global_batch_size=int(row["gbs"]))
+        space = enumerate_plans(spec, ctx.arch, ctx.gpus, ctx.nvlink_domain)
+        hit = np.ones(len(space["tp"]), dtype=bool)
+        for k, v in codes.items():
+            hit &= space[k] == v[0]
+        assert hit.any(), f"{run_id}: {plan.label()} is not in the search space"

@@ -9,9 +9,12 @@ of length one, so both use exactly the same physics.
 
 Model (per GPU, per micro-batch, bottleneck pipeline stage)
 ----------------------------------------------------------
-* GEMMs: for each projection, ``t = max(2MKN / (P e_g d/(d+d0)), 2(MK+KN+MN) / (B e_m))``
-  (roofline, [1]) with ``d = min(M, K, N)`` the size-efficiency term and ``P`` the dense peak
-  of the training precision; backward = 2 x forward; full recomputation adds a forward [2].
+* GEMMs: for each projection, ``t = max(2MKN / (P e_g s(M, N, K)), 2(MK+KN+MN) / (B e_m))``
+  (roofline, [1]) with ``e_g`` the generation's large-GEMM fraction of the dense peak ``P`` of
+  the training precision and ``s`` the shape factor of the GEMM efficiency curve in m, n, k
+  (:mod:`gpucluster_lib.calibration.gemm`: saturating per dimension plus a fixed time per
+  GEMM, fitted to measured H100 GEMMs), so that small GEMMs are not charged the large-GEMM
+  rate; backward = 2 x forward; full recomputation adds a forward [2].
 * Attention core: fused (FlashAttention) at ``e_flash`` of the 16-bit peak over the causal
   half, backward 2.5x [5]; or unfused: batched GEMMs plus the s x s score traffic at memory
   bandwidth [3].
@@ -93,11 +96,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
 from gpucluster_lib.training.framework import Framework, TpOverlap, framework, tp_overlap_terms
 from gpucluster_lib.training.memory import activation_bytes_per_layer, model_state_bytes
-from gpucluster_lib.units import GIB
+from gpucluster_lib.units import GIB, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: Bytes per element of 16-bit activations, weights and gradients.
@@ -117,6 +121,10 @@ RC_NAMES = {v: k for k, v in RC_CODES.items()}
 BREAKDOWN_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
                   "dp_comm", "optimizer", "framework", "overhead")
 MEMORY_KEYS = ("weights", "gradients", "optimizer_states", "gather_buffers", "activations", "other")
+
+#: Smallest GEMM dimension of the measurements behind the shipped GEMM curve (OpenXLA's H100
+#: table, 256-4096; see gpucluster_lib.calibration.gemm) [elements].
+CURVE_MIN_DIM = 256.0
 
 #: Plans evaluated per numpy call: bounds the temporaries (~1 kB per plan) of a large search.
 CHUNK = 65536
@@ -144,14 +152,17 @@ class Context:
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
     tp_terms: TpOverlap = field(default_factory=tp_overlap_terms)
+    #: GEMM efficiency curve of the training precision (its shape factor scales ``gemm_efficiency``).
+    gemm: GemmCurve = field(default_factory=lambda: gemm_curve("bf16"))
 
 
-def _gemm_time(M, K, N, P, e, d0, B, em):
-    """Roofline time of one GEMM [s] with a size efficiency d / (d + d0) on the smallest dim."""
-    d = np.minimum(np.minimum(M, K), N)
+def _gemm_time(M, K, N, P, e, curve, B, em):
+    """Roofline time of one (M x K) @ (K x N) GEMM [s]: compute at ``P e`` times the curve's
+    shape factor for (M, N, K) (fixed time per GEMM included), or bytes at memory bandwidth."""
     flops = 2.0 * M * K * N
     byts = BYTES_16 * (M * K + K * N + M * N)
-    return np.maximum(flops / (P * e * d / (d + d0)), byts / (B * em))
+    shape = curve.shape_factor(M, N, K, P / TERA)
+    return np.maximum(flops / (P * e * shape), byts / (B * em))
 
 
 _ring_allreduce = ring_allreduce_s
@@ -169,10 +180,17 @@ def layer_params(ctx: Context, tp, ep):
 
 
 def embedding_params(ctx: Context, tp):
-    """Input embedding (and learned positions) on the first stage, output layer on the last [parameters]."""
+    """Input embedding (and learned positions) on the first stage; output layer on the last, with
+    the final norm (replicated over TP, split by nothing) counted there too [parameters]."""
     a = ctx.arch
     emb = a.vocab_size * a.hidden_size / tp + (a.seq_length * a.hidden_size if a.position_embedding == "learned" else 0)
-    return emb, a.vocab_size * a.hidden_size / tp
+    return emb, a.vocab_size * a.hidden_size / tp + final_norm_params(ctx, tp)
+
+
+def final_norm_params(ctx: Context, tp):
+    """The final norm before the output layer (weight, and bias for LayerNorm) [parameters]."""
+    a = ctx.arch
+    return a.hidden_size * (2 if a.norm == "layernorm" else 1) / tp
 
 
 def stage_params(ctx: Context, tp, pp, ep, lf=None, ll=None):
@@ -186,7 +204,7 @@ def stage_params(ctx: Context, tp, pp, ep, lf=None, ll=None):
     lp = layer_params(ctx, tp, ep)
     emb, out = embedding_params(ctx, tp)
     first = lf * lp + emb
-    last = ll * lp + np.where(pp > 1, out, 0.0 if ctx.arch.tied_embeddings else out)
+    last = ll * lp + np.where(pp > 1, out, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out)
     return first, last
 
 
@@ -231,14 +249,14 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     heads = float(a.attention_heads)
     P, P16, B = ctx.peak_flops, ctx.peak16_flops, ctx.memory_bw
     eg = e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
-    em, d0 = e.memory_efficiency, e.gemm_half_dim
+    em, curve = e.memory_efficiency, ctx.gemm
     s_loc = s / cp
     M = mb * s_loc  # tokens per micro-batch per GPU
     moe_frac = a.moe_layers / a.layers
     dense_frac = 1.0 - moe_frac
 
     def gemm(Mx, K, N):
-        return _gemm_time(Mx, K, N, P, eg, d0, B, em)
+        return _gemm_time(Mx, K, N, P, eg, curve, B, em)
 
     q_out = float(a.attention_output_dim())
     attn_in_n = (a.attention_matmul_params_per_layer() - q_out * h) / h
@@ -272,7 +290,10 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
         attn_recompute = np.where(full, 1.0, 0.0)  # FlashAttention recomputes internally: selective is free
     else:
         dmin = float(min(a.qk_head_dim, a.value_head_dim))
-        t_attn_fwd = (score_flops / (P16 * e.gemm_efficiency * dmin / (dmin + d0))
+        # Q K^T and A V as batched GEMMs: (mb heads s_loc) x d_head by d_head x s. The curve is
+        # measured from 256 up; the head dimension (64-128) is read at 256, not extrapolated.
+        shape = curve.shape_factor(mb * heads_loc * s_loc, s, max(dmin, CURVE_MIN_DIM), P16 / TERA)
+        t_attn_fwd = (score_flops / (P16 * e.gemm_efficiency * shape)
                       + e.unfused_attention_bytes_per_score * mb * heads_loc * s_loc * s / (B * em))
         attn_bwd_factor = 2.0
         attn_recompute = np.where(full | sel, 1.0, 0.0)
@@ -354,7 +375,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     h, s, V = float(a.hidden_size), float(a.seq_length), float(a.vocab_size)
     B = ctx.memory_bw
     em = e.memory_efficiency
-    P, eg, d0 = ctx.peak_flops, e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0), e.gemm_half_dim
+    P, eg = ctx.peak_flops, e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
     gpn = float(ctx.gpus_per_node)
     L = float(a.layers)
 
@@ -367,7 +388,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
 
     # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last
     t_emb = 3.0 * BYTES_16 * M * h / (B * em)
-    t_out = 3.0 * _gemm_time(M, h, V / tp, P, eg, d0, B, em) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
+    t_out = 3.0 * _gemm_time(M, h, V / tp, P, eg, ctx.gemm, B, em) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
 
     # ---- pipeline stages ---------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
@@ -396,7 +417,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     # ---- data parallel -------------------------------------------------------------
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
-    out_last = np.where(single, 0.0 if a.tied_embeddings else out_p, out_p)
+    out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     p_first = np.where(single, L, lf) * lp + emb_p + np.where(single, out_last, 0.0)
     p_last = np.where(single, p_first, ll * lp + out_last)
     p_mid = np.where(pp > 2, lm * lp, 0.0)
@@ -523,7 +544,7 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
                                         rep["sp"][:1].astype(bool), rep["tpo"][:1])
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
-    out_last = np.where(p == 1, 0.0 if ctx.arch.tied_embeddings else out_p, out_p)
+    out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
     common = _MemoryCommon(ctx, tp, pp, ep, mb, s_loc, rep["sp"].astype(bool), rep["rc"].astype(int),
                            rep["zero"].astype(int), rep["dopt"].astype(bool), rep["dp"] * cp, m, rep["vp"], f_act,
                            lp, emb_p, out_last)

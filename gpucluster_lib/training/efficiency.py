@@ -55,7 +55,6 @@ class Efficiency:
     cuda_context_gib: float
     comm_buffers_gib: float
     fragmentation: float
-    gemm_half_dim: float
     validated: bool = True
     #: Fixed hidden fractions that replace the scheduled overlap models when given
     #: (``parallelism.dp_overlap``; ``training.efficiency: {tp_overlap: ...}``); None = modelled.

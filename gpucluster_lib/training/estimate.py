@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpucluster_lib.calibration.gemm import gemm_curve
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.findings import Finding, sort_findings
@@ -47,6 +48,9 @@ from gpucluster_lib.workloads.vision import is_vision_model
 
 if TYPE_CHECKING:
     import pandas as pd
+
+#: GEMM efficiency curve (gpucluster_lib.calibration.gemm) for each training precision.
+GEMM_DTYPE = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "tf32": "tf32", "fp32": "tf32"}
 
 #: Peak-FLOP/s column of the accelerator table for each training precision.
 PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
@@ -194,7 +198,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   fp8=tr.precision == "fp8", framework=fw,
                   overlap_grad_reduce=fw.overlap_grad_reduce if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
                   overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
-                                        else par.overlap_param_gather))
+                                        else par.overlap_param_gather),
+                  gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16")))
     return ctx, hw, eff
 
 

@@ -334,10 +334,11 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     equal split when it divides the layers, else the balanced split, plus the split that
     counts embedding and loss as slots; CP divides the sequence; EP divides the experts and
     DP x CP; every micro-batch that divides the local batch (up to ``MAX_MICRO_BATCH``);
-    every interleaving that divides the layers of the smallest stage (only with PP > 1);
+    every interleaving that divides the layers per stage (uneven stages: any up to the smallest
+    stage; only with PP > 1);
     recomputation none / selective / full; ZeRO 0-3 (ZeRO-3 only without pipelining);
     Megatron's distributed optimizer on / off (ZeRO 0); TP communication overlap on / off
-    (TP > 1 with sequence parallelism); sequence parallelism whenever TP > 1.
+    (TP > 1 with sequence parallelism); sequence parallelism on / off (TP > 1).
     """
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
@@ -357,10 +358,12 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
                 vps = [1]
             elif spec.virtual_stages:
                 vps = [spec.virtual_stages]
-            else:
-                vps = divisors(max(1, min(st)))
+            elif len(set(st)) == 1:
+                vps = divisors(L // p)
+            else:  # uneven stages: any chunk count up to the smallest stage (as resolve_plan accepts)
+                vps = list(range(1, max(1, min(st)) + 1))
             for v in vps:
-                if (v > 1 and p == 1) or (v > 1 and min(st) % v) or (len(set(st)) == 1 and (L // p) % v):
+                if (v > 1 and p == 1) or v > max(1, min(st)) or (len(set(st)) == 1 and (L // p) % v):
                     continue
                 rows.append((p, lf, ll, lm, l1, v))
     if not rows:
@@ -409,11 +412,10 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
     cols = _expand(cols, "dopt", dopts)
     cols = _keep(cols, ~(cols["dopt"].astype(bool) & (cols["zero"] > 0)))  # ZeRO >= 1 already shards the optimizer
-    if spec.sequence_parallel is None:
-        sp = cols["tp"] > 1
-    else:
-        sp = np.full(len(cols["tp"]), bool(spec.sequence_parallel)) & (cols["tp"] > 1)
-    cols["sp"] = sp
+    sps = [bool(spec.sequence_parallel)] if spec.sequence_parallel is not None else [True, False]
+    cols = _expand(cols, "sp", sps)
+    cols = _keep(cols, (cols["tp"] > 1) | (cols["sp"].astype(bool) == sps[0]))  # TP1: one row, no SP
+    cols["sp"] = cols["sp"].astype(bool) & (cols["tp"] > 1)
     tpos = [int(bool(spec.tp_comm_overlap))] if spec.tp_comm_overlap is not None else [0, 1]
     cols = _expand(cols, "tpo", tpos)
     cols = _keep(cols, (cols["tpo"] == 0) | cols["sp"])

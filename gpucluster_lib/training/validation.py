@@ -123,6 +123,7 @@ def compare(runs: pd.DataFrame | None = None, catalog: Catalog | None = None) ->
             "plan": est.plan.label(), "published_step_s": pub, "predicted_step_s": est.step_time_s,
             "error": est.step_time_s / pub - 1.0, "predicted_mfu": est.mfu,
             "published_mfu": est.mfu * est.step_time_s / pub, "fits": est.fits,
+            "plan_fields": est.plan.to_dict(),
         })
     return pd.DataFrame(out)
 

@@ -1,0 +1,217 @@
+"""Uneven pipeline stages, TP / DP overlap, framework terms, ZeRO-3 buffers, the plan space.
+
+Expected values are published layouts or worked by hand from the cited formula; the source
+is on each line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.scenario import ParallelismSpec, from_dict
+from gpucluster_lib.training import build_context, estimate, evaluate, search_plans
+from gpucluster_lib.training.framework import framework
+from gpucluster_lib.training.plans import balanced_layout, enumerate_plans, resolve_layout
+from gpucluster_lib.workloads.transformer import resolve_transformer
+
+
+def scen(model="gpt3-175b", nodes=128, accelerator="a100-sxm4-80gb", gbps=200, training=None, **par):
+    base = {"tensor": 8, "pipeline": 8, "micro_batch_size": 1, "global_batch_size": 1536, "recompute": "full"}
+    return from_dict({"model": {"preset": model}, "hardware": {"accelerator": accelerator, "nodes": nodes},
+                      "network": {"inter_node_gbps_per_gpu": gbps}, "parallelism": {**base, **par},
+                      "training": {"tokens": 3e11, **(training or {})}})
+
+
+def llama405(**par):
+    return scen("llama3-405b", nodes=1024, accelerator="h100-sxm5-80gb", gbps=400,
+                **{"tensor": 8, "pipeline": 16, "global_batch_size": 2048, "recompute": "none",
+                   "zero_stage": 1, **par})
+
+
+# ----------------------------------------------------------------------------- layouts
+
+
+def test_bloom_layout_embedding_and_loss_as_slots():
+    # BLOOM 176B: 70 layers + embedding + output = 72 slots on 12 stages of 6 (BigScience tr11 layout)
+    assert balanced_layout(70, 12, True, True) == (5,) + (6,) * 10 + (5,)
+    # without the flags the balanced split puts the spare slots on the middle stages: the same layout
+    assert balanced_layout(70, 12) == (5,) + (6,) * 10 + (5,)
+
+
+def test_llama3_layout_one_layer_fewer_on_first_and_last():
+    # Llama 3 405B: 126 layers on 16 stages, one fewer on the first and the last (Llama 3 paper Sec. 3.3.2)
+    spec = ParallelismSpec(pipeline=16, first_stage_layers=7, last_stage_layers=7)
+    assert resolve_layout(spec, 126, 16) == (7,) + (8,) * 14 + (7,)
+    assert balanced_layout(126, 16) == (7,) + (8,) * 14 + (7,)
+    assert resolve_layout(ParallelismSpec(pipeline=16, pipeline_layers=[7] + [8] * 14 + [7]), 126, 16) == \
+        (7,) + (8,) * 14 + (7,)
+    assert resolve_layout(ParallelismSpec(pipeline=8), 96, 8) is None  # 12 each: equal stages
+
+
+def test_published_layouts_are_not_refused():
+    bloom = estimate(scen("bloom-176b", nodes=48, gbps=50, tensor=4, pipeline=12, micro_batch_size=2,
+                          global_batch_size=2048, zero_stage=1, embedding_in_pipeline_split=True,
+                          loss_in_pipeline_split=True, training={"framework": "deepspeed"}))
+    assert bloom.stages["layers_per_stage"] == [5] + [6] * 10 + [5]
+    assert not any(f.code == "training-pipeline-uneven-split" for f in bloom.findings)  # the layout was given
+    llama = estimate(llama405(first_stage_layers=7, last_stage_layers=7))
+    assert llama.stages["layers_per_stage"] == [7] + [8] * 14 + [7]
+    plain = estimate(llama405())  # 126 on 16 with no layout: balanced split and a finding, not an error
+    assert plain.stages["layers_per_stage"] == [7] + [8] * 14 + [7]
+    assert any(f.code == "training-pipeline-uneven-split" and f.field == "parallelism.pipeline"
+               for f in plain.findings)
+
+
+def test_one_f_one_b_step_from_max_and_sum_of_stage_times():
+    est = estimate(llama405(first_stage_layers=7, last_stage_layers=7))
+    t = est.stages["stage_time_per_micro_batch_s"]
+    b = est.time_breakdown_s
+    m = 2048 // 64  # micro-batches: 2048 sequences / (DP64 x mb1)
+    pipe = sum(b[k] for k in ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
+                              "framework"))
+    # 1F1B with unequal stages: T = (m - 1) max t_i + sum t_i (flow-shop makespan)
+    assert pipe == pytest.approx((m - 1) * max(t) + sum(t), rel=1e-9)
+    # the first and last stages carry the embedding and the output layer besides their 7 layers
+    assert t[0] < t[1] == pytest.approx(t[7]) and t[-1] > t[1] * 7 / 8
+
+
+def test_moving_a_layer_off_the_output_stage_is_faster():
+    # the last stage carries the output layer and loss (h x V GEMMs, V = 128,256): it should get fewer layers
+    light_last = estimate(llama405(pipeline_layers=[8] + [8] * 14 + [6]))
+    heavy_last = estimate(llama405(pipeline_layers=[6] + [8] * 14 + [8]))
+    assert light_last.step_time_s < heavy_last.step_time_s
+    assert heavy_last.stages["bottleneck_stage"] == 15
+
+
+def test_memory_per_stage_reports_the_largest_and_its_stage():
+    est = estimate(llama405(first_stage_layers=7, last_stage_layers=7))
+    mem = est.stages["stage_memory_bytes"]
+    # 1F1B: stage i holds min(p - i, m) micro-batches (Narayanan 2021 Sec. 2.2.1): stage 1 keeps 8 layers x 15
+    # in flight against stage 0's 7 x 16 (+ the embedding), so stage 1 needs the most
+    assert est.stages["memory_stage"] == 1 == int(np.argmax(mem))
+    assert est.memory_per_gpu_bytes["total"] == pytest.approx(max(mem))
+    assert mem[1] > mem[0] > mem[8]
+
+
+def test_zero3_model_states_read_16_bytes_per_parameter_over_dp():
+    s = scen("llama2-7b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400, tensor=1, pipeline=1,
+             global_batch_size=64, zero_stage=3)
+    est = estimate(s)
+    m = est.memory_per_gpu_bytes
+    p = resolve_transformer("llama2-7b").total_params()
+    # ZeRO (Rajbhandari 2020) Sec. 5.1: stage 3 keeps (2 + 2 + 12) P / N_d bytes of model states
+    assert m["weights"] + m["gradients"] + m["optimizer_states"] == pytest.approx(16 * p / 16, rel=1e-9)
+    # plus the gathered parameters of the current and the prefetched layer, as their own line
+    layer = (p - 2 * 32000 * 4096) / 32  # llama2-7b: 32 layers, untied 32,000 x 4,096 embedding and output
+    assert m["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-3)
+
+
+# ----------------------------------------------------------------------------- overlap
+
+
+def test_tp_comm_overlap_hides_tensor_parallel_communication():
+    base = dict(model="llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400, pipeline=4,
+                global_batch_size=512, recompute="selective")
+    plain = estimate(scen(**base))
+    ovl = estimate(scen(**base, tp_comm_overlap=True))
+    serial = estimate(scen(**base, training={"efficiency": {"tp_overlap": 0.0}}))  # the 2021 serial model
+    assert ovl.time_breakdown_s["tp_comm"] < plain.time_breakdown_s["tp_comm"] < serial.time_breakdown_s["tp_comm"]
+    assert estimate(scen(**base, training={"efficiency": {"tp_overlap": 1.0}})).time_breakdown_s["tp_comm"] == 0
+    assert ovl.plan.tp_comm_overlap and "TP-overlap" in ovl.plan.label()
+    with pytest.raises(ScenarioError, match="parallelism.tp_comm_overlap"):
+        estimate(scen(**base, tp_comm_overlap=True, sequence_parallel=False))
+
+
+def test_dp_exposed_without_overlap_by_hand():
+    s = scen("llama2-7b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400, tensor=1, pipeline=1,
+             global_batch_size=64, recompute="none", distributed_optimizer=True,
+             overlap_grad_reduce=False, overlap_param_gather=False)
+    est = estimate(s)
+    p = resolve_transformer("llama2-7b").total_params()
+    # hierarchical ring over 16 ranks on 2 nodes: min(NVLink 450 x 0.80, 8 NICs x 50 GB/s x 0.80) = 320 GB/s,
+    # alpha 8 us (data/efficiency.yaml); fp32 reduce-scatter + bf16 all-gather (Thakur 2005: (n-1)/n S/B + (n-1) a)
+    bw, a, n = 320e9, 8e-6, 16
+    t = (n - 1) / n * p * 4 / bw + (n - 1) * a + (n - 1) / n * p * 2 / bw + (n - 1) * a
+    assert est.time_breakdown_s["dp_comm"] == pytest.approx(t, rel=1e-6)
+    hidden = estimate(s.replace(parallelism__overlap_grad_reduce=True, parallelism__overlap_param_gather=True))
+    assert hidden.time_breakdown_s["dp_comm"] < est.time_breakdown_s["dp_comm"]
+    # the last bucket, max(40M, 1M x 16) parameters, is never hidden (Megatron-Core DDP bucket size)
+    assert hidden.time_breakdown_s["dp_comm"] >= 4e7 / p * t * 0.999
+
+
+def test_fixed_dp_overlap_still_overrides_the_schedule():
+    s = scen(dp_overlap=0.0)
+    assert estimate(s).time_breakdown_s["dp_comm"] > estimate(scen()).time_breakdown_s["dp_comm"]
+
+
+# ----------------------------------------------------------------------------- framework
+
+
+def test_deepspeed_pipeline_factor_from_the_published_comparison():
+    # Narayanan 2021 Table 2, 530B on 2240 A100: Eq. 3 FLOPs / (159 TFLOP/s x 2240) = 55.4 s, 280 micro-batches,
+    # v = 3; MT-NLG (Smith 2022 Sec. 2.4): 60.1 s, 240 micro-batches, v = 1; both p = 35
+    ratio = (60.1 / (240 + 34)) / (55.4 / (280 + 34 / 3))
+    assert framework("deepspeed").pipeline_stage_factor == pytest.approx(ratio, abs=0.01)
+    assert framework("megatron").pipeline_stage_factor == 1.0
+    nemo, mega = framework("nemo").to_dict(), framework("megatron").to_dict()  # NeMo runs Megatron-Core
+    assert {k: v for k, v in nemo.items() if k not in ("id", "name")} == \
+        {k: v for k, v in mega.items() if k not in ("id", "name")}
+
+
+def test_framework_term_is_its_own_breakdown_line():
+    mega = estimate(scen())
+    ds = estimate(scen(training={"framework": "deepspeed"}))
+    assert mega.time_breakdown_s["framework"] == 0
+    assert ds.time_breakdown_s["framework"] > 0 and ds.step_time_s > mega.step_time_s
+    assert sum(ds.time_breakdown_s.values()) == pytest.approx(ds.step_time_s)
+    # without pipelining (ZeRO-3) DeepSpeed's pipeline engine is not used: no framework term
+    z3 = estimate(scen(tensor=1, pipeline=1, zero_stage=3, global_batch_size=2048, training={"framework": "deepspeed"}))
+    assert z3.time_breakdown_s["framework"] == 0
+    with pytest.raises(ScenarioError, match="training.framework"):
+        scen(training={"framework": "jax"})
+
+
+# ----------------------------------------------------------------------------- plan space
+
+
+def test_search_covers_every_modelled_dimension():
+    s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400)
+    spec = ParallelismSpec(auto=True, global_batch_size=512)
+    ctx = build_context(s)[0]
+    p = enumerate_plans(spec, ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    assert set(p["tpo"]) == {0, 1} and set(p["dopt"]) == {False, True} and set(p["zero"]) == {0, 1, 2, 3}
+    assert set(p["cp"]) == {1, 2, 4, 8} and set(p["rc"]) == {0, 1, 2}
+    assert (512 % (p["dp"] * p["mb"]) == 0).all()
+    local = 512 // 8  # DP8: every micro-batch that divides the 64-sequence local batch, 1 to 64
+    assert set(p["mb"][p["dp"] == 8]) == {1, 2, 4, 8, 16, 32, 64}
+    # 80 layers: PP 16 divides; PP 32 does not (balanced split 2/3/../2), both searched
+    assert {16, 32} <= set(p["pp"])
+    assert ((p["pp"] == 32) & (p["lf"] == 2) & (p["lm"] == 3)).any()
+    even4 = (p["pp"] == 4) & (p["lf"] == 20)  # the equal split (the embedding/loss-slot split is 19/21/21/19)
+    assert set(p["vp"][even4]) == {1, 2, 4, 5, 10, 20}  # every divisor of the 20 layers per stage
+    assert local == 64
+
+
+def test_chunked_evaluation_equals_one_call():
+    s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400)
+    ctx = build_context(s)[0]
+    p = enumerate_plans(ParallelismSpec(auto=True, global_batch_size=512), ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    one = evaluate(ctx, p, chunk=10**9)
+    parts = evaluate(ctx, p, chunk=997)
+    assert np.array_equal(one["step_time_s"], parts["step_time_s"])
+    assert np.array_equal(one["memory"]["total"], parts["memory"]["total"])
+
+
+def test_search_result_keeps_the_best_rows_and_counts_all():
+    s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400, auto=True, tensor=None,
+             pipeline=None, micro_batch_size=None, recompute=None, global_batch_size=512)
+    full = search_plans(s, limit=None)
+    top = search_plans(s, limit=50)
+    assert len(top.table) == 50 < full.enumerated == top.enumerated == len(full.table)
+    assert top.fitting == full.fitting == int(full.table["fits"].sum())
+    assert top.table["tokens_per_s"].iloc[0] == full.table["tokens_per_s"].iloc[0]
+    assert top.best == full.best
+    est = estimate(s)
+    assert est.step_time_s == pytest.approx(float(full.table["step_time_s"].iloc[0]), rel=1e-12)
