@@ -215,3 +215,18 @@ def test_search_result_keeps_the_best_rows_and_counts_all():
     assert top.best == full.best
     est = estimate(s)
     assert est.step_time_s == pytest.approx(float(full.table["step_time_s"].iloc[0]), rel=1e-12)
+
+
+def test_calibration_profile_feeds_the_training_engine():
+    from gpucluster_lib.calibration.profile import scenario_profile
+
+    s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400, pipeline=4, global_batch_size=512)
+    cal = s.replace(calibration="example-h100-public-data")
+    prof = scenario_profile(cal)
+    fab = prof.link("fabric")
+    eff = estimate(cal).assumptions["efficiency"]
+    # measured bus bandwidth over the hierarchical bound (ranks per host x 400 Gb/s = 50 GB/s per GPU)
+    assert eff["network_efficiency"] == pytest.approx(fab.bus_bandwidth_gb_per_s / (fab.ranks_per_host * 50), rel=1e-9)
+    assert eff["alpha_network_s"] == fab.alpha_s
+    assert estimate(cal.replace(training__efficiency={"network_efficiency": 0.5})).assumptions["efficiency"][
+        "network_efficiency"] == 0.5  # the scenario's own override wins

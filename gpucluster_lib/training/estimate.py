@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import gemm_curve
+from gpucluster_lib.calibration.profile import scenario_profile
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.findings import Finding, sort_findings
@@ -169,14 +170,22 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     """Resolve model, hardware and efficiency of a scenario into a :class:`Context`.
 
     ``hardware`` and ``network``: a Design's resolved hardware and network design (the fabric
-    bandwidth per GPU is read from it); computed when omitted.
+    bandwidth per GPU is read from it); computed when omitted. A calibration profile selected by
+    the scenario supplies the GEMM curve and the link efficiencies and latencies it measured.
     """
     cat = catalog or catalog_for(scenario)
     hw = hardware if hardware is not None else resolve_hardware(scenario, cat)
     arch = arch or resolve_transformer(scenario.model)
     acc = hw.accelerator
     tr = scenario.training
-    overrides = dict(tr.efficiency)
+    scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
+    nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
+    nic_bw = fabric_gbps_per_gpu(scenario, hw, cat, network) * GBPS_IN_BYTES_PER_S
+    # a calibration profile (``calibration: FILE``): measured link terms and GEMM curve; the
+    # scenario's own overrides win
+    profile = scenario_profile(scenario)
+    overrides = dict(profile.efficiency_overrides(nvlink_bw, nic_bw)) if profile is not None else {}
+    overrides.update(tr.efficiency)
     if tr.gemm_efficiency is not None:
         overrides["gemm_efficiency"] = tr.gemm_efficiency
     if scenario.parallelism.dp_overlap is not None:
@@ -186,9 +195,6 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     par = scenario.parallelism
     peak = peak_tflops(acc, tr.precision) * TERA
     peak16 = peak_tflops(acc, "bf16") * TERA if tr.precision in ("fp8", "bf16", "fp16") else peak
-    scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
-    nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
-    nic_bw = fabric_gbps_per_gpu(scenario, hw, cat, network) * GBPS_IN_BYTES_PER_S
     n = gpus if gpus is not None else hw.gpus
     ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.nvlink_domain_gpus,
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
@@ -199,7 +205,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   overlap_grad_reduce=fw.overlap_grad_reduce if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
                   overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
                                         else par.overlap_param_gather),
-                  gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16")))
+                  gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile))
     return ctx, hw, eff
 
 
