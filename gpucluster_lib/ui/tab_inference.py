@@ -66,7 +66,9 @@ class InferencePanel:
                                              description="TTFT SLO s")
         self.tpot = widgets.BoundedFloatText(value=inf.tpot_slo_s * 1000, min=1, max=100_000, step=10,
                                              description="TPOT SLO ms")
-        for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot):
+        self.arrival = widgets.Dropdown(options=[("saturated (offline)", "offline"), ("Poisson, p99 SLOs", "poisson")],
+                                        value=inf.arrival, description="Arrivals")
+        for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.style.description_width = "100px"
         self.vision_model = widgets.Dropdown(options=list(load_vision_presets()), description="Vision model")
         self.vision_batch = widgets.BoundedIntText(value=64, min=1, max=65536, description="Batch")
@@ -92,13 +94,13 @@ class InferencePanel:
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self._apply)
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
-                  self.output_tokens, self.ttft, self.tpot):
+                  self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.observe(lambda _ch: self.apply(), names="value")
         state.observe(lambda _ch: self._on_scenario(), names="scenario")
         self._busy = False
         inputs = widgets.HBox([
             widgets.VBox([self.model, self.precision, self.accelerator, self.tp]),
-            widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot]),
+            widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival]),
         ])
         self.widget = widgets.VBox([
             widgets.HTML("<p>Size an LLM serving fleet: the largest batch that fits, prefill and decode times "
@@ -139,6 +141,7 @@ class InferencePanel:
             self.output_tokens.value = inf.output_tokens
             self.ttft.value = inf.ttft_slo_s
             self.tpot.value = inf.tpot_slo_s * 1000
+            self.arrival.value = inf.arrival
             if inf.requests_per_s:
                 self.rps.value = inf.requests_per_s
         finally:
@@ -161,6 +164,7 @@ class InferencePanel:
             "inference__input_tokens": int(self.input_tokens.value),
             "inference__output_tokens": int(self.output_tokens.value),
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
+            "inference__arrival": self.arrival.value,
         }
         if self.accelerator.value != self.state.design.hardware.accelerator_id:
             server = system_for(self.state.catalog, self.accelerator.value)
@@ -197,7 +201,7 @@ class InferencePanel:
             ("Per GPU", f"{_fmt(est.tokens_per_s_per_gpu, ',.0f')} output tokens/s at batch {est.batch} "
                         f"(max {est.max_batch} fits)"),
             ("Latency", f"TTFT {_fmt(est.ttft_s, '.3f', 1, ' s')}, TPOT {_fmt(est.tpot_s, '.1f', 1000, ' ms')}: "
-                        f"{ok} the SLO"),
+                        f"{ok} the SLO" + _load_text(getattr(est, "load", None))),
             ("Memory", f"weights {est.weights_bytes_per_gpu / GB:.1f} GB/GPU; KV cache "
                        f"{est.kv_cache_bytes_per_token:,.0f} bytes/token ({est.kv_cache_precision})"),
             ("Efficiency", f"{_fmt(est.tokens_per_s_per_mw, ',.0f')} tokens/s per MW IT; "
@@ -217,6 +221,16 @@ class InferencePanel:
         self.compare_table.value = html_table(comparison)
         if hasattr(self, "compare"):
             self.compare.chart = accelerator_comparison(comparison)
+
+
+def _load_text(load) -> str:
+    """The queue at the max Poisson rate, for the Latency line (empty for saturated batches)."""
+    at = (load or {}).get("at_max_rate")
+    if not at:
+        return ""
+    pct = f"{load['percentile']:g}th percentile"
+    return (f" ({pct}); Poisson arrivals up to {load['max_rate_per_replica_per_s']:,.2f} requests/s per replica, "
+            f"median TTFT {at['ttft_p50_s']:.3f} s and TPOT {at['tpot_p50_s'] * 1000:.1f} ms there")
 
 
 def build(state: AppState) -> widgets.Widget:
