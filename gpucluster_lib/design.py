@@ -96,7 +96,7 @@ def _network(d: Design) -> Any:
 
 
 def _storage(d: Design) -> Any:
-    return size_storage(d.scenario, d.catalog, nodes=d.hardware.nodes)
+    return size_storage(d.scenario, d.catalog, nodes=d.hardware.nodes, gpus=d.hardware.gpus)
 
 
 def _spares(d: Design) -> reliability_mod.SparePlan:
@@ -168,7 +168,7 @@ _RACK_FIELDS = ("facility.cooling", "facility.rack_cooling_limit_kw", "facility.
 #: Reliability fields of the checkpoint file system and of the failure rates.
 _STORAGE_FIELDS = tuple(f"reliability.{f}" for f in (
     "checkpoint_bytes_per_param", "checkpoint_target_s", "checkpoint_write_gbps", "checkpoints_kept",
-    "storage_system", "storage_units"))
+    "storage_system", "storage_units")) + ("storage", "training.tokens", "training.dataset_images")
 _FAILURE_FIELDS = tuple(f"reliability.{f}" for f in (
     "component_rates", "failure_preset", "gpu_failures_per_1000_gpu_days", "repair_hours", "spare_confidence",
     "spare_nodes"))

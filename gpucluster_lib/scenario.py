@@ -12,6 +12,7 @@ A scenario groups, by meaning, everything a calculation needs:
 ``costs``        prices (overrides of the catalogue estimates), years
 ``reliability``  failure rates, checkpointing
 ``operations``   software stack, scheduler, monitoring, data management
+``storage``      the data set, read/write bandwidth, fast and capacity tiers
 
 Every section is optional where a default exists. Loading is strict: unknown
 keys, wrong types and out-of-range values raise :class:`ScenarioError` with the
@@ -354,6 +355,27 @@ class OperationsSpec:
 
 
 @dataclass(frozen=True)
+class StorageSpec:
+    """Shared storage for data: the data set, checkpoints, read and write bandwidth, two tiers."""
+
+    performance_class: Literal["good", "better", "best"] = f(
+        "better", doc="NVIDIA DGX SuperPOD storage guidance class that sets the read and write bandwidth per GPU")
+    read_gb_per_s_per_gpu: float | None = f(None, ge=0, unit="GB/s", doc="override of the class's read bandwidth per GPU")
+    write_gb_per_s_per_gpu: float | None = f(None, ge=0, unit="GB/s", doc="override of the class's write bandwidth per GPU")
+    dataset_tokens: float | None = f(None, gt=0, unit="tokens", doc="tokens in the data set (default training.tokens)")
+    bytes_per_token: float | None = f(None, gt=0, unit="B", doc="stored bytes per tokenised token (default from the "
+                                      "vocabulary: 2 B up to 65,536 entries, else 4 B)")
+    raw_bytes_per_token: float = f(4.0, ge=0, unit="B", doc="raw text bytes per token (about 4 characters a token)")
+    raw_data_multiple: float = f(10.0, ge=0, doc="raw source data kept per byte of filtered text (web filtering "
+                                 "keeps about a tenth)")
+    bytes_per_image: float = f(110e3, gt=0, unit="B", doc="stored bytes per training image (ImageNet-1k JPEG average)")
+    checkpoints_archived: int = f(10, ge=0, doc="checkpoints kept on the capacity tier")
+    growth_factor: float = f(2.0, ge=1, le=20, doc="capacity planned per byte needed today")
+    capacity_system: str | None = f(None, doc="storage.csv id of the capacity tier (default generic-hdd-object-4u)")
+    capacity_tier: bool = f(True, doc="a capacity tier for raw data and archived checkpoints beside the fast tier")
+
+
+@dataclass(frozen=True)
 class Scenario:
     name: str = f("untitled", max_len=200)
     description: str = f("", max_len=4000)
@@ -370,6 +392,7 @@ class Scenario:
     costs: CostsSpec = sub(CostsSpec)
     reliability: ReliabilitySpec = sub(ReliabilitySpec)
     operations: OperationsSpec = sub(OperationsSpec)
+    storage: StorageSpec = sub(StorageSpec)
     #: folder of the YAML file (to resolve relative paths); not a user key.
     base_dir: Path | None = field(default=None, compare=False, repr=False, metadata={"internal": True})
     #: which ``catalog`` paths may be read: "any" (Python callers, ``--allow-paths``), "inside"

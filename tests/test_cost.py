@@ -114,8 +114,10 @@ def test_gpt3_capex_by_hand_with_injected_budget_and_network_price():
     assert r.capex["compute"] == 132 * 200_000 + 2 * 20_000      # 128 + 4 spares, 2 head nodes
     assert r.capex["network"] == 5_000_000                       # costs.network_price replaces the BOM
     assert r.price_sources["network"] == "scenario costs.network_price"
-    # storage.size_storage: 2.4446e12 B / (60 s x 65 GB/s) = 0.63 -> one DDN AI400X2, 368.6 TB x 100
-    assert r.capex["storage"] == pytest.approx(100 * 368.6) and r.storage["units"] == 1
+    # storage.size_storage: checkpoint 2.4446e12 B / (60 s x 65 GB/s) = 0.63 -> 1, read 1,024 GPUs x
+    # 160/1,016 GB/s (NVIDIA DGX SuperPOD "better" class) / 90 GB/s -> 2 DDN AI400X2 x 368.6 TB x 100;
+    # capacity tier 1 x 1,440 TB x 60 USD/TB (cost_defaults capacity_per_tb ESTIMATE)
+    assert r.capex["storage"] == pytest.approx(2 * 100 * 368.6 + 1440 * 60) and r.storage["units"] == 2
     assert r.capex["facility"] == 1000 * 10_000 + 25 * 5_000       # 1 MW x 10k/kW + 25 racks
     it = r.capex["compute"] + r.capex["network"] + r.capex["storage"]
     assert r.opex_per_year["maintenance"] == pytest.approx(0.08 * it)  # default 8% of IT CapEx
@@ -134,8 +136,8 @@ def test_gpt3_capex_by_hand():
                                     costs__storage_per_tb=100, reliability__spare_nodes=4)
     r = cost.assess(s, training_days=30)
     # budget of 128 + 4 installed spares (hand-worked in tests/test_facility.py):
-    # 970.318 kW + 4 x 6.5 kW DGX A100 peak = 996.318 kW; ceil(132 / 4) = 33 + 5 infrastructure racks
-    assert r.it_power_kw == pytest.approx(970.318 + 4 * 6.5)
+    # 974.018 kW + 4 x 6.5 kW DGX A100 peak = 1,000.018 kW; ceil(132 / 4) = 33 + 5 infrastructure racks
+    assert r.it_power_kw == pytest.approx(974.018 + 4 * 6.5)
     assert r.racks == 33 + 5
     assert r.nodes_bought == 132
     assert r.capex["compute"] == 132 * 200_000 + 2 * 20_000
@@ -148,11 +150,11 @@ def test_gpt3_capex_by_hand():
     cables = (1_024 + 2_048 + 432) * 900 + (290 + 104) * 40
     assert r.capex["network"] == pytest.approx(switches + cables)  # = 7,018,960
     assert r.price_sources["network"].startswith("topology bill of materials")
-    assert r.capex["storage"] == pytest.approx(100 * 368.6) and r.storage["units"] == 1  # one DDN AI400X2
-    assert r.capex["facility"] == pytest.approx(996.318 * 10_000 + 38 * 5_000)  # building per IT kW + racks
+    assert r.capex["storage"] == pytest.approx(2 * 100 * 368.6 + 1440 * 60) and r.storage["units"] == 2
+    assert r.capex["facility"] == pytest.approx(1000.018 * 10_000 + 38 * 5_000)  # building per IT kW + racks
     it = r.capex["compute"] + r.capex["network"] + r.capex["storage"]
     assert r.capex["total"] == pytest.approx(it + r.capex["facility"])
-    annual = it / 4 + 38 * 5_000 / 4 + 996.318 * 10_000 / 15 + r.opex_per_year["total"]
+    annual = it / 4 + 38 * 5_000 / 4 + 1000.018 * 10_000 / 15 + r.opex_per_year["total"]
     assert r.annualized_cost == pytest.approx(annual)
 
 
@@ -174,11 +176,11 @@ def test_gpt3_defaults():
     s = load_scenario(GPT3)
     r = cost.assess(s)
     # the recommended 4 hot spares (tests/test_reliability.py) are bought, racked and powered at peak:
-    # 970.318 kW + 4 x 6.5 kW = 996.318 kW in 33 + 5 = 38 racks, as `gpucluster budget` counts them
+    # 974.018 kW + 4 x 6.5 kW = 1,000.018 kW in 33 + 5 = 38 racks, as `gpucluster budget` counts them
     assert r.nodes_bought == 128 + 4
-    assert r.it_power_kw == pytest.approx(970.318 + 4 * 6.5)
+    assert r.it_power_kw == pytest.approx(974.018 + 4 * 6.5)
     assert r.racks == 38
-    assert r.facility_power_kw == pytest.approx(996.318 * 1.3)  # PUE 1.3
+    assert r.facility_power_kw == pytest.approx(1000.018 * 1.3)  # PUE 1.3
     # the run takes the failure-aware expected days of the reliability assessment
     assert r.training_days == pytest.approx(reliability.assess(s).training_days_expected)
     assert r.training_gpu_hours == pytest.approx(1024 * r.training_days * 24)
@@ -267,9 +269,9 @@ def test_cli_json_contract(capsys):
     assert set(out["opex_per_year"]) == {"energy", "maintenance", "space", "total"}
     assert out["years"] == 4
     assert out["assumptions"] == {}
-    # 128 job nodes + 4 recommended spares: 970.318 + 4 x 6.5 = 996.318 kW in 33 + 5 = 38 racks
+    # 128 job nodes + 4 recommended spares: 974.018 + 4 x 6.5 = 1,000.018 kW in 33 + 5 = 38 racks
     assert out["nodes_bought"] == 132
-    assert out["racks"] == 38 and out["it_power_kw"] == pytest.approx(970.318 + 4 * 6.5)
+    assert out["racks"] == 38 and out["it_power_kw"] == pytest.approx(974.018 + 4 * 6.5)
     # `gpucluster budget` counts the same installed nodes, racks and power
     assert main(["budget", str(GPT3), "--json"]) == 0
     b = json.loads(capsys.readouterr().out)

@@ -177,27 +177,28 @@ def test_superpod_full_hall(cat):
     assert b.network_source == "topology"
     assert b.network_power_w == pytest.approx(SUPERPOD_NETWORK_W)
     assert b.network_rack_units == 154 + 17 + 3 * 2  # 1U QM8790s, 2U SN4600Cs (switches.csv rack_units)
-    # storage (gpucluster_lib.facility.storage): no model, so no checkpoint to size by -> the one-appliance
-    # minimum for > 1 node: 1 ddn-ai400x2 x 2.5 kW (ESTIMATE, no power in storage.csv), 2U;
-    # head nodes 2 x 0.75 kW
-    assert (b.storage.appliances, b.storage.basis) == (1, "minimum")
-    assert b.storage_power_w == pytest.approx(1 * 2500) and b.head_power_w == pytest.approx(1500)
-    assert b.storage_rack_units == 2
-    it = 140 * 6.5 + 145.506 + 2.5 + 1.5  # = 1059.506 kW
+    # storage (gpucluster_lib.facility.storage): no model, so no checkpoint or data set; the read
+    # bandwidth of NVIDIA's DGX SuperPOD "better" class, 160 GB/s per 1,016 GPUs: 1,120 x 0.1575 =
+    # 176.4 GB/s over 90 GB/s ddn-ai400x2 -> 2 x 2.5 kW (ESTIMATE, no power in storage.csv), 2 x 2U;
+    # no capacity tier without data; head nodes 2 x 0.75 kW
+    assert (b.storage.appliances, b.storage.basis) == (2, "read")
+    assert b.storage_power_w == pytest.approx(2 * 2500) and b.head_power_w == pytest.approx(1500)
+    assert b.storage_rack_units == 4
+    it = 140 * 6.5 + 145.506 + 5.0 + 1.5  # = 1062.006 kW
     assert b.it_power_kw == pytest.approx(it)
     assert b.facility_power_kw == pytest.approx(it * 1.3)
     assert b.heat_load_btu_per_h == pytest.approx(it * 1000 * 3.412142, rel=1e-6)
     assert b.cooling_tons == pytest.approx(it * 1000 * 3.412142 / 12_000, rel=1e-6)
     # airflow: the DGX A100 User Guide's 840 CFM per node (at 80% fan PWM) for the 140 nodes, the
     # switches, storage and head nodes by the sensible-heat equation at 11.1 K
-    other_w = (145.506 + 2.5 + 1.5) * 1000
+    other_w = (145.506 + 5.0 + 1.5) * 1000
     assert b.airflow_basis == "vendor"
     assert b.airflow_cfm == pytest.approx(140 * 840 + other_w * 3.412142 / (1.08 * 11.1 * 1.8), rel=1e-6)
-    # infrastructure racks: 177U of switches + 2U storage + 2U heads = 181U over 40U -> 4.5 -> 5;
-    # power (145.506 + 2.5 + 1.5) kW / 30 kW = 4.98 -> 5
-    assert b.infra_racks == 5 and b.racks == 40
-    rows, length, depth, area = hall_layout(40, 10)
-    assert rows == 4 and b.floor_area_m2 == pytest.approx(area)
+    # infrastructure racks: 177U of switches + 4U storage + 2U heads = 183U over 40U -> 4.6 -> 5;
+    # power (145.506 + 5.0 + 1.5) kW / 30 kW = 5.07 -> 6
+    assert b.infra_racks == 6 and b.racks == 41
+    rows, length, depth, area = hall_layout(41, 10)
+    assert rows == 5 and b.floor_area_m2 == pytest.approx(area)
     # N+1 UPS on IT x 1.2 growth: 1271.4 kW over n = max(2, ceil(1.2714)) = 2 modules, +1 -> x1.5
     assert b.ups_kw == pytest.approx(it * 1.2 * 1.5)
 
@@ -305,14 +306,17 @@ def test_installed_spares_take_rack_space_and_peak_power(cat):
     # (322 + 110) AOCs x 9 W = 3,888 W; management 128 + 4 + 142 + 16 = 290 links: 3 SN4600C x
     # 466 W = 1,398 W. Total 134,318 W
     assert b0.network_power_w == pytest.approx(99_400 + 18_432 + 11_200 + 3_888 + 1_398)
-    # IT = 128 x 6.5 kW + 134.318 + 2.5 kW storage (one appliance) + 2 x 0.75 kW heads = 970.318 kW
-    assert b0.it_power_kw == pytest.approx(128 * 6.5 + 134.318 + 2.5 + 1.5)
-    assert (b0.compute_racks, b0.infra_racks, b0.racks) == (32, 5, 37)  # ceil(128 / 4); 168U / 40U -> 5
+    # storage (facility.storage): 1,024 GPUs x 160/1,016 GB/s (NVIDIA DGX SuperPOD "better" class) =
+    # 161.3 GB/s read over 90 GB/s appliances -> 2 x 2.5 kW; capacity tier: (300e9 tokens x 4 B x 10 raw
+    # + 300e9 x 2 B tokenised + 10 x 2.4446 TB checkpoints) x 2 growth = 74.1 TB -> 1 x 1.2 kW enclosure
+    # IT = 128 x 6.5 kW + 134.318 + 6.2 kW storage + 2 x 0.75 kW heads = 974.018 kW
+    assert b0.it_power_kw == pytest.approx(128 * 6.5 + 134.318 + 2 * 2.5 + 1.2 + 1.5)
+    assert (b0.compute_racks, b0.infra_racks, b0.racks) == (32, 5, 37)  # ceil(128 / 4); 174U / 40U -> 5
     b = budget(s, cat, spare_nodes=4)
     assert (b.nodes, b.spare_nodes, b.nodes_installed) == (128, 4, 132)
     # 4 hot spares racked at the DGX A100 peak 6.5 kW (DGX A100 User Guide): 970.318 + 4 x 6.5
-    assert b.it_power_kw == pytest.approx(970.318 + 4 * 6.5)  # = 996.318 kW
-    assert b.facility_power_kw == pytest.approx(996.318 * 1.3)  # PUE 1.3
+    assert b.it_power_kw == pytest.approx(974.018 + 4 * 6.5)  # = 1,000.018 kW
+    assert b.facility_power_kw == pytest.approx(1000.018 * 1.3)  # PUE 1.3
     # ceil(132 / 4) = 33 compute racks + the same 5 infrastructure racks = 38
     assert (b.compute_racks, b.infra_racks, b.racks) == (33, 5, 38)
     # the fabric is sized for the job nodes; a spare stands by, so the typical power is unchanged

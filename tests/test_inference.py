@@ -303,10 +303,12 @@ def test_fleet_racks_and_power_from_the_facility_budget():
     # 5 nodes in 2 racks: in-row 400G fibre with twin-port MMA4Z00-NS switch optics at 15 W
     # (cabling.yaml): 40 / 2 = 20 compute + ceil(15 / 2) = 8 storage modules = 420 W
     network_kw = (747 + 747 + 233 + 28 * 15) / 1000  # = 2.147 kW
-    # IT = 5 x 10.2 kW + network + one 2.5 kW storage appliance + 2 x 0.75 kW head nodes
-    assert fleet.it_power_kw == pytest.approx(5 * 10.2 + network_kw + 2.5 + 1.5)  # = 57.147 kW
+    # IT = 5 x 10.2 kW + network + one 2.5 kW storage appliance + the 1.2 kW capacity-tier enclosure
+    # (facility.storage: (2e12 tokens x 4 B x 10 raw + 2e12 x 4 B + 10 x 0.99 TB) x 2 = 196 TB -> 1)
+    # + 2 x 0.75 kW head nodes
+    assert fleet.it_power_kw == pytest.approx(5 * 10.2 + network_kw + 2.5 + 1.2 + 1.5)  # = 58.347 kW
     assert fleet.facility_power_kw == pytest.approx(fleet.it_power_kw * 1.25)  # PUE 1.25
-    # ceil(5 / 4) = 2 compute racks + 1 for 3U of switches, 2U storage and 2U of head nodes
+    # ceil(5 / 4) = 2 compute racks + 1 for 3U of switches, 2U + 4U storage and 2U of head nodes
     assert fleet.racks == 3
 
 

@@ -453,7 +453,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
 
     intensity, grid_src = carbon.grid_intensity(scenario)  # validate facility.grid_* before the heavy work
     plan = spares if spares is not None else reliability.spare_plan(scenario, hw)
-    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes, gpus=hw.gpus)
     topo = topology if topology is not None else design_topology(scenario, cat, hardware=hw)
     if budget is None:
         budget = facility.budget(scenario, cat, hardware=hw, spare_nodes=plan.spare_nodes, network=topo,
@@ -518,6 +518,18 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
                                          f"{per_tb:g} per TB ({prices.sources['storage_per_tb']})")
         storage_capex = prices.line("storage", store.system, f"shared storage appliance {store.system}",
                                     store.appliances, unit_price, prices.sources.get("storage", ""))
+    if getattr(store, "capacity_units", 0):
+        # the capacity tier (facility.storage): its catalogue price, else its capacity x the price per TB
+        cap_price = prices.item("storage:capacity", "storage", store.capacity_system, None)
+        if cap_price is None:
+            per_tb = prices.default("storage_capacity_per_tb", d["storage"]["capacity_per_tb"], None, "")
+            cap_price = per_tb * store.capacity_unit_tb
+            prices.sources["storage:capacity"] = (f"{store.capacity_units} x {store.capacity_system}: "
+                                                  f"{store.capacity_unit_tb:g} TB x {per_tb:g} per TB "
+                                                  f"({prices.sources['storage_capacity_per_tb']})")
+        storage_capex += prices.line("storage", store.capacity_system,
+                                     f"capacity-tier storage {store.capacity_system}", store.capacity_units,
+                                     cap_price, prices.sources.get("storage:capacity", ""))
     rack_price = prices.default("rack", d["facility"]["rack_with_pdus"], costs.rack_price, "costs.rack_price")
     if costs.facility_model == "build":
         per_kw = prices.default("facility_per_kw", d["facility"]["build_per_kw"], costs.facility_per_kw,

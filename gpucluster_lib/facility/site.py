@@ -402,7 +402,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, node, n, network, network_power_w,
                                                  network_rack_units)
     # shared storage: the same design as the checkpoint write time and the storage CapEx
-    store = storage if storage is not None else size_storage(scenario, cat, nodes=n)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=n, gpus=n * hw.gpus_per_node)
     if fac.storage_power_kw is not None:
         storage_w = fac.storage_power_kw * W_PER_KW
         appliances = math.ceil(storage_w / store.appliance_power_w - 1e-9) if storage_w else 0
@@ -415,7 +415,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                                     field="facility.storage_power_kw"))
     else:
         appliances = store.appliances
-        storage_w = store.power_w
+        storage_w = store.total_power_w  # the fast tier and the capacity tier
         if appliances:
             need = (f"one {store.checkpoint_bytes / TB:.2f} TB checkpoint within {store.checkpoint_target_s:g} s at "
                     f"{store.appliance_write_gb_per_s:g} GB/s each: {store.by_bandwidth}; "
@@ -425,7 +425,8 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                                     f"of {store.appliance_power_w / W_PER_KW:g} kW ({need})",
                                     fix="set facility.storage_power_kw to your storage system's power",
                                     field="facility.storage_power_kw"))
-    storage_ru = appliances * store.appliance_rack_units
+    storage_ru = (store.total_rack_units if fac.storage_power_kw is None
+                  else appliances * store.appliance_rack_units)
     heads = scenario.hardware.head_nodes
     head_w = heads * pa.HEAD_NODE_PEAK_W
     head_ru = heads * pa.HEAD_NODE_RACK_UNITS
@@ -668,8 +669,14 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
             one = st.appliances if b.nodes == 1 else 0
             many = st.appliances if st.appliances else max(st.by_bandwidth, st.by_capacity, 1)
         appl = np.where(n > 1, many, one)
-        storage_w = appl * st.appliance_power_w
-        storage_ru = appl * st.appliance_rack_units
+        if st.basis != "scenario" and (st.by_read or st.by_write) and b.nodes > 1:
+            # the read and sustained-write needs scale with the GPUs (facility.storage)
+            scale = n / b.nodes
+            by_gpus = np.maximum(np.ceil(st.by_read * scale - 1e-9), np.ceil(st.by_write * scale - 1e-9))
+            appl = np.where(n > 1, np.maximum(max(st.by_bandwidth, st.by_capacity, st.by_data, 1), by_gpus), one)
+        cap_units = np.where(appl > 0, st.capacity_units, 0)
+        storage_w = appl * st.appliance_power_w + cap_units * st.capacity_unit_power_w
+        storage_ru = appl * st.appliance_rack_units + cap_units * st.capacity_unit_rack_units
     else:
         storage_w = np.zeros_like(n)
         storage_ru = np.zeros_like(n)

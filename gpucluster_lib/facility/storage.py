@@ -20,9 +20,22 @@ with C the checkpoint size [B] (params x ``reliability.checkpoint_bytes_per_para
 ``reliability.checkpoints_kept`` and Cap the appliance capacity [B]. Power and rack units
 come from the catalogue row, else from :mod:`gpucluster_lib.hardware.power_assumptions` (ESTIMATE).
 
-Not modelled: read bandwidth for data loading (training reads are small next to a checkpoint
-burst for LLMs; image/video pipelines may need more appliances: set reliability.storage_units)
-and the data set's capacity.
+Storage for data (the ``storage`` section) adds three needs to the fast tier, so the count is
+the largest of five:
+
+    read:      ceil(G x r / R)        G GPUs reading r GB/s each (``storage.performance_class``:
+                                      NVIDIA DGX SuperPOD storage guidance, :data:`PERFORMANCE_CLASSES`)
+                                      from appliances of R GB/s read
+    write:     ceil(G x w / W)        the class's sustained write per GPU (beside the checkpoint burst)
+    capacity:  ceil((D + k x C) / Cap) the tokenised data set D = tokens x bytes per token (2 B for a
+                                      vocabulary up to 65,536, else 4 B) or images x bytes per image,
+                                      plus the k checkpoints kept
+
+and a **capacity tier** (``storage.capacity_system``, default :data:`DEFAULT_CAPACITY_SYSTEM`)
+holds the raw data (``raw_data_multiple`` x tokens x ``raw_bytes_per_token``), a copy of the
+tokenised set and ``checkpoints_archived`` checkpoints, all times ``storage.growth_factor``.
+Both tiers' capacity, read and write bandwidth are in :meth:`StorageDesign.to_dict` (the budget's
+``storage`` section: ``capacity_tb``, ``read_gb_per_s``, ``write_gb_per_s``, ``units``).
 """
 
 from __future__ import annotations
@@ -37,6 +50,7 @@ from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, TB
 from gpucluster_lib.workloads.checkpoint import scenario_checkpoint_bytes
+from gpucluster_lib.workloads.transformer import resolve_transformer
 
 #: Shared file system used when the scenario names none (storage.csv id; the DDN A3I
 #: appliance of the NVIDIA DGX SuperPOD reference architectures).
@@ -58,6 +72,21 @@ LOCAL_NVME_WRITE_GB_PER_S = 4 * 3.5
 #: above 2 x 60 / 0.05^2 = 48,000 s = 13.3 h (about 1,000-2,000 GPUs at the Llama 3 405B
 #: rate of interruptions).
 CHECKPOINT_TARGET_S = 60.0
+#: Shared storage classes [GB/s per GPU]: NVIDIA DGX SuperPOD H100 reference architecture, storage
+#: performance guidance ("Good / Better / Best"), 4-SU (1,016 GPU) aggregate read 60 / 160 / 500 GB/s
+#: and write 30 / 80 / 250 GB/s, divided by the 1,016 GPUs. The RA text was read through a mirror
+#: in this session only for its single-node GDS read of "over 40 GBps"; the class table is as
+#: NVIDIA publishes it in its DGX SuperPOD RAs. Llama 3 (Dubey et al. 2024, sec. 3.3.1): 2 TB/s
+#: sustained and 7 TB/s peak for 16K H100, i.e. 0.12 and 0.43 GB/s per GPU, between "better" and "best".
+PERFORMANCE_CLASSES: dict[str, dict[str, float]] = {
+    "good": {"read": 60 / 1016, "write": 30 / 1016},
+    "better": {"read": 160 / 1016, "write": 80 / 1016},
+    "best": {"read": 500 / 1016, "write": 250 / 1016},
+}
+#: Capacity tier used when the scenario names none (storage.csv id).
+DEFAULT_CAPACITY_SYSTEM = "generic-hdd-object-4u"
+#: Vocabulary size up to which a token id fits in 2 bytes (uint16).
+UINT16_VOCAB = 65_536
 
 
 @dataclass(frozen=True)
@@ -84,16 +113,60 @@ class StorageDesign:
     by_capacity: int
     checkpoint_write_gb_per_s: float
     sources: dict[str, str] = field(default_factory=dict)
+    #: appliances the read, the sustained write and the capacity of the data need [count]
+    by_read: int = 0
+    by_write: int = 0
+    by_data: int = 0
+    appliance_read_gb_per_s: float = 0.0
+    #: bandwidth the GPUs need [GB/s] and the tokenised data set [B]
+    read_needed_gb_per_s: float = 0.0
+    write_needed_gb_per_s: float = 0.0
+    dataset_bytes: float = 0.0
+    performance_class: str = "better"
+    #: capacity tier: system, units, capacity needed [TB], per-unit figures
+    capacity_system: str | None = None
+    capacity_units: int = 0
+    capacity_needed_tb: float = 0.0
+    capacity_unit_tb: float = 0.0
+    capacity_unit_read_gb_per_s: float = 0.0
+    capacity_unit_write_gb_per_s: float = 0.0
+    capacity_unit_power_w: float = 0.0
+    capacity_unit_rack_units: int = 0
 
     @property
     def power_w(self) -> float:
-        """Maximum power of the appliances [W]."""
+        """Maximum power of the fast tier's appliances [W]."""
         return self.appliances * self.appliance_power_w
 
     @property
     def rack_units(self) -> int:
-        """Rack space of the appliances [U]."""
+        """Rack space of the fast tier's appliances [U]."""
         return self.appliances * self.appliance_rack_units
+
+    @property
+    def total_power_w(self) -> float:
+        """Maximum power of both tiers [W]."""
+        return self.power_w + self.capacity_units * self.capacity_unit_power_w
+
+    @property
+    def total_rack_units(self) -> int:
+        """Rack space of both tiers [U]."""
+        return self.rack_units + self.capacity_units * self.capacity_unit_rack_units
+
+    @property
+    def read_gb_per_s(self) -> float:
+        """Read bandwidth of the fast tier [GB/s] (the capacity tier is not read by the jobs)."""
+        return self.appliances * self.appliance_read_gb_per_s
+
+    @property
+    def capacity_tier_tb(self) -> float:
+        """Capacity of the capacity tier [TB]."""
+        return self.capacity_units * self.capacity_unit_tb
+
+    @property
+    def total_capacity_tb(self) -> float:
+        """Capacity of both tiers [TB]."""
+        return (self.capacity_tb or 0.0) + self.capacity_tier_tb
 
     @property
     def capacity_tb(self) -> float | None:
@@ -119,7 +192,25 @@ class StorageDesign:
             "power_w": round(self.power_w, 1),
             "rack_units": self.rack_units,
             "capacity_tb": self.capacity_tb,
+            "read_gb_per_s": round(self.read_gb_per_s, 3),
             "write_gb_per_s": self.checkpoint_write_gb_per_s,
+            "by_read": self.by_read,
+            "by_write": self.by_write,
+            "by_data": self.by_data,
+            "read_needed_gb_per_s": round(self.read_needed_gb_per_s, 3),
+            "write_needed_gb_per_s": round(self.write_needed_gb_per_s, 3),
+            "dataset_tb": round(self.dataset_bytes / TB, 3),
+            "performance_class": self.performance_class,
+            "capacity_tier": {"system": self.capacity_system, "units": self.capacity_units,
+                              "power_w": round(self.capacity_units * self.capacity_unit_power_w, 1),
+                              "rack_units": self.capacity_units * self.capacity_unit_rack_units,
+                              "capacity_tb": round(self.capacity_tier_tb, 3),
+                              "needed_tb": round(self.capacity_needed_tb, 3),
+                              "read_gb_per_s": round(self.capacity_units * self.capacity_unit_read_gb_per_s, 3),
+                              "write_gb_per_s": round(self.capacity_units * self.capacity_unit_write_gb_per_s, 3)},
+            "total_capacity_tb": round(self.total_capacity_tb, 3),
+            "total_power_w": round(self.total_power_w, 1),
+            "total_rack_units": self.total_rack_units,
             "checkpoint_bytes": self.checkpoint_bytes,
             "checkpoint_target_s": self.checkpoint_target_s,
             "checkpoint_write_s": self.checkpoint_write_s,
@@ -163,7 +254,35 @@ def _row(catalog: Any, sid: str, named: bool) -> Any:
     return None
 
 
-def size_storage(scenario: Scenario, catalog: Any, *, nodes: int,
+def dataset_bytes(scenario: Scenario) -> tuple[float, float, str]:
+    """(tokenised data set [B], raw source data [B], how) of the scenario.
+
+    Tokens: ``storage.dataset_tokens``, else ``training.tokens``; bytes per token
+    ``storage.bytes_per_token``, else 2 B for a vocabulary up to 65,536 ids (uint16) and 4 B
+    above (Llama 3's 128,256). Raw: tokens x ``raw_bytes_per_token`` (about 4 characters of
+    English a BPE token) x ``raw_data_multiple`` (RefinedWeb, Penedo et al. 2023: filtering
+    removes almost 90% of Common Crawl). Images: ``training.dataset_images`` x
+    ``bytes_per_image`` (ILSVRC-2012 train: about 138 GB for 1.28 M images = 108 kB), raw = the same.
+    """
+    st = scenario.storage
+    tokens = st.dataset_tokens or scenario.training.tokens
+    if scenario.training.dataset_images:
+        size = float(scenario.training.dataset_images) * st.bytes_per_image
+        return size, size, f"{scenario.training.dataset_images:,.0f} images x {st.bytes_per_image:,.0f} B"
+    if not tokens:
+        return 0.0, 0.0, "no data set (no training.tokens or storage.dataset_tokens)"
+    per = st.bytes_per_token
+    if per is None:
+        try:
+            vocab = resolve_transformer(scenario.model).vocab_size
+            per = 2.0 if vocab <= UINT16_VOCAB else 4.0
+        except GpuClusterError:
+            per = 4.0
+    raw = float(tokens) * st.raw_bytes_per_token * st.raw_data_multiple
+    return float(tokens) * per, raw, f"{float(tokens):.3g} tokens x {per:g} B"
+
+
+def size_storage(scenario: Scenario, catalog: Any, *, nodes: int, gpus: int | None = None,
                  checkpoint_bytes: float | None = None) -> StorageDesign:
     """Size the central storage of ``scenario`` for ``nodes`` compute nodes (see the module doc).
 
@@ -218,14 +337,27 @@ def size_storage(scenario: Scenario, catalog: Any, *, nodes: int,
         sources["rack_units"] = f"{sid} has no rack units in the catalogue: {ru}U (ESTIMATE)"
     target = rel.checkpoint_target_s
     by_bw, by_cap = appliances_needed(size, target, write, cap, rel.checkpoints_kept)
+    # ---- storage for data: read and sustained write per GPU, the data set on the fast tier
+    st = scenario.storage
+    cls = PERFORMANCE_CLASSES[st.performance_class]
+    n_gpus = int(gpus) if gpus is not None else 0
+    read_per = st.read_gb_per_s_per_gpu if st.read_gb_per_s_per_gpu is not None else cls["read"]
+    write_per = st.write_gb_per_s_per_gpu if st.write_gb_per_s_per_gpu is not None else cls["write"]
+    read_need = n_gpus * read_per if nodes > 1 else 0.0
+    write_need = n_gpus * write_per if nodes > 1 else 0.0
+    read = (_num(row, "read_gb_per_s") if row is not None else None) or write
+    data_b, raw_b, data_how = dataset_bytes(scenario)
+    by_read = math.ceil(read_need / read - 1e-9) if read_need else 0
+    by_write = math.ceil(write_need / write - 1e-9) if write_need else 0
+    by_data = math.ceil((data_b + rel.checkpoints_kept * size) / (cap * TB) - 1e-9) if cap and data_b else 0
     if rel.storage_units:
         count, basis = int(rel.storage_units), "scenario"
     elif nodes <= 1 and not named:
         count, basis = 0, "local"
     else:
-        count = max(by_bw, by_cap, 1)
-        basis = "bandwidth" if count == by_bw and by_bw >= by_cap else (
-            "capacity" if count == by_cap else "minimum")
+        needs = {"bandwidth": by_bw, "read": by_read, "write": by_write, "capacity": max(by_cap, by_data)}
+        count = max(max(needs.values()), 1)
+        basis = next((k for k, v in needs.items() if v == count), "minimum")
     if rel.checkpoint_write_gbps is not None:
         ckpt_write = float(rel.checkpoint_write_gbps)
         sources["checkpoint_write_gb_per_s"] = "scenario reliability.checkpoint_write_gbps"
@@ -236,10 +368,37 @@ def size_storage(scenario: Scenario, catalog: Any, *, nodes: int,
         sources["checkpoint_write_gb_per_s"] = (
             f"single node: checkpoints go to its local NVMe at {ckpt_write:g} GB/s (ESTIMATE: 4 U.2 drives in "
             "RAID 0 at 3.5 GB/s); no central appliance")
+    if read_need:
+        sources["read_gb_per_s_per_gpu"] = (f"{read_per:.4g} GB/s per GPU x {n_gpus} GPUs = {read_need:,.1f} GB/s "
+                                            f"({'scenario storage.read_gb_per_s_per_gpu' if st.read_gb_per_s_per_gpu is not None else 'NVIDIA DGX SuperPOD storage class ' + repr(st.performance_class)})")
+    if data_b:
+        sources["dataset"] = data_how
+    # ---- capacity tier: raw data, a copy of the tokenised set, archived checkpoints, x growth
+    cap_sys, cap_units, cap_need_tb = None, 0, 0.0
+    c_tb = c_read = c_write = c_power = 0.0
+    c_ru = 0
+    if st.capacity_tier and count and (raw_b or data_b or size):
+        cap_sys = st.capacity_system or DEFAULT_CAPACITY_SYSTEM
+        crow = _row(catalog, cap_sys, bool(st.capacity_system))
+        if crow is not None:
+            c_tb = _num(crow, "capacity_tb") or 0.0
+            c_read, c_write = _num(crow, "read_gb_per_s") or 0.0, _num(crow, "write_gb_per_s") or 0.0
+            c_power = _num(crow, "max_power_w") or pa.STORAGE_APPLIANCE_W
+            c_ru = int(_num(crow, "rack_units") or pa.STORAGE_APPLIANCE_RACK_UNITS)
+        if c_tb:
+            cap_need_tb = (raw_b + data_b + st.checkpoints_archived * size) * st.growth_factor / TB
+            cap_units = max(1, math.ceil(cap_need_tb / c_tb - 1e-9))
+        else:
+            cap_sys = None
     return StorageDesign(
         system=sid if count else "local-nvme", kind=kind if count else "local-nvme", appliances=count, basis=basis,
         appliance_write_gb_per_s=write, appliance_capacity_tb=cap, appliance_power_w=float(power),
         appliance_rack_units=int(ru), checkpoint_bytes=size, checkpoint_target_s=target,
         checkpoints_kept=rel.checkpoints_kept, by_bandwidth=by_bw, by_capacity=by_cap,
-        checkpoint_write_gb_per_s=ckpt_write, sources=sources,
+        checkpoint_write_gb_per_s=ckpt_write, sources=sources, by_read=by_read, by_write=by_write, by_data=by_data,
+        appliance_read_gb_per_s=float(read), read_needed_gb_per_s=read_need, write_needed_gb_per_s=write_need,
+        dataset_bytes=data_b, performance_class=st.performance_class, capacity_system=cap_sys,
+        capacity_units=cap_units, capacity_needed_tb=cap_need_tb, capacity_unit_tb=c_tb,
+        capacity_unit_read_gb_per_s=c_read, capacity_unit_write_gb_per_s=c_write, capacity_unit_power_w=c_power,
+        capacity_unit_rack_units=c_ru,
     )

@@ -586,7 +586,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     mtbi_h = mtbi_hours(per_day)
     mtbi_s = mtbi_h * SECONDS_PER_HOUR
 
-    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes)
+    store = storage if storage is not None else size_storage(scenario, cat, nodes=hw.nodes, gpus=hw.gpus)
     ckpt = store.checkpoint_bytes
     if "storage" in store.sources:
         assumptions["storage"] = store.sources["storage"]
