@@ -240,6 +240,8 @@ class InferenceSpec:
     memory_utilization: float | None = f(None, gt=0, le=1, doc="fraction of HBM the engine may use")
     runtime_overhead_gib: float | None = f(None, ge=0, le=1024, unit="GiB", doc="CUDA context and buffers outside the pool")
     vision_efficiency: float | None = f(None, gt=0, le=1, doc="achieved fraction of peak for CNN/ViT inference")
+    mig_profile: str | None = f(None, max_len=32, doc="serve each replica on a MIG instance of this profile (A100/H100/H200, "
+                                "e.g. 1g.10gb), or 'auto' for the profile that needs the fewest GPUs")
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,11 @@ class CostsSpec:
     maintenance_fraction: float = f(0.08, ge=0, le=1, doc="of CapEx per year")
     colocation_per_kw_month: float | None = f(None, ge=0, le=1e6)
     facility_per_kw: float | None = f(None, ge=0, le=1e8, doc="build cost per kW of IT")
-    rent_per_gpu_hour: float | None = f(None, ge=0, le=1e5)
+    rent_per_gpu_hour: float | None = f(None, ge=0, le=1e5, unit="currency/GPU-h", doc="rental price; default "
+                                        "data/rent_prices.yaml for the accelerator and costs.rent_term")
+    purchase: Literal["buy", "rent"] = f("buy", doc="buy the hardware, or rent it as cloud capacity (TPUs: rent only)")
+    rent_term: Literal["on-demand", "reserved"] = f("on-demand", doc="rented capacity: paid per hour used, or a "
+                                                    "reserved term paid for every hour")
     prices: dict[str, float] = f({}, ge=0, le=1e12, max_items=256, doc="catalogue id -> price override")
     facility_model: Literal["build", "colocation"] = f("build", doc="own the building (CapEx per kW) or rent "
                                                        "colocation space (OpEx per kW-month)")
@@ -360,18 +366,18 @@ class StorageSpec:
 
     performance_class: Literal["good", "better", "best"] = f(
         "better", doc="NVIDIA DGX SuperPOD storage guidance class that sets the read and write bandwidth per GPU")
-    read_gb_per_s_per_gpu: float | None = f(None, ge=0, unit="GB/s", doc="override of the class's read bandwidth per GPU")
-    write_gb_per_s_per_gpu: float | None = f(None, ge=0, unit="GB/s", doc="override of the class's write bandwidth per GPU")
-    dataset_tokens: float | None = f(None, gt=0, unit="tokens", doc="tokens in the data set (default training.tokens)")
-    bytes_per_token: float | None = f(None, gt=0, unit="B", doc="stored bytes per tokenised token (default from the "
+    read_gb_per_s_per_gpu: float | None = f(None, ge=0, le=1000, unit="GB/s", doc="override of the class's read bandwidth per GPU")
+    write_gb_per_s_per_gpu: float | None = f(None, ge=0, le=1000, unit="GB/s", doc="override of the class's write bandwidth per GPU")
+    dataset_tokens: float | None = f(None, gt=0, le=1e18, unit="tokens", doc="tokens in the data set (default training.tokens)")
+    bytes_per_token: float | None = f(None, gt=0, le=1024, unit="B", doc="stored bytes per tokenised token (default from the "
                                       "vocabulary: 2 B up to 65,536 entries, else 4 B)")
-    raw_bytes_per_token: float = f(4.0, ge=0, unit="B", doc="raw text bytes per token (about 4 characters a token)")
-    raw_data_multiple: float = f(10.0, ge=0, doc="raw source data kept per byte of filtered text (web filtering "
+    raw_bytes_per_token: float = f(4.0, ge=0, le=1024, unit="B", doc="raw text bytes per token (about 4 characters a token)")
+    raw_data_multiple: float = f(10.0, ge=0, le=10_000, doc="raw source data kept per byte of filtered text (web filtering "
                                  "keeps about a tenth)")
-    bytes_per_image: float = f(110e3, gt=0, unit="B", doc="stored bytes per training image (ImageNet-1k JPEG average)")
-    checkpoints_archived: int = f(10, ge=0, doc="checkpoints kept on the capacity tier")
+    bytes_per_image: float = f(110e3, gt=0, le=1e12, unit="B", doc="stored bytes per training image (ImageNet-1k JPEG average)")
+    checkpoints_archived: int = f(10, ge=0, le=100_000, doc="checkpoints kept on the capacity tier")
     growth_factor: float = f(2.0, ge=1, le=20, doc="capacity planned per byte needed today")
-    capacity_system: str | None = f(None, doc="storage.csv id of the capacity tier (default generic-hdd-object-4u)")
+    capacity_system: str | None = f(None, max_len=64, doc="storage.csv id of the capacity tier (default generic-hdd-object-4u)")
     capacity_tier: bool = f(True, doc="a capacity tier for raw data and archived checkpoints beside the fast tier")
 
 

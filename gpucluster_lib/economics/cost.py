@@ -48,6 +48,7 @@ import yaml
 
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.economics import carbon
+from gpucluster_lib.economics import rent as rent_mod
 from gpucluster_lib.economics.carbon import load_grid_presets
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.facility import site as facility
@@ -213,6 +214,9 @@ class CostResult:
     #: "quantity", "unit_price", "source", "extended"}; they add up to ``capex["total"]``
     #: (the bill of materials, ``gpucluster export bom``)
     lines: list[dict[str, Any]] = field(default_factory=list)
+    #: "buy" or "rent" (costs.purchase), and the rental term when rented
+    purchase: str = "buy"
+    rent_term: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ``gpucluster cost --json`` contract."""
@@ -240,6 +244,8 @@ class CostResult:
                 "own_training_run_cost": self.training_run_cost,
                 "break_even_utilization": self.break_even_utilization,
             },
+            "purchase": self.purchase,
+            "rent_term": self.rent_term,
             "cost_per_million_tokens": self.cost_per_million_tokens,
             "tokens_per_s_served": self.tokens_per_s_served,
             "energy_mwh_per_year": self.energy_mwh_per_year,
@@ -474,6 +480,11 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     it_typ_kw = float(getattr(budget, "it_typical_kw", None) or it_kw)
     pue = fac_kw / it_kw if it_kw > 0 else fac.pue
 
+    rent_mod.require_purchasable(hw.accelerator, costs.purchase)
+    if costs.purchase == "rent":
+        return _rented(scenario, hw, budget, rel, training_days, intensity, grid_src, it_kw, fac_kw, racks,
+                       it_typ_kw, pue, assumptions, store)
+
     # ---- CapEx
     node_price = prices.item("server", "servers", hw.server_id, d["compute"]["servers"], costs.server_price,
                              "costs.server_price")
@@ -624,6 +635,42 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         price_sources=dict(sorted(prices.sources.items())), assumptions=assumptions, findings=sort_findings(findings),
         storage={"system": store.system, "units": store.appliances}, lines=list(prices.lines),
     )
+
+
+def _rented(scenario: Scenario, hw: Any, budget: Any, rel: Any, training_days: float | None, intensity: float,
+            grid_src: str, it_kw: float, fac_kw: float, racks: int, it_typ_kw: float, pue: float,
+            assumptions: dict[str, str], store: Any) -> CostResult:
+    """The cost of rented capacity (:mod:`gpucluster_lib.economics.rent`): no CapEx, the rental as OpEx."""
+    costs = scenario.costs
+    price, src = rent_mod.rent_price(hw.accelerator_id, costs.rent_term, costs.rent_per_gpu_hour)
+    per_year = rent_mod.rent_per_year(hw.gpus, price, costs.rent_term, costs.load_fraction)
+    years = costs.years
+    capex = {"compute": 0.0, "network": 0.0, "storage": 0.0, "facility": 0.0, "total": 0.0}
+    opex = {"energy": 0.0, "maintenance": 0.0, "space": 0.0, "rent": per_year, "total": per_year}
+    days = training_days if training_days is not None else (rel.training_days_expected if rel is not None else None)
+    run_gpu_h = gpu_hours(hw.gpus, days) if days is not None else None
+    run_cost = run_gpu_h * price if run_gpu_h is not None else None
+    mwh_year = carbon.energy_mwh_per_year(it_typ_kw, pue, costs.load_fraction)
+    run_mwh = (carbon.facility_energy_mwh(it_typ_kw, pue, days * HOURS_PER_DAY, costs.load_fraction)
+               if days else None)
+    findings = [Finding("cost-rented", "info",
+                        f"{hw.gpus:,} x {hw.accelerator_id} rented {costs.rent_term} at {price:.3g} per GPU-hour: "
+                        f"{per_year:,.0f} a year; no hardware, facility, energy or maintenance cost of its own",
+                        fix="set costs.rent_per_gpu_hour to a quoted price", field="costs.rent_per_gpu_hour")]
+    # per GPU-hour used: on-demand pays only the hours used; a reserved term pays idle hours too
+    used = 1.0 if costs.rent_term == "on-demand" else costs.load_fraction
+    return CostResult(
+        currency=costs.currency, years=years, gpus=hw.gpus, nodes_bought=0, it_power_kw=it_kw,
+        facility_power_kw=fac_kw, racks=racks, capex=capex, opex_per_year=opex, annualized_cost=per_year,
+        tco=per_year * years, tco_by_year=[per_year * y for y in range(years + 1)],
+        cost_per_gpu_hour=price / used if used else price, training_days=days, training_gpu_hours=run_gpu_h,
+        training_run_cost=run_cost, rent_per_gpu_hour=price, rent_training_run_cost=run_cost,
+        break_even_utilization=math.inf, cost_per_million_tokens=None, tokens_per_s_served=None,
+        energy_mwh_per_year=mwh_year, grid_kg_co2e_per_kwh=intensity, grid_source=grid_src,
+        co2e_tonnes_per_year=carbon.co2e_tonnes(mwh_year, intensity), training_run_energy_mwh=run_mwh,
+        training_run_co2e_tonnes=carbon.co2e_tonnes(run_mwh, intensity) if run_mwh is not None else None,
+        price_sources={"rent": src}, assumptions=assumptions, findings=findings,
+        storage={"system": store.system, "units": store.appliances}, purchase="rent", rent_term=costs.rent_term)
 
 
 def grid_presets() -> dict[str, float]:

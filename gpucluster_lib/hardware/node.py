@@ -583,7 +583,8 @@ def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | No
     if ff in ("board", "TPU"):
         return [Finding("node-form-factor", "error",
                         f"{acc['id']} ({ff}) is not sold as a part; it comes only in a vendor system",
-                        fix="pick a catalogue system (hardware.server) for this accelerator",
+                        fix="pick a catalogue system (hardware.server) for this accelerator; a TPU is rented "
+                        "as cloud capacity (costs.purchase: rent)",
                         field="hardware.accelerator")]
     base = (frame or {}).get("gpu_baseboard")
     fid = (frame or {}).get("id", "the chassis")

@@ -22,6 +22,7 @@ from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
 from gpucluster_lib.calibration.profile import CalibrationProfile, scenario_profile
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
+from gpucluster_lib.inference import mig as mig_mod
 from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
 from gpucluster_lib.inference.fleet import FleetSize, per_mw, size_fleet
 from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times, prefill_time
@@ -101,6 +102,8 @@ class ServingEstimate:
     load: dict[str, Any] | None
     assumptions: list[str]
     findings: list[Finding] = field(default_factory=list)
+    #: the MIG profile the replicas run on (``inference.mig_profile``), else None
+    mig: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
@@ -383,6 +386,9 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if is_vision_model(scenario.model):  # CNN/ViT: images/s and video streams instead of tokens
         return serve_vision(scenario, cat, hardware=hw, node=node, cluster_facility=cluster_facility,
                             network=network)
+    if scenario.inference.mig_profile:  # one replica per MIG instance (inference/mig.py)
+        return mig_mod.serve_on_mig(scenario, cat, hw, serve=serve, node=node, cluster_facility=cluster_facility,
+                                    network=network, fabric_gbps=fabric_gbps)
     arch = resolve_transformer(scenario.model)
     inf = scenario.inference
     eff = efficiency_from_spec(inf)
