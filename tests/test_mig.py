@@ -45,7 +45,7 @@ def test_bad_profiles_name_the_field():
     s = from_dict({"model": "llama2-7b", "hardware": {"server": "dgx-h100"},
                    "inference": {"mig_profile": "1g.10gb", "tensor_parallel": 2}})
     with pytest.raises(ScenarioError, match=r"inference\.tensor_parallel: a MIG instance serves a replica alone"):
-        design(s).serving
+        _ = design(s).serving
 
 
 def small_model(profile_name, tokens_per_s=2000.0):

@@ -34,7 +34,7 @@ def test_rent_arithmetic_by_hand():
 
 def test_tpu_is_rent_only():
     with pytest.raises(ScenarioError, match=r"costs\.purchase: Google TPU v5p .* is not sold: it is rented"):
-        design(from_dict(TPU)).cost
+        _ = design(from_dict(TPU)).cost
     c = design(from_dict({**TPU, "costs": {"purchase": "rent"}})).cost
     assert c.capex["total"] == 0 and c.nodes_bought == 0
     assert c.opex_per_year["rent"] == pytest.approx(64 * 4.20 * 8760)  # 64 chips on demand
