@@ -120,3 +120,20 @@ def test_data_plan_reads_the_storage_stages_data_set_and_capacity_tier():
     assert plan.capacity_tier_bytes == pytest.approx(13e12)
     assert "ops-data-capacity-tier-full" in _codes(plan.findings)
     assert plan.staging_s == pytest.approx(5e12 / 65e9)  # 76.9 s at one appliance's 65 GB/s
+
+
+def test_operations_command_prints_the_plan_as_json():
+    import contextlib
+    import io
+    import json
+
+    from gpucluster_lib.cli import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["operations", str(LLAMA), "--json"]) == 0
+    data = json.loads(out.getvalue())
+    assert data["stack"]["slurm_controllers"] == ["head01", "head02"]
+    assert data["stack"]["monitoring"]["gpu_series"] == 10_752  # 512 GPUs x 21
+    assert data["data"]["dataset_tb"] == pytest.approx(16.0)  # 2e12 tokens x 8 B
+    assert any(i["topic"] == "SLURM authentication (MUNGE)" for i in data["security"]["items"])

@@ -36,6 +36,13 @@ class SecurityPlan:
         return {"items": [dict(i.__dict__) for i in self.items], "findings": [f.to_dict() for f in self.findings]}
 
 
+def _hosts(names: list[str]) -> str:
+    """``login host head01`` / ``login hosts head03, head04`` (the users' entry points)."""
+    if not names:
+        return "no login host"
+    return ("login host " if len(names) == 1 else "login hosts ") + ", ".join(names)
+
+
 def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: Any, stack: Any,
                   data: Any = None) -> SecurityPlan:
     """The checklist of a design; every item's reason names the design's own numbers."""
@@ -62,14 +69,16 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
     add("User authentication",
         "Central identities (LDAP or Active Directory) with Kerberos or SSO and multi-factor login on the "
         "login nodes; SSH keys or certificates, no shared accounts.",
-        f"{stack.login_nodes} login node(s) are the users' entry point to {hardware.gpus:,} GPUs",
+        f"{_hosts(stack.login_hosts)} {'is' if len(stack.login_hosts) == 1 else 'are'} the users' entry point to "
+        f"{hardware.gpus:,} GPUs",
         "IA-2 identification and authentication")
     if stack.slurm:
         add("SLURM authentication (MUNGE)",
             "AuthType=auth/munge with one MUNGE key on every node, readable only by the munge user; rotate it when "
             "a node leaves; slurmdbd on the head node only.",
             f"slurmctld on {', '.join(stack.slurm_controllers) or 'the head node'} trusts any request signed with "
-            f"the cluster key from {hardware.nodes:,} compute nodes", "IA-3 device identification")
+            f"the cluster key from {hardware.nodes:,} compute node{'s' if hardware.nodes != 1 else ''}",
+            "IA-3 device identification")
     if stack.kubernetes:
         add("Kubernetes control plane",
             "RBAC with least privilege, TLS between all components, etcd encrypted at rest "
@@ -99,7 +108,7 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
     add("Audit and intrusion detection",
         "auditd and central log collection from every host, scheduler accounting kept a year, file-integrity "
         "monitoring of the node image, and an intrusion-detection system on the login and management networks.",
-        f"{hosts} hosts and {stack.login_nodes} login node(s) with many users; GPU clusters are targets for "
+        f"{hosts} hosts and {_hosts(stack.login_hosts)} shared by many users; GPU clusters are targets for "
         "cryptomining and model theft", "AU-6 audit review; SI-4 system monitoring")
     add("Node image and firmware integrity",
         f"Secure Boot with a signed {stack.os_image} image from the cluster manager, signed GPU/NIC/BMC firmware, "

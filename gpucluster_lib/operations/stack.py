@@ -260,12 +260,11 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
     roles: list[list[str]] = [[] for _ in names]
     core_n = max(management, control)
     if names:
+        pair = min(management, heads) > 1
         for i in range(min(management, heads)):
-            roles[i].append("cluster manager" + (" (primary)" if i == 0 and management > 1 else
-                                                 " (standby)" if i else ""))
+            roles[i].append("cluster manager" + (" (primary)" if i == 0 and pair else " (standby)" if i else ""))
             if slurm:
-                roles[i].append("SLURM controller" + (" (primary)" if i == 0 and management > 1 else
-                                                      " (backup)" if i else ""))
+                roles[i].append("SLURM controller" + (" (primary)" if i == 0 and pair else " (backup)" if i else ""))
         if slurm:
             roles[0].append("SLURM accounting database")
         for i in range(min(control, heads)):
