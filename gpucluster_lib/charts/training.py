@@ -37,7 +37,7 @@ def time_breakdown_chart(est: Any) -> alt.Chart:
 
 
 def memory_chart(est: Any) -> alt.Chart:
-    """Memory per GPU (first pipeline stage) as a stacked bar against the GPU's memory [GiB].
+    """Memory per GPU (the pipeline stage that needs the most) as a stacked bar against the GPU's memory [GiB].
 
     A grey "free" segment fills the bar up to the GPU's memory when the plan fits; when it
     does not, the bar runs past the capacity (the axis ends at the larger of the two).

@@ -103,7 +103,7 @@ class TrainingPanel:
             widgets.HBox([inputs, widgets.VBox([self.summary, self.msg, self.findings],
                                                layout=widgets.Layout(width="50%"))]),
             section("Step-time breakdown", self.time_chart),
-            section("Memory per GPU (first pipeline stage)", self.mem_chart),
+            section("Memory per GPU (the pipeline stage that needs the most)", self.mem_chart),
             section("Top plans (plan search)", self.plans),
             section("Scaling: time to train and MFU against GPU count", self.scale_btn, self.scale_chart),
         ])
@@ -199,7 +199,8 @@ class TrainingPanel:
             ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
             ("Per GPU", f"{e.model_tflops_per_gpu:.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
             ("Memory per GPU", f"{m['total'] / GIB:.1f} of {e.memory_capacity_bytes / GIB:.0f} GiB "
-                               f"({'fits' if e.fits else 'does not fit'})"),
+                               f"({'fits' if e.fits else 'does not fit'})"
+                               + (f", pipeline stage {e.stages['memory_stage'] + 1}" if e.plan.pipeline > 1 else "")),
             ("Time to train", days),
         ])
         show_findings(self.findings, e.findings, empty="No findings: the plan is valid and fits.")
