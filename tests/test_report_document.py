@@ -172,3 +172,11 @@ def test_design_without_a_model(root):
     assert "No model in the scenario: nothing to train." in page
     assert "none in the scenario: hardware, facility and cost only" in page
     assert identifier_leaks(page) == []
+
+
+def test_rack_scale_system_chapter_reads_without_missing_values(root):
+    # a GB200 NVL72 row is one rack with its power shelves: no per-node supply count in the catalogue
+    d = Design.from_yaml(root / "gpucluster_lib/data/scenarios/gb200-nvl72-superpod-su.yaml")
+    page = document.section_html(document.stage_sections(d)[0])
+    assert "power supplies" not in page and identifier_leaks(page) == []
+    assert f"{d.hardware.gpus:,} GPUs in all" in page

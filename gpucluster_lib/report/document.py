@@ -209,8 +209,9 @@ def _hardware_section(d: Design) -> Section:
     text = _p(
         f"The cluster is {hw.nodes:,} nodes of {node.name}, each with {hw.gpus_per_node} {acc['name']} GPUs: "
         f"{hw.gpus:,} GPUs in all, {bf16 * hw.gpus / 1000:,.0f} PFLOP/s of dense BF16 compute at peak.",
-        f"One node draws up to {node.peak_power_w / 1000:,.1f} kW ({node.typical_power_w / 1000:,.1f} kW typical) "
-        f"from {node.psu_count} power supplies ({node.psu_redundancy}) and takes {node.rack_units} rack units.")
+        f"One node draws up to {node.peak_power_w / 1000:,.1f} kW ({node.typical_power_w / 1000:,.1f} kW typical)"
+        + (f" from {node.psu_count} power supplies ({node.psu_redundancy})" if node.psu_count else "")
+        + f" and takes {node.rack_units} rack units.")
     rows = [("GPU", acc["name"]), ("GPU memory", format_value(acc["memory_gib"], "GiB")),
             ("GPU memory bandwidth", format_value(acc["memory_bandwidth_gb_per_s"], "GB/s")),
             ("Dense BF16 compute per GPU", format_value(acc["bf16_tflops"], "TFLOP/s")),
