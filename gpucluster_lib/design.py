@@ -65,7 +65,7 @@ from gpucluster_lib.reliability import core as reliability_mod
 from gpucluster_lib.scenario import ModelSpec, ParallelismSpec, Scenario, load_scenario
 from gpucluster_lib.training.estimate import build_context, search_plans
 from gpucluster_lib.training.estimate import estimate as estimate_training
-from gpucluster_lib.workloads.checkpoint import has_transformer
+from gpucluster_lib.workloads.checkpoint import has_checkpoint, has_transformer
 
 #: How many times each stage has run in this process (tests and benchmarks read it).
 STAGE_CALLS: Counter[str] = Counter()
@@ -133,7 +133,7 @@ def _plans(d: Design) -> Any:
 
 
 def _reliability(d: Design) -> Any:
-    if not has_transformer(d.scenario):
+    if not has_checkpoint(d.scenario):  # a transformer or a CNN/ViT preset
         return None
     days = d.training.training_days if d.training is not None else None
     return reliability_mod.assess(d.scenario, d.catalog, hardware=d.hardware, storage=d.storage,

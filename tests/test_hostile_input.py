@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import io
+import json
 import time
 import typing
 
@@ -282,3 +283,57 @@ def test_catalogue_cache_is_keyed_by_content(tmp_path):
     path.write_text(one_row("accelerators", tdp_w="-5"))  # edited in place, same path
     with pytest.raises(CatalogError, match=r"row 2, column 'tdp_w': negative value -5"):
         load_catalog([path])
+
+
+# ------------------------------------------------------------------ internal errors fixed at their source
+
+REF = "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
+
+
+def test_fp16_training_on_v100_uses_its_fp16_peak(tmp_path):
+    # V100 SXM2 has no BF16 units; fp16 was refused with "no dense bf16 peak ... choose one of: fp16, fp32"
+    (tmp_path / "v.yaml").write_text("model: megatron-1.7b\nhardware: {server: dgx-1-v100, nodes: 2}\n"
+                                     "training: {precision: fp16, tokens: 1.0e+9}\n")
+    rc, out, err = cli("estimate", str(tmp_path / "v.yaml"), "--json")
+    assert rc == 0, err
+    d = json.loads(out)
+    # MFU is model FLOP/s per GPU over the dense FP16 tensor peak: 125 TFLOP/s (NVIDIA V100 datasheet)
+    assert d["mfu"] == pytest.approx(d["model_tflops_per_gpu"] / 125.0, rel=1e-9)
+    (tmp_path / "v.yaml").write_text("model: megatron-1.7b\nhardware: {server: dgx-1-v100, nodes: 2}\n"
+                                     "training: {precision: bf16, tokens: 1.0e+9}\n")
+    rc, _, err = cli("estimate", str(tmp_path / "v.yaml"))
+    assert rc == 2 and "no dense bf16 peak" in err and "fp16" in err  # bf16 is still refused, with the choice
+
+
+@pytest.mark.parametrize("preset", ["resnet50", "vit-b16"])
+def test_vision_presets_run_in_every_command(tmp_path, preset):
+    (tmp_path / "v.yaml").write_text(f"model: {preset}\nhardware: {{server: dgx-h100, nodes: 2}}\n"
+                                     "training: {epochs: 90, dataset_images: 1.28e+6}\ninference: {images_per_s: 1000}\n")
+    for command in COMMANDS:
+        rc, out, err = cli(command, str(tmp_path / "v.yaml"), "--json")
+        assert rc == 0, (command, err)
+    r = json.loads(cli("reliability", str(tmp_path / "v.yaml"), "--json")[1])
+    params = {"resnet50": 25.6e6, "vit-b16": 86.6e6}[preset]  # He 2016 Table 1; Dosovitskiy 2021 Table 1
+    assert r["checkpoint_bytes"] == pytest.approx(params * 14, rel=0.01)  # 14 B per parameter (Adam, bf16)
+    assert r["training_days_expected"] > r["training_days_ideal"] > 0
+
+
+@pytest.mark.parametrize("accelerator", ["tpu-v4", "mi250x"])
+def test_serving_on_an_accelerator_without_a_scaleup_figure(tmp_path, accelerator):
+    (tmp_path / "s.yaml").write_text(f"model: llama3-8b\nhardware: {{accelerator: {accelerator}, nodes: 2}}\n"
+                                     "inference: {requests_per_s: 1}\n")
+    rc, out, err = cli("serve", str(tmp_path / "s.yaml"), "--json")
+    assert rc == 0, err  # was TypeError in the replica hardware
+    assert "inference-no-scaleup-bandwidth" in [f["code"] for f in json.loads(out)["findings"]]
+
+
+def test_one_power_supply_with_a_spare_is_a_message_naming_the_supplies():
+    from gpucluster_lib.ui import tab_power
+    from gpucluster_lib.ui.common import AppState
+
+    p = tab_power.PowerPanel(AppState.from_path(REF))
+    p.mode.value = "Build from parts"
+    p.psu_spares.value = "two (N+2)"
+    p.psu_count.value = 1  # was "must be written N+M, got '-1+2'"
+    assert "1 power supply cannot keep 2 as spares" in p.msg.value
+    assert "-1+2" not in p.msg.value and "Unexpected" not in p.msg.value

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import json
 import math
+import time
 import types
 from pathlib import Path
 
 import pytest
 
 from gpucluster_lib.cli import main
+from gpucluster_lib.design import Design
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.facility.storage import size_storage
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.reliability import core as rel
-from gpucluster_lib.scenario import load_scenario, loads
+from gpucluster_lib.scenario import from_dict, load_scenario, loads
 from gpucluster_lib.training import estimate
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -494,3 +496,72 @@ def test_expected_days_is_the_expectation_of_the_band():
     assert abs(r.training_days_expected - r.training_days_p50) / r.training_days_p50 < 0.05
     (row,) = rel.scaling_table(load_scenario(GPT3), node_counts=[128], base=r)
     assert row["expected"] == pytest.approx(r.training_days_expected)
+
+
+# ------------------------------------------------------------------ loops that end, numbers that do not overflow
+
+def test_poisson_quantile_matches_the_poisson_table():
+    # Poisson table (e.g. CRC Standard Probability and Statistics Tables): lambda 2: P(X<=5) = 0.9834,
+    # P(X<=6) = 0.9955; lambda 10: P(X<=17) = 0.9857, P(X<=18) = 0.9928
+    assert rel.poisson_cdf(5, 2.0) == pytest.approx(0.9834, abs=5e-5)
+    assert rel.poisson_cdf(18, 10.0) == pytest.approx(0.9928, abs=5e-5)
+    assert rel.spares_needed(2.0 * 24 / 10, 10, 0.99) == 6  # mean 2.0 = 4.8/day / 24 h x 10 h
+    assert rel.poisson_quantile(0.99, 10.0) == 18
+
+
+def test_poisson_cdf_does_not_underflow_at_large_means():
+    # the old recursion started at exp(-1000) = 0 and returned 0 for every k (and spares_needed never ended);
+    # P(X <= lambda) ~ 1/2 + 2 / (3 sqrt(2 pi lambda)) = 0.5084 at lambda 1000 (Ramanujan's median term)
+    assert rel.poisson_cdf(1000, 1000.0) == pytest.approx(0.5084, abs=5e-4)
+    assert rel.poisson_cdf(10, 1000.0) == 0.0 and rel.poisson_cdf(2000, 1000.0) == pytest.approx(1.0, abs=1e-9)
+
+
+def test_spares_quantile_at_large_means_by_hand():
+    # Cornish-Fisher: k = mean + z sqrt(mean) + (z^2 - 1)/6 - 1/2, z(0.99) = 2.3263:
+    # mean 800: 800 + 65.80 + 0.735 - 0.5 = 866.03 -> 867
+    assert rel.poisson_quantile(0.99, 800.0) == 867
+    # 16,384 DGX H100 (131,072 GPUs) with 720 h repairs: 47.56 repairs/day x 720 / 24 = 1426.7 in repair;
+    # 1426.7 + 2.3263 x 37.77 + 0.235 = 1514.8 -> 1515 (this case looped forever before)
+    d = Design(from_dict({"hardware": {"server": "dgx-h100", "nodes": 16384}, "reliability": {"repair_hours": 720}}))
+    t0 = time.perf_counter()
+    assert d.spares.node_repairs_per_day * 720 / 24 == pytest.approx(1426.67, abs=0.01)
+    assert d.spares.recommended == 1515
+    assert time.perf_counter() - t0 < 2
+    # above 1e5 the expansion alone: mean 1e6 -> 1e6 + 2326.3 + 0.735 - 0.5 = 1,002,326.6 -> 1,002,327
+    assert rel.poisson_quantile(0.99, 1.0e6) == 1_002_327
+
+
+def test_goodput_in_logs_when_restarts_last_hundreds_of_mtbis():
+    # tau = M, delta = 0: G = 1 / (e - 1) x exp(-R/M) (Daly eq. 13); exp(705) overflowed before
+    assert rel.goodput(3600.0, 0.0, 705 * 3600.0, 3600.0) == pytest.approx(math.exp(-705) / (math.e - 1), rel=1e-9)
+    assert rel.goodput(3600.0, 0.0, 800 * 3600.0, 3600.0) == 0.0  # below the smallest float: zero, no error
+    g = rel.goodput_array([3600.0, 7200.0], 0.0, 705 * 3600.0, 3600.0)
+    assert g[0] == pytest.approx(math.exp(-705) / (math.e - 1), rel=1e-9)
+
+
+def test_a_run_that_never_ends_has_no_days_and_an_error_finding():
+    # 800,000 H100 (100,000 DGX) at 0.47 interruptions per 1000 GPU-days: one every 0.063 h = 228 s, against
+    # week-long restarts: R/M = 604,800 / 228 = 2,650, so exp(-R/M) is below the smallest float and the
+    # goodput is 0; before, goodput raised OverflowError ("math range error")
+    s = from_dict({"model": "llama3-8b", "hardware": {"server": "dgx-h100", "nodes": 100_000},
+                   "reliability": {"restart_minutes": 10_080}})
+    r = rel.assess(s, training_days_ideal=10.0)
+    assert r.mtbi_hours == pytest.approx(0.0633, abs=1e-4) and r.goodput == 0.0
+    assert r.training_days_expected is None and r.training_days_p90 is None
+    assert "rel-goodput-very-low" in [f.code for f in r.findings]
+    d = r.to_dict()
+    assert json.loads(json.dumps(d, allow_nan=False)) == d  # no NaN or infinity in the JSON
+
+
+def test_a_very_slow_checkpoint_is_a_finding_not_an_internal_error():
+    # 0.001 GB/s writes the 2.45 TB GPT-3 checkpoint in 2.45e6 s (28 days) against an interruption every
+    # ~3 h; before, the days band raised "lam value too large"
+    r = Design(load_scenario(GPT3).replace(reliability__checkpoint_write_gbps=0.001)).reliability
+    assert r.checkpoint_write_s == pytest.approx(2.45e12 / 1e6, rel=0.01)  # 175e9 params x 14 B / 1 MB/s
+    assert r.goodput < 1e-6 and "rel-goodput-very-low" in [f.code for f in r.findings]
+    assert json.dumps(r.to_dict(), allow_nan=False)
+
+
+def test_days_band_draws_a_normal_count_where_numpy_refuses_the_mean():
+    band = rel.days_to_train_band(1.0e9, 3600.0, 60.0, 600.0, 3600.0, samples=200)  # mean count ~1e12+
+    assert all(math.isfinite(v) and v > 1.0e9 for v in band.values())

@@ -178,9 +178,10 @@ def _domain(hw: Any) -> int:
 def _replica_hardware(scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
                       fabric_gbps: float | None = None) -> ReplicaHardware:
     acc = hw.accelerator
-    if tp <= _domain(hw):  # inside the NVLink domain (the node, or an NVL72 rack)
-        link = float(acc["scaleup_bandwidth_gb_per_s"]) / 2  # catalogue: bidirectional total
-    else:
+    scaleup = acc.get("scaleup_bandwidth_gb_per_s")
+    if tp <= _domain(hw) and scaleup:  # inside the NVLink domain (the node, or an NVL72 rack)
+        link = float(scaleup) / 2  # catalogue: bidirectional total
+    else:  # across nodes, or no scale-up figure in the catalogue (TPU v4, MI250X): the fabric
         gbps = fabric_gbps if fabric_gbps is not None else fabric_gbps_per_gpu(scenario, hw, catalog)
         link = gbps * GBPS_IN_BYTES_PER_S / GB
     return ReplicaHardware(peak, float(acc["memory_bandwidth_gb_per_s"]), link, tp)
@@ -413,6 +414,13 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                                 f"scale per 128), GEMMs run at {cprec} peak", field="inference.precision"))
     if inf.tensor_parallel is not None:
         _tp_findings(arch, inf.tensor_parallel, hw, findings)
+    if not acc.get("scaleup_bandwidth_gb_per_s") and _domain(hw) > 1:
+        findings.append(Finding(
+            "inference-no-scaleup-bandwidth", "info",
+            f"{acc['id']} has no scale-up (GPU-to-GPU) bandwidth in the catalogue: tensor parallelism "
+            "inside a node is sized on the network bandwidth per GPU",
+            fix="add scaleup_bandwidth_gb_per_s to the accelerator's catalogue row (a CSV overlay)",
+            field="hardware.accelerator"))
     target = _target_tokens_per_s(scenario)
     prof = scenario_profile(scenario) if isinstance(calibration, str) else calibration
     results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"),

@@ -39,6 +39,7 @@ import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -72,6 +73,8 @@ FAILURE_RATES_PATH = DATA_DIR / "failure_rates.yaml"
 DEFAULT_STORAGE_SYSTEM = storage_mod.DEFAULT_STORAGE_SYSTEM
 FALLBACK_STORAGE_WRITE_GB_PER_S = storage_mod.FALLBACK_STORAGE_WRITE_GB_PER_S
 FALLBACK_STORAGE_CAPACITY_TB = storage_mod.FALLBACK_STORAGE_CAPACITY_TB
+#: Largest mean numpy's Poisson sampler takes here; above it the band draws a normal count.
+POISSON_SAMPLER_MAX_MEAN = 1.0e12
 #: Monte Carlo samples and seed of the days-to-train band (deterministic).
 MC_SAMPLES = 20_000
 MC_SEED = 20240723
@@ -179,7 +182,13 @@ def goodput(interval_s: float, checkpoint_s: float, restart_s: float, mtbf_s: fl
     if math.isinf(mtbf_s):
         return interval_s / (interval_s + checkpoint_s)
     m = mtbf_s
-    return interval_s / (m * math.exp(restart_s / m) * math.expm1((interval_s + checkpoint_s) / m))
+    x, r = (interval_s + checkpoint_s) / m, restart_s / m
+    if x < 700 and r < 700:
+        return interval_s / (m * math.exp(r) * math.expm1(x))
+    # restarts or checkpoints many MTBIs long: the same formula in logs (exp would overflow);
+    # ln(e^x - 1) = x + ln(1 - e^-x)
+    log_g = math.log(interval_s) - math.log(m) - r - (x + math.log1p(-math.exp(-x)))
+    return math.exp(log_g) if log_g > -745 else 0.0
 
 
 def goodput_array(interval_s: np.ndarray | float, checkpoint_s: float, restart_s: float,
@@ -187,7 +196,11 @@ def goodput_array(interval_s: np.ndarray | float, checkpoint_s: float, restart_s
     """:func:`goodput` vectorised over intervals and/or MTBFs (no input checks; for charts and Monte Carlo)."""
     tau = np.asarray(interval_s, dtype=float)
     m = np.asarray(mtbf_s, dtype=float)
-    return tau / (m * np.exp(restart_s / m) * np.expm1((tau + checkpoint_s) / m))
+    x, r = (tau + checkpoint_s) / m, restart_s / m
+    # in logs, as goodput(): ln G = ln tau - ln M - R/M - ln(e^x - 1); no overflow for x, R/M >> 1
+    with np.errstate(over="ignore", under="ignore", divide="ignore"):
+        log_em1 = np.where(x < 30, np.log(np.expm1(np.minimum(x, 30))), x + np.log1p(-np.exp(-x)))
+        return np.exp(np.log(tau) - np.log(m) - r - log_em1)
 
 
 def interruptions_per_day(gpus: int, rate_per_1000_gpu_days: float) -> float:
@@ -224,17 +237,74 @@ def storage_units_for_checkpoint(size_bytes: float, target_s: float, unit_write_
     return max(*storage_mod.appliances_needed(size_bytes, target_s, unit_write_gb_per_s, unit_capacity_tb, kept), 1)
 
 
+#: Above this mean the Poisson distribution is replaced by its Cornish-Fisher normal expansion
+#: (exact summation would take ~20 sqrt(mean) terms; the expansion is within one count there).
+POISSON_EXACT_MAX_MEAN = 1.0e5
+#: Standard deviations below the mean where the exact sums start: the mass below is
+#: Phi(-12) ~ 2e-33, far under any confidence a spare plan asks for.
+_TAIL_SD = 12.0
+
+
+def _poisson_log_pmf(i: int, mean: float) -> float:
+    """ln P(X = i) for X ~ Poisson(mean) > 0: i ln(mean) - mean - ln(i!) (no underflow, no loop)."""
+    return i * math.log(mean) - mean - math.lgamma(i + 1)
+
+
+def _poisson_start(mean: float) -> int:
+    return max(0, math.floor(mean - _TAIL_SD * math.sqrt(mean) - 10))
+
+
 def poisson_cdf(k: int, mean: float) -> float:
-    """P(X <= k) for X ~ Poisson(mean) [probability]."""
+    """P(X <= k) for X ~ Poisson(mean) [probability].
+
+    Each term is ``exp(ln pmf)`` from :func:`_poisson_log_pmf`, summed from 12 standard
+    deviations below the mean, so a mean of thousands does not underflow ``exp(-mean)`` to 0
+    (the product recursion p_i = p_(i-1) mean / i returned 0 for every k once mean > 745).
+    Means above :data:`POISSON_EXACT_MAX_MEAN` use the normal approximation with continuity
+    correction, Phi((k + 0.5 - mean) / sqrt(mean)).
+    """
     require_non_negative(mean=mean)
     if k < 0:
         return 0.0
-    term = math.exp(-mean)
-    total = term
-    for i in range(1, k + 1):
-        term *= mean / i
-        total += term
+    if mean == 0:
+        return 1.0
+    if mean > POISSON_EXACT_MAX_MEAN:
+        return NormalDist().cdf((k + 0.5 - mean) / math.sqrt(mean))
+    start = _poisson_start(mean)
+    if k < start:
+        return 0.0
+    stop = min(int(k), math.ceil(mean + 40.0 * math.sqrt(mean) + 40))  # terms beyond add < 1e-300
+    total = math.fsum(math.exp(_poisson_log_pmf(i, mean)) for i in range(start, stop + 1))
     return min(total, 1.0)
+
+
+def poisson_quantile(confidence: float, mean: float) -> int:
+    """Smallest k with P(X <= k) >= confidence for X ~ Poisson(mean) [count].
+
+    Exact (log-space terms, :func:`poisson_cdf`) up to :data:`POISSON_EXACT_MAX_MEAN`; above it
+    the Cornish-Fisher expansion of the Poisson quantile, k = ceil(mean + z sqrt(mean) +
+    (z^2 - 1)/6 - 1/2 + (z^3 - 7 z) / (72 sqrt(mean))) with z the standard normal quantile
+    (Johnson, Kemp and Kotz 2005, "Univariate Discrete Distributions", 3rd ed., Sec. 4.6.2),
+    within one count of the exact quantile at such means. The loop is bounded: at most
+    ~52 sqrt(mean) + 50 terms are summed whatever the confidence.
+    """
+    require_non_negative(mean=mean)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
+    if mean == 0:
+        return 0
+    if mean > POISSON_EXACT_MAX_MEAN:
+        z = NormalDist().inv_cdf(confidence)
+        r = math.sqrt(mean)
+        return max(0, math.ceil(mean + z * r + (z * z - 1.0) / 6.0 - 0.5 + (z ** 3 - 7.0 * z) / (72.0 * r)))
+    start = _poisson_start(mean)
+    stop = math.ceil(mean + 40.0 * math.sqrt(mean) + 40)
+    total = 0.0
+    for k in range(start, stop + 1):
+        total += math.exp(_poisson_log_pmf(k, mean))
+        if total >= confidence:
+            return k
+    return stop  # confidence within rounding of 1: the tail beyond is below 1e-300
 
 
 def spares_needed(node_failures_per_day: float, repair_hours: float, confidence: float = 0.99) -> int:
@@ -242,17 +312,13 @@ def spares_needed(node_failures_per_day: float, repair_hours: float, confidence:
 
     Nodes in repair at a random moment ~ Poisson(lambda x MTTR) (an M/G/inf queue), with
     lambda the node-failure rate [1/h] and MTTR the repair time [h]. The answer is the
-    smallest k with P(X <= k) >= confidence [count].
+    smallest k with P(X <= k) >= confidence [count] (:func:`poisson_quantile`).
     """
     require_non_negative(node_failures_per_day=node_failures_per_day)
     require_positive(repair_hours=repair_hours)
     if not 0 < confidence < 1:
         raise ValueError(f"confidence must be between 0 and 1 (exclusive), got {confidence!r}")
-    mean = node_failures_per_day / HOURS_PER_DAY * repair_hours
-    k = 0
-    while poisson_cdf(k, mean) < confidence:
-        k += 1
-    return k
+    return poisson_quantile(confidence, node_failures_per_day / HOURS_PER_DAY * repair_hours)
 
 
 def availability(mtbf_h: float, mttr_h: float) -> float:
@@ -339,9 +405,19 @@ def days_to_train_band(ideal_days: float, interval_s: float, checkpoint_s: float
     work_s = ideal_days * SECONDS_PER_DAY / e
     wall_s = work_s / g * (1.0 + planned_loss_fraction) / availability_factor
     mean_n = wall_s / m
-    n = rng.poisson(mean_n)
+    # numpy's Poisson sampler refuses means above ~1e19 ("lam value too large") and infinite ones
+    # (goodput underflowed to 0); there the count is normal, N ~ mean + sqrt(mean) Z, drawn from its
+    # own seeded stream so that ordinary designs draw exactly as before
+    big = ~(mean_n <= POISSON_SAMPLER_MAX_MEAN)
+    n = rng.poisson(np.where(big, 0.0, mean_n)).astype(float)
+    if big.any():
+        z = np.random.default_rng(seed + 1).standard_normal(samples)
+        with np.errstate(invalid="ignore", over="ignore"):
+            n = np.where(big, mean_n + np.sqrt(mean_n) * z, n)
     loss_s = restart_s + (interval_s + checkpoint_s) / 2.0
-    days = np.maximum(wall_s + (n - mean_n) * loss_s, work_s) / SECONDS_PER_DAY
+    with np.errstate(invalid="ignore", over="ignore"):
+        days = np.maximum(wall_s + (n - mean_n) * loss_s, work_s) / SECONDS_PER_DAY
+    days = np.where(np.isnan(days), np.inf, days)
     p10, p50, p90 = np.percentile(days, [10, 50, 90])
     return {"p10": float(p10), "p50": float(p50), "p90": float(p90), "mean": float(days.mean())}
 
@@ -649,15 +725,21 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
             raise ValueError(f"training_days_ideal must be positive, got {ideal!r}")
         # the expectation over the same throughput range the band samples (E[1/e]); without it
         # "expected" sat at the nominal throughput, below the band's mean and P50
-        expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full_size
+        with np.errstate(over="ignore"):
+            expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full_size if g > 0 and full_size > 0 \
+                else math.inf
         n_int = expected * per_day
-        if math.isinf(mtbi_s):
+        if not math.isfinite(expected):
+            # goodput or the full-size availability underflowed to 0: the run never ends; the
+            # goodput finding below says why, and no number of days is shown
+            expected = p10 = p50 = p90 = n_int = None
+        elif math.isinf(mtbi_s):
             p10 = p50 = p90 = expected
         else:
             band = days_to_train_band(ideal, tau, delta, restart_s, mtbi_s, failure_range=fail_lo_hi,
                                       efficiency_range=eff_lo_hi, availability_factor=full_size,
                                       planned_loss_fraction=planned_loss)
-            p10, p50, p90 = band["p10"], band["p50"], band["p90"]
+            p10, p50, p90 = (band[k] if math.isfinite(band[k]) else None for k in ("p10", "p50", "p90"))
     else:
         findings.append(Finding("rel-no-tokens", "info", "training.tokens is not set: no days to train",
                                 fix="set training.tokens (e.g. 3.0e+11)", field="training.tokens"))
@@ -752,8 +834,11 @@ def scaling_table(scenario: Scenario, catalog: Any = None, node_counts: list[int
             repairs, base.repair_hours, rel.spare_confidence)
         full = poisson_cdf(spares, repairs / HOURS_PER_DAY * base.repair_hours)
         ideal = base.training_days_ideal * base.nodes / n
-        expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full
-        if math.isinf(mtbi_s):
+        expected = ideal * efficiency_time_factor(*eff_lo_hi) / g / full if g > 0 and full > 0 else math.inf
+        if not math.isfinite(expected):  # the run never ends at this size (goodput underflowed to 0)
+            expected = None
+            band = {"p10": None, "p50": None, "p90": None}
+        elif math.isinf(mtbi_s):
             band = {"p10": expected, "p50": expected, "p90": expected}
         else:
             band = days_to_train_band(ideal, tau, delta, restart, mtbi_s, failure_range=fail_lo_hi,

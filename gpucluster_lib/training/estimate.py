@@ -194,7 +194,9 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     fw = framework_terms(tr.framework)
     par = scenario.parallelism
     peak = peak_tflops(acc, tr.precision) * TERA
-    peak16 = peak_tflops(acc, "bf16") * TERA if tr.precision in ("fp8", "bf16", "fp16") else peak
+    # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
+    peak16 = peak_tflops(acc, "fp16" if tr.precision == "fp16" else "bf16") * TERA \
+        if tr.precision in ("fp8", "bf16", "fp16") else peak
     n = gpus if gpus is not None else hw.gpus
     ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.nvlink_domain_gpus,
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,

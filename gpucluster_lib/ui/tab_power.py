@@ -9,7 +9,7 @@ import pandas as pd
 
 from gpucluster_lib.charts import facility as charts
 from gpucluster_lib.design import Design
-from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.facility.site import Budget, default_node_counts, growth_table
 from gpucluster_lib.findings import Finding, findings_html
 from gpucluster_lib.hardware.rack import rack_power_limit_kw_of
@@ -225,6 +225,11 @@ class PowerPanel:
             count = int(self.psu_count.value)
             spares = SPARES[self.psu_spares.value]
             spares = count // 2 if spares < 0 else spares
+            if spares >= count:  # e.g. 1 supply with "one spare": N would be 0 or negative
+                raise ScenarioError("hardware.parts.psus.count",
+                                    f"{count} power suppl{'y' if count == 1 else 'ies'} cannot keep {spares} as "
+                                    f"spare{'s' if spares != 1 else ''}: at least one must carry the load; add "
+                                    "supplies or choose fewer spares")
             parts = {"cpus": {"id": self.cpu.value, "count": int(self.cpu_count.value)},
                      "memory_gb": float(self.memory.value),
                      "nics": {"id": self.nic.value, "count": int(self.nic_count.value)},
