@@ -331,3 +331,43 @@ def test_chart_of_the_fit():
     lf = link_fit(r.tests["fabric"], r.profile.links["fabric"]).to_dict()
     assert "fabric: all-reduce on 16 GPUs" in lf["title"]
     assert math.isfinite(r.gemm_quality["bf16"]["rms_error"])
+
+
+def test_hostile_inputs_raise_only_calibration_errors():
+    """Random nccl-like text, profile mappings and GEMM tables: a result or a CalibrationError, nothing else."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    words = st.sampled_from(["#", "Rank", "0", "1", "16", "-1", "float", "sum", "none", "N/A", "nan", "1e999",
+                             "123.4", "-5", "size", "count", "busbw", "root", "all_reduce_perf", "on", "device",
+                             "Group", "Pid", "host", "[0x1]", "99999999999999999999"])
+    lines = st.lists(st.lists(words, max_size=14).map("  ".join), max_size=12).map("\n".join)
+
+    @settings(max_examples=50, derandomize=True, deadline=None)
+    @given(lines)
+    def parse(text):
+        try:
+            fit_alpha_beta(parse_nccl_tests(text))
+        except CalibrationError:
+            pass
+
+    values = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**6), st.floats(allow_nan=True),
+                       st.text(max_size=5), st.lists(st.integers(), max_size=2))
+    link = st.dictionaries(st.sampled_from(["collective", "ranks", "ranks_per_host", "bus_bandwidth_gb_per_s",
+                                            "alpha_s", "latency_s", "sizes", "source", "peak_busbw_gb_per_s"]),
+                           values, max_size=6)
+
+    @settings(max_examples=50, derandomize=True, deadline=None)
+    @given(link, st.dictionaries(st.sampled_from(["eff_max", "m_half", "n_half", "k_half", "exponent",
+                                                  "fixed_time_s", "peak_tflops"]), values, max_size=7))
+    def profile(link_data, curve_data):
+        data = {"name": "x", "date": "2026-01-01", "links": {"fabric": link_data}, "gemm": {"bf16": curve_data}}
+        try:
+            p = profile_from_dict(data)
+            p.efficiency_overrides(450e9, 50e9)
+            p.gemm_efficiency(1024, 1024, 1024)
+        except CalibrationError:
+            pass
+
+    parse()
+    profile()

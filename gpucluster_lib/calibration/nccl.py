@@ -272,6 +272,22 @@ class LinkFit:
         bw = data["bus_bandwidth_gb_per_s"]
         if not isinstance(bw, (int, float)) or isinstance(bw, bool) or not math.isfinite(bw) or bw <= 0:
             raise CalibrationError(f"{where}.bus_bandwidth_gb_per_s: must be a positive number, got {bw!r}")
+        def whole(key: str, low: int) -> None:
+            v = data.get(key)
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < low):
+                raise CalibrationError(f"{where}.{key}: must be a whole number of at least {low}, got {v!r}")
+
+        whole("ranks", 2)
+        whole("ranks_per_host", 1)
+        whole("sizes", 0)
+        for key in ("peak_busbw_gb_per_s", "rms_error", "max_abs_error"):
+            v = data.get(key)
+            if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
+                                  or v < 0):
+                raise CalibrationError(f"{where}.{key}: must be a non-negative number, got {v!r}")
+        for key in ("source", "device", "method"):
+            if data.get(key) is not None and not isinstance(data[key], str):
+                raise CalibrationError(f"{where}.{key}: must be text, got {data[key]!r}")
         for key in ("alpha_s", "latency_s"):
             v = data.get(key)
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
