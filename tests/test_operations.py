@@ -85,11 +85,16 @@ def test_old_driver_for_cuda_is_a_warning():
 
 
 def test_data_plan_of_llama():
-    data = Design.from_yaml(LLAMA).operations.data
-    # 2e12 tokens x (4 B + 4 B for a 128,256-entry vocabulary) = 16 TB
-    assert data.dataset_bytes == pytest.approx(16e12)
+    d = Design.from_yaml(LLAMA)
+    data = d.operations.data
+    # the storage stage sizes the tokenised set: 2e12 tokens x 4 B (128,256-entry vocabulary > 65,536)
+    assert data.dataset_bytes == pytest.approx(8e12)
     assert data.archived_checkpoints == 30  # one a day for the default 30 days
-    assert data.capacity_tier_bytes == pytest.approx(2 * 16e12 + 30 * data.checkpoint_bytes)
+    # one source of truth: the capacity tier is the storage stage's
+    assert data.capacity_tier_bytes == pytest.approx(d.storage.capacity_needed_tb * 1e12)
+    # without the storage stage's figures the plan's own rule: 2 versions + 30 daily checkpoints
+    s = load_scenario(LLAMA).replace(operations__dataset_tb=16.0)
+    assert Design(s).operations.data.dataset_bytes == pytest.approx(16e12)
 
 
 def test_security_items_give_reasons_from_the_design():
@@ -135,5 +140,5 @@ def test_operations_command_prints_the_plan_as_json():
     data = json.loads(out.getvalue())
     assert data["stack"]["slurm_controllers"] == ["head01", "head02"]
     assert data["stack"]["monitoring"]["gpu_series"] == 10_752  # 512 GPUs x 21
-    assert data["data"]["dataset_tb"] == pytest.approx(16.0)  # 2e12 tokens x 8 B
+    assert data["data"]["dataset_tb"] == pytest.approx(8.0)  # 2e12 tokens x 4 B token ids
     assert any(i["topic"] == "SLURM authentication (MUNGE)" for i in data["security"]["items"])

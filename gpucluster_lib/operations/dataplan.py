@@ -10,7 +10,8 @@ and the archived checkpoints. Rules [bytes]::
                     one, else tokens x (4 B of raw text + 2 or 4 B of token ids) for a language model,
                     images x 108 kB for an image model
     fast tier     = data set (current version) + reliability.checkpoints_kept x checkpoint
-    capacity tier = data set x operations.dataset_versions
+    capacity tier = the storage stage's capacity tier need when it sizes one, else
+                    data set x operations.dataset_versions
                   + checkpoint x ceil(operations.checkpoint_retention_days)   (one a day)
     staging [s]   = data set / (appliances x write bandwidth)   (ingest into the fast tier)
     backup        = the capacity tier again off site ("offsite"), snapshots of the fast tier
@@ -134,7 +135,10 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
     archived = math.ceil(ops.checkpoint_retention_days - 1e-9) if ckpt else 0
     capacity = (data or 0.0) * ops.dataset_versions + archived * ckpt
     tier_tb = float(getattr(storage, "capacity_tier_tb", 0.0) or 0.0)  # the storage stage's capacity tier
-    if tier_tb and capacity > tier_tb * TB:
+    sized_tb = float(getattr(storage, "capacity_needed_tb", 0.0) or 0.0)
+    if sized_tb > 0:  # the storage stage sizes the capacity tier itself: one figure for both
+        capacity = sized_tb * TB
+    elif tier_tb and capacity > tier_tb * TB:
         findings.append(Finding("ops-data-capacity-tier-full", "warning",
                                 f"{ops.dataset_versions} data set version(s) and {archived} archived checkpoints need "
                                 f"{capacity / TB:,.1f} TB, more than the {tier_tb:,.1f} TB capacity tier",
