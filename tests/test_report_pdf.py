@@ -100,8 +100,9 @@ def test_comparison_report(tmp_path, root):
     out = render_comparison(paths, tmp_path / "cmp.html")
     page = out.read_text()
     designs = [Design.from_yaml(p) for p in paths]
-    rows = dict(comparison_rows(designs))
-    assert rows["GPUs"] == ["1,024", "512"]  # 128 DGX A100 x 8 and 64 DGX H100 x 8 (the scenarios)
+    rows = {label: (texts, best) for label, texts, best in comparison_rows(designs)}
+    assert rows["GPUs"] == (["1,024", "512"], [0])  # 128 DGX A100 x 8, 64 DGX H100 x 8 (the scenarios); more is better
+    assert rows["Model FLOPs utilisation"][0] == [f"{d.training.mfu:.1%}" for d in designs]  # percentages
     for d in designs:
         assert figure_text(d.summary()["capex"]) in page
     assert "Side by side" in page and "<svg" in page

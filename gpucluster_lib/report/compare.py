@@ -1,9 +1,9 @@
 """The comparison report: several designs side by side, in the design document's style.
 
-Each column is one :class:`~gpucluster_lib.design.Design`; each row one of its key figures
-(:meth:`Design.summary`, written by :func:`~gpucluster_lib.report.text.figure_text`, so a
-figure reads as in that design's own report), then small bar charts of the figures that
-differ most between designs and each design's most important findings.
+The table is :func:`gpucluster_lib.explore.compare.compare` (the Explore tab's and ``gpucluster
+compare``'s comparison: one row per figure, the better value marked), written with the
+report's formatter (percentages as percentages, the unit after the value), then small bar
+charts of the main figures and each design's most important findings.
 """
 
 from __future__ import annotations
@@ -14,47 +14,59 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from gpucluster_lib.design import Design
+from gpucluster_lib.explore.compare import MAX_DESIGNS, compare
 from gpucluster_lib.report.document import chart_svg, findings_list_html, html_page, top_findings
 from gpucluster_lib.report.style import DOCUMENT_STYLE
-from gpucluster_lib.report.text import esc, figure_text
+from gpucluster_lib.report.text import esc, value_text
 
-#: The figures charted side by side: (summary key, label with unit).
-CHARTED = [("gpus", "GPUs"), ("facility_power_kw", "Facility power at peak [kW]"), ("racks", "Racks"),
-           ("capex", "CapEx [million]"), ("tco", "TCO [million]"), ("cost_per_gpu_hour", "Cost per GPU-hour"),
-           ("training_days_expected", "Days to train, expected"), ("tokens_per_s_per_gpu", "Output tokens/s per GPU")]
-_MILLIONS = {"capex", "tco"}
+#: The figures charted side by side: (comparison key, label with unit).
+CHARTED = [("hardware.gpus", "GPUs"), ("facility.facility_power_kw", "Facility power at peak [kW]"),
+           ("facility.racks", "Racks"), ("cost.capex_usd", "CapEx [million]"), ("cost.tco_usd", "TCO [million]"),
+           ("cost.usd_per_gpu_hour", "Cost per GPU-hour"),
+           ("reliability.training_days_expected", "Days to train, expected"),
+           ("serving.tokens_per_s_per_gpu", "Output tokens/s per GPU")]
+_MILLIONS = {"cost.capex_usd", "cost.tco_usd"}
 
 
-def comparison_rows(designs: Sequence[Design]) -> list[tuple[str, list[str]]]:
-    """(figure label, [its text in each design]) for every key figure any design has."""
-    summaries = [d.summary() for d in designs]
-    rows = []
-    for key, fig in summaries[0].items():
-        texts = [figure_text(s[key]) if key in s else "–" for s in summaries]
-        if any(s.get(key, {}).get("value") is not None for s in summaries):
-            label = fig["label"] if key != "tco" else "TCO"
-            rows.append((label, texts))
-    return rows
+def _unit(unit: str) -> str:
+    return "" if unit == "fraction" else unit
+
+
+def comparison_rows(designs: Sequence[Design]) -> list[tuple[str, list[str], list[int]]]:
+    """(figure label, [its text in each design], [indices of the better designs]) per figure."""
+    out = []
+    for r in compare(designs).rows:
+        texts = [value_text(v, "%" if r["unit"] == "fraction" else _unit(r["unit"])) if not isinstance(v, str)
+                 else v for v in r["values"]]
+        out.append((r["label"], texts, list(r["best"])))
+    return out
 
 
 def comparison_html(designs: Sequence[Design], title: str = "Designs compared") -> str:
-    """The comparison report as one standalone HTML page."""
+    """The comparison report of 2-6 designs (the first six of more) as one standalone HTML page."""
     from gpucluster_lib.charts.report_design import comparison_chart
 
+    left_out = max(0, len(designs) - MAX_DESIGNS)
+    designs = list(designs)[:MAX_DESIGNS]
     names = [d.scenario.name for d in designs]
     head = "".join(f"<th>{esc(n)}</th>" for n in names)
-    body = "".join(f"<tr><td>{esc(label)}</td>" + "".join(f"<td class='num'>{html.escape(t)}</td>" for t in texts)
-                   + "</tr>" for label, texts in comparison_rows(designs))
+    body = "".join(
+        f"<tr><td>{esc(label)}</td>"
+        + "".join(f"<td class='num'>{'<b>' if i in best else ''}{html.escape(t)}{' ✔</b>' if i in best else ''}</td>"
+                  for i, t in enumerate(texts)) + "</tr>"
+        for label, texts, best in comparison_rows(designs))
     years = sorted({d.cost.years for d in designs})
     note = ("" if len(years) == 1 else
             f"<p class='gc-src'>The designs are costed over different periods ({', '.join(map(str, years))} years): "
             "compare their cost per GPU-hour rather than their TCO.</p>")
+    if left_out:
+        note += f"<p class='gc-src'>{left_out} more design(s) left out: a comparison holds at most {MAX_DESIGNS}.</p>"
+    by_key = {r["key"]: r["values"] for r in compare(designs).rows}
     chart_rows = []
-    for d in designs:
-        s = d.summary()
+    for i, d in enumerate(designs):
         row = {"design": d.scenario.name}
         for key, _label in CHARTED:
-            v = s[key]["value"]
+            v = by_key.get(key, [None] * len(designs))[i]
             row[key] = (v / 1e6 if key in _MILLIONS else v) if isinstance(v, (int, float)) else None
         chart_rows.append(row)
     findings = "".join(f"<h3>{esc(d.scenario.name)}</h3>"
@@ -62,7 +74,7 @@ def comparison_html(designs: Sequence[Design], title: str = "Designs compared") 
     return html_page(title, DOCUMENT_STYLE
                      + f"<section class='gc-summary'><h1>{html.escape(title)}</h1>"
                      f"<p class='gc-lede'>{len(designs)} designs, each computed by the same workbook; the figures are "
-                     "those of each design's own report.</p>"
+                     "those of each design's own report; the better value of a figure is marked ✔.</p>"
                      f"<table class='gc-table gc-compare'><thead><tr><th>Figure</th>{head}</tr></thead>"
                      f"<tbody>{body}</tbody></table>{note}</section>"
                      "<section class='gc-section'><h2>Side by side</h2>"
