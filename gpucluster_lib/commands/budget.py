@@ -18,12 +18,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 def _text(d: dict) -> str:
     n = d["node"]
+    psu = f"PSU usable {n['psu_usable_w']:,.0f} W" if n["psu_usable_w"] else "PSU usable not given"
+    if d.get("rack_layout") == "rack-scale":
+        fit = f"a rack-scale system in {d['racks_per_node']} rack(s) each"
+    else:
+        fit = f"{d['nodes_per_rack']} per rack (limited by {d['binding_constraint']}" + (
+            ", the vendor's rack layout)" if d.get("rack_layout") == "vendor" else ")")
     lines = [
         f"node        {n['name']}",
         f"            peak {n['peak_power_w']:,.0f} W, typical {n['typical_power_w']:,.0f} W, "
-        f"PSU usable {n['psu_usable_w'] or 0:,.0f} W, {n['rack_units']}U",
-        f"nodes       {d['nodes']} ({d['gpus']} GPUs) + {d['spare_nodes']} hot spares, {d['nodes_per_rack']} per rack "
-        f"(limited by {d['binding_constraint']})",
+        f"{psu}, {n['rack_units']}U",
+        f"nodes       {d['nodes']} ({d['gpus']} GPUs) + {d['spare_nodes']} hot spares, {fit}",
         f"racks       {d['racks']} ({d['compute_racks']} compute + {d['infra_racks']} network/storage), "
         f"{d['rows']} row(s), {d['floor_area_m2']:,.1f} m2",
         f"IT power    {d['it_power_kw']:,.1f} kW (typical {d['it_typical_kw']:,.1f} kW); "
@@ -34,6 +39,19 @@ def _text(d: dict) -> str:
         f"+{d['growth_headroom']:.0%} growth)",
         f"energy      {d['annual_energy_mwh']:,.1f} MWh/year, {d['annual_energy_cost']:,.0f} per year",
     ]
+    cp = d.get("cooling_plant")
+    if cp and (cp["cdus"] or cp["rear_doors"]):
+        plant = (f"{cp['cdus']} {cp['cdu_kind']} CDUs of {cp['cdu_capacity_kw']:,.0f} kW" if cp["cdus"]
+                 else f"{cp['rear_doors']} rear doors")
+        lines.append(f"liquid      {cp['liquid_kw'] + cp['rear_door_kw']:,.1f} kW to water ({plant}), "
+                     f"{cp['secondary_flow_l_per_min']:,.0f} l/min at dT {cp['coolant_delta_t_c']:g} K; "
+                     f"residual air {cp['air_kw']:,.1f} kW")
+    st = d.get("storage")
+    if st and st.get("units"):
+        tier = st.get("capacity_tier") or {}
+        lines.append(f"storage     {st['units']} x {st['system']}: {st['read_gb_per_s']:,.0f} GB/s read, "
+                     f"{st['write_gb_per_s']:,.0f} GB/s write, {st.get('total_capacity_tb') or 0:,.0f} TB"
+                     + (f" ({tier['units']} x {tier['system']} capacity tier)" if tier.get("units") else ""))
     for f in d["findings"]:
         lines.append(f"{f['severity']:<8}    {f['code']}: {f['message']}")
     return "\n".join(lines)

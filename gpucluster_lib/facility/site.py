@@ -419,7 +419,10 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         if appliances:
             need = (f"one {store.checkpoint_bytes / TB:.2f} TB checkpoint within {store.checkpoint_target_s:g} s at "
                     f"{store.appliance_write_gb_per_s:g} GB/s each: {store.by_bandwidth}; "
-                    f"{store.checkpoints_kept} kept: {store.by_capacity}; basis {store.basis}")
+                    f"{store.checkpoints_kept} kept: {store.by_capacity}; the GPUs' reads of "
+                    f"{store.read_needed_gb_per_s:,.0f} GB/s at {store.appliance_read_gb_per_s:g} GB/s each: "
+                    f"{store.by_read}; their writes of {store.write_needed_gb_per_s:,.0f} GB/s: {store.by_write}; "
+                    f"the {store.dataset_bytes / TB:,.1f} TB data set: {store.by_data}; basis {store.basis}")
             findings.append(Finding("storage-sized", "info",
                                     f"shared storage sized as {appliances} x {store.appliance_rack_units}U {store.system} "
                                     f"of {store.appliance_power_w / W_PER_KW:g} kW ({need})",
