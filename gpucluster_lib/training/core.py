@@ -383,7 +383,16 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     s_loc = s / cp
     M = mb * s_loc
 
-    train, recomp, t_tp, t_cp, t_ep, f_act = _layer_terms(ctx, tp, cp, ep, mb, rc, sp, tpo)
+    # the per-layer terms depend on (tp, cp, ep, mb, rc, sp, tpo) only: computed once per distinct
+    # combination and gathered back (a search has ~10^5 plans but ~10^3 such combinations)
+    key = (((((tp * 1025.0 + cp) * 1025.0 + ep) * 8193.0 + mb) * 3.0 + rc) * 2.0 + sp) * 2.0 + tpo
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    parts = _layer_terms(ctx, tp[first], cp[first], ep[first], mb[first], rc[first], sp[first], tpo[first])
+    train, recomp, t_tp, t_cp, t_ep = (np.asarray(x, dtype=float)[inverse] for x in parts[:5])
+    f_act = parts[5]
+    a_mem = _layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
+                          rc[first], f_act)
+    per_layer_act, rebuilt_act = (np.asarray(x, dtype=float)[inverse] for x in a_mem)
     t_layer = train + recomp + t_tp + t_cp + t_ep
 
     # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last
@@ -474,7 +483,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     }
 
     # ---- memory: first stage, stage 1 (most in flight among the middle), last stage ------
-    common = _MemoryCommon(ctx, tp, pp, ep, mb, s_loc, sp, rc, zero, dopt, n_dp, m, vp, f_act, lp, emb_p, out_last)
+    common = _MemoryCommon(ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last,
+                           per_layer_act, rebuilt_act)
     m0 = common.stage(np.where(single, L, lf), 0.0, True, single)
     m1 = common.stage(np.asarray(plans["l1"], dtype=float), 1.0, False, False)
     mL = common.stage(ll, pp - 1.0, False, True)
@@ -488,20 +498,27 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
             "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
 
 
+def _layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
+    """Activation bytes of one layer for one micro-batch, and of the layer rebuilt during its
+    backward under full recomputation [B] (Korthikanti Table 2 generalised, :mod:`.memory`)."""
+    a = ctx.arch
+    moe_frac = a.moe_layers / a.layers
+    f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
+    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
+    rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem), 0.0)
+    return per_layer, rebuilt
+
+
 class _MemoryCommon:
     """Per-plan terms shared by the memory of every pipeline stage."""
 
-    def __init__(self, ctx, tp, pp, ep, mb, s_loc, sp, rc, zero, dopt, n_dp, m, vp, f_act, lp, emb_p, out_last):
-        a, e = ctx.arch, ctx.eff
-        moe_frac = a.moe_layers / a.layers
-        f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
+    def __init__(self, ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last, per_layer, rebuilt):
+        e = ctx.eff
         self.ctx, self.pp, self.m, self.vp = ctx, pp, m, vp
         self.zero, self.dopt, self.n_dp = zero, dopt, n_dp
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
-        self.per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
-        self.rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem),
-                                0.0)
-        self.logits = 4.0 * mb * s_loc * a.vocab_size / tp  # fp32 logits of one micro-batch
+        self.per_layer, self.rebuilt = per_layer, rebuilt
+        self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
         # ZeRO-3 keeps the gathered parameters of the current and the prefetched layer [4]
         self.gather = np.where(zero == 3, 2.0 * lp * BYTES_16, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
@@ -540,13 +557,13 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     cp, mb = rep["cp"], rep["mb"]
     s_loc = ctx.arch.seq_length / cp
     m = rep["gbs"] / (rep["dp"] * mb)
-    _, _, _, _, _, f_act = _layer_terms(ctx, tp[:1], cp[:1], ep[:1], mb[:1], rep["rc"][:1].astype(int),
-                                        rep["sp"][:1].astype(bool), rep["tpo"][:1])
+    rc, sp = rep["rc"].astype(int), rep["sp"].astype(bool)
+    _, _, _, _, _, f_act = _layer_terms(ctx, tp[:1], cp[:1], ep[:1], mb[:1], rc[:1], sp[:1], rep["tpo"][:1])
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
-    common = _MemoryCommon(ctx, tp, pp, ep, mb, s_loc, rep["sp"].astype(bool), rep["rc"].astype(int),
-                           rep["zero"].astype(int), rep["dopt"].astype(bool), rep["dp"] * cp, m, rep["vp"], f_act,
-                           lp, emb_p, out_last)
+    per_layer, rebuilt = _layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
+    common = _MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
+                           m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt)
     mem = common.stage(n, idx, first, last)
     return {"layers": n.astype(int), "time_s": t, "memory": mem}

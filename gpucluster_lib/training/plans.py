@@ -405,20 +405,22 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
         target = max(1, round(DEFAULT_BATCH_TOKENS / arch.seq_length))
         cols["gbs"] = dpmb * np.maximum(1, -(-target // dpmb))
 
-    cols = _expand(cols, "rc", rcs)
-    cols = _expand(cols, "zero", zeros)
-    pp = pipe[cols["pipe"], 0]
-    cols = _keep(cols, ~((cols["zero"] == 3) & (pp > 1)))
+    # the remaining switches as one table of valid combinations, expanded once
     dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
-    cols = _expand(cols, "dopt", dopts)
-    cols = _keep(cols, ~(cols["dopt"].astype(bool) & (cols["zero"] > 0)))  # ZeRO >= 1 already shards the optimizer
     sps = [bool(spec.sequence_parallel)] if spec.sequence_parallel is not None else [True, False]
-    cols = _expand(cols, "sp", sps)
-    cols = _keep(cols, (cols["tp"] > 1) | (cols["sp"].astype(bool) == sps[0]))  # TP1: one row, no SP
-    cols["sp"] = cols["sp"].astype(bool) & (cols["tp"] > 1)
-    tpos = [int(bool(spec.tp_comm_overlap))] if spec.tp_comm_overlap is not None else [0, 1]
-    cols = _expand(cols, "tpo", tpos)
-    cols = _keep(cols, (cols["tpo"] == 0) | cols["sp"])
+    tpos = [bool(spec.tp_comm_overlap)] if spec.tp_comm_overlap is not None else [False, True]
+    opts = np.array([(r, z, d, q, o) for r in rcs for z in zeros for d in dopts for q in sps for o in tpos
+                     if not (d and z > 0)  # ZeRO >= 1 already shards the optimizer states
+                     and not (o and not q)], dtype=np.int64)  # TP overlap needs sequence parallelism
+    cols = _expand(cols, "opt", np.arange(len(opts)))
+    o = opts[cols["opt"]]
+    tp_, pp_ = cols["tp"], pipe[cols["pipe"], 0]
+    ok = ~((o[:, 1] == 3) & (pp_ > 1))  # ZeRO-3 only without pipelining
+    ok &= (tp_ > 1) | ((o[:, 3] == sps[0]) & (o[:, 4] == 0))  # TP1: one row, no SP, no TP overlap
+    cols = _keep(cols, ok)
+    o = opts[cols.pop("opt")]
+    cols["rc"], cols["zero"], cols["dopt"] = o[:, 0], o[:, 1], o[:, 2].astype(bool)
+    cols["sp"], cols["tpo"] = o[:, 3].astype(bool) & (cols["tp"] > 1), o[:, 4]
 
     prow = pipe[cols.pop("pipe")]
     out = {"tp": cols["tp"], "pp": prow[:, 0], "dp": cols["dp"], "cp": cols["cp"], "ep": cols["ep"],
