@@ -29,7 +29,8 @@ from jupytext.combine import combine_inputs_with_outputs
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = ROOT / "notebooks"
 #: Notebooks that do not live next to their source.
-TARGETS = {"report": ROOT / "gpucluster_lib" / "report" / "report.ipynb"}
+TARGETS = {"report": ROOT / "gpucluster_lib" / "report" / "report.ipynb",
+           "sweep_report": ROOT / "gpucluster_lib" / "report" / "sweep_report.ipynb"}
 KERNELSPEC = {"display_name": "Python 3", "language": "python", "name": "python3"}
 
 

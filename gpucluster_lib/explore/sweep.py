@@ -471,8 +471,16 @@ def _dask_client(dask_local: int | None, scheduler: str | None) -> tuple[Any, An
             return Client(scheduler, timeout="10s"), None
         except (OSError, TimeoutError) as e:
             raise ScenarioError("--scheduler", f"no Dask scheduler answers at {scheduler}: {e}") from None
-    cluster = LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1",
-                           dashboard_address=None)
+    import multiprocessing
+
+    import dask
+
+    # fork where the platform has it: the workers start with the library imported (as the pool's
+    # do) instead of importing it again (spawn), a few seconds per worker on a busy machine
+    method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
+    with dask.config.set({"distributed.worker.multiprocessing-method": method}):
+        cluster = LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address=None)
     return Client(cluster), cluster
 
 
@@ -554,8 +562,10 @@ def feasible_mask(table: Any, constraints: Sequence[Constraint]) -> np.ndarray:
     return ok
 
 
-def infeasibility_findings(table: Any, sweep: Sweep) -> list[Finding]:
-    """Why no point is feasible: the constraint no design meets alone, or the error findings."""
+def infeasibility_findings(table: Any, sweep: Any) -> list[Finding]:
+    """Why no point is feasible: the constraint no design meets alone, or the error findings.
+
+    ``sweep`` is a :class:`Sweep` or anything with its ``constraints`` and ``currency``."""
     if not len(table) or table["feasible"].any():
         return []
     ok = (table["status"] == "ok").to_numpy()
@@ -597,7 +607,7 @@ def infeasibility_findings(table: Any, sweep: Sweep) -> list[Finding]:
     return out
 
 
-def _label(key: str, sweep: Sweep) -> str:
+def _label(key: str, sweep: Any) -> str:
     for o in outputs(sweep.currency):
         if o.key == key:
             return o.label + (f" [{o.unit}]" if o.unit else "")
@@ -673,9 +683,11 @@ def run_sweep(sweep: Sweep, outdir: str | Path | None = None, *, workers: int = 
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         done = _read_done(out, sweep)
-        (out / "sweep.json").write_text(json.dumps({"fingerprint": sweep.fingerprint(), "name": sweep.name,
-                                                    "axes": list(sweep.keys), "points": sweep.n_points}),
-                                        encoding="utf-8")
+        (out / "sweep.json").write_text(json.dumps({
+            "fingerprint": sweep.fingerprint(), "name": sweep.name, "axes": list(sweep.keys),
+            "points": sweep.n_points, "method": sweep.method, "currency": sweep.currency,
+            "constraints": [c.text for c in sweep.constraints], "objectives": sweep.objectives}, indent=1),
+            encoding="utf-8")
         fh = (out / "points.jsonl").open("a", encoding="utf-8")
     total = sweep.n_points
     pending = [p for p in range(total) if p not in done]

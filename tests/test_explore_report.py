@@ -1,0 +1,62 @@
+"""The sweep report: papermill on a sweep's folder, HTML with the front, the table, the best per objective."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from gpucluster_lib.cli import main
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.report.sweep import render_sweep_report, sweep_sections
+from gpucluster_lib.resources import PACKAGE_DATA
+
+HALL = PACKAGE_DATA / "sweeps" / "hall-dgx-h100.yaml"
+
+
+def _sweep(tmp_path, constraints="['facility.racks <= 12']"):
+    f = tmp_path / "s.yaml"
+    f.write_text(f"name: Small hall\nbase: {HALL}\naxes:\n  hardware.nodes: [8, 16, 32]\n"
+                 f"  facility.pue: [1.2, 1.4]\nconstraints: {constraints}\n"
+                 "objectives: {cost.tco_usd: min, hardware.gpus: max}\n")
+    return f
+
+
+def test_sections_front_best_and_table(tmp_path):
+    out = tmp_path / "out"
+    assert main(["sweep", str(_sweep(tmp_path)), "-o", str(out), "--workers", "1", "--no-progress"]) == 0
+    rep = sweep_sections(out)
+    titles = [t for t, _, _ in rep.sections]
+    assert titles == ["The front", "The best design per objective", "Every design"]
+    front_html = rep.sections[0][1]
+    # 32 DGX H100 need 12 compute racks alone (32 + 2 spares at 3 per rack), so only 8 and 16 nodes are
+    # inside 12 racks; at each, PUE 1.2 costs less energy for the same GPUs: points 0 and 2 form the front
+    points = [int(p) for p in re.findall(r"<tr><td class=\"num\">(\d+)</td>", front_html)]
+    assert points == [0, 2]
+    assert "Lowest TCO (USD)" in rep.sections[1][1] and "Highest GPUs" in rep.sections[1][1]
+    assert len(rep.sections[0][2]) == 1  # the Pareto chart
+    assert "6 designs" in rep.summary_html and "Racks at most 12" in rep.summary_html
+
+
+def test_report_html_via_papermill(tmp_path):
+    out = tmp_path / "out"
+    assert main(["sweep", str(_sweep(tmp_path)), "-o", str(out), "--workers", "1", "--no-progress",
+                 "--report"]) == 0
+    text = (out / "report.html").read_text()
+    assert "Small hall" in text and "The front" in text and "The best design per objective" in text
+    assert "data:image/svg+xml" in text  # the chart, rendered offline as SVG
+    assert "Traceback" not in text and "import " not in text  # no code cells
+
+
+def test_infeasible_sweep_report_names_the_constraint(tmp_path):
+    out = tmp_path / "out"
+    main(["sweep", str(_sweep(tmp_path, "['facility.racks <= 2']")), "-o", str(out), "--workers", "1",
+          "--no-progress"])
+    rep = sweep_sections(out)
+    assert [f.code for f in rep.findings] == ["explore-infeasible"]  # 8 DGX H100 need 4 racks by hand (8+1)/3
+    assert rep.findings[0].field == "constraints[0]"
+
+
+def test_report_of_an_empty_folder(tmp_path):
+    with pytest.raises(ScenarioError, match="no sweep results"):
+        render_sweep_report(tmp_path)
