@@ -134,7 +134,7 @@ def test_pool_and_dask_give_identical_tables():
     serial = run_sweep(sw).table
     pool = run_sweep(small(), workers=2).table
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=None) as cluster:
+                                  dashboard_address=None, worker_dashboard_address=None) as cluster:
         dask = run_sweep(small(), scheduler=cluster.scheduler_address).table
     pd.testing.assert_frame_equal(serial, pool)
     pd.testing.assert_frame_equal(serial, dask)

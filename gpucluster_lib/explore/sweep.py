@@ -480,7 +480,7 @@ def _dask_client(dask_local: int | None, scheduler: str | None) -> tuple[Any, An
     method = "fork" if "fork" in multiprocessing.get_all_start_methods() else "spawn"
     with dask.config.set({"distributed.worker.multiprocessing-method": method}):
         cluster = LocalCluster(n_workers=dask_local, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address=None)
+                               dashboard_address=None, worker_dashboard_address=None)
     return Client(cluster), cluster
 
 
