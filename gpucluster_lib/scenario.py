@@ -385,7 +385,8 @@ class StorageSpec:
 class Scenario:
     name: str = f("untitled", max_len=200)
     description: str = f("", max_len=4000)
-    catalog: list[str] = f([], max_items=16, max_len=500, doc="extra catalogue CSV paths, relative to the scenario file")
+    catalog: list[str] = f([], max_items=16, max_len=500, doc="extra catalogue CSV paths, relative to the scenario "
+                           "file and inside its folder (others need --allow-paths; an upload names none)")
     calibration: str | None = f(None, max_len=500, doc="calibration profile YAML written by 'gpucluster calibrate' (measured "
                                           "GEMM curves and link bandwidths), relative to the scenario file")
     model: ModelSpec = sub(ModelSpec)
@@ -996,6 +997,20 @@ def dumps(scenario: Scenario) -> str:
     return yaml.safe_dump(to_dict(scenario), sort_keys=False, allow_unicode=True)
 
 
+def _bounds_text(md: Any) -> str:
+    """The field's range in words for the reference table: ``0 < x <= 100,000``, ``at most 200 characters``."""
+    def num(v: float) -> str:
+        return f"{v:g}" if isinstance(v, float) and (v >= 1e7 or not v.is_integer()) else f"{v:,}"
+
+    lo = f"{num(md['ge'])} <= " if "ge" in md else (f"{num(md['gt'])} < " if "gt" in md else "")
+    hi = f" <= {num(md['le'])}" if "le" in md else (f" < {num(md['lt'])}" if "lt" in md else "")
+    if lo or hi:
+        return f"{lo}x{hi}"
+    if "max_len" in md:
+        return f"at most {md['max_len']:,} characters"
+    return ""
+
+
 def field_docs(cls: type = Scenario, prefix: str = "") -> list[tuple[str, str, str]]:
     """(key path, type, doc) for every scenario key: the reference table in docs/scenario.md."""
     rows = []
@@ -1011,5 +1026,7 @@ def field_docs(cls: type = Scenario, prefix: str = "") -> list[tuple[str, str, s
         else:
             doc = fl.metadata.get("doc", "")
             unit = fl.metadata.get("unit", "")
-            rows.append((path, _describe(tp).replace("typing.", ""), (f"[{unit}] " if unit else "") + doc))
+            bounds = _bounds_text(fl.metadata)
+            rows.append((path, _describe(tp).replace("typing.", ""),
+                         (f"[{unit}] " if unit else "") + doc + (f" ({bounds})" if bounds else "")))
     return rows
