@@ -77,7 +77,14 @@ def test_panel_updates_and_shows_errors():
     assert panel.state.scenario.parallelism.recompute == "selective"
     panel.tp.value = 5
     assert "parallelism.tensor: 5 does not divide attention_heads 96" in panel.msg.value
-    assert panel.state.scenario.parallelism.tensor == 8  # a bad value never reaches the scenario
+    # the scenario holds what the page shows (so every tab and the download agree), and no number
+    # of the old plan stays beside the error: summary, findings and plans are emptied
+    assert panel.state.scenario.parallelism.tensor == 5
+    assert panel.summary.value == panel.findings.value == panel.plans.value == ""
+    assert panel.time_chart.layout.display == "none"
+    panel.tp.value = 8  # back to a plan that works: the numbers come back
+    assert panel.msg.value == "" and "TP8 PP8x2 DP16" in panel.summary.value
+    assert panel.time_chart.layout.display is None
 
 
 def test_panel_deadline_button():

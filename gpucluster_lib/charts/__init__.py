@@ -38,3 +38,19 @@ def records(df) -> list[dict]:
 
     return [{k: (None if isinstance(v, float) and math.isnan(v) else (v.item() if hasattr(v, "item") else v))
              for k, v in row.items()} for row in df.to_dict(orient="records")]
+
+
+_TEMPLATES: dict[tuple, dict] = {}
+
+
+def fill_template(key: tuple, build, rows: list[dict], title: str | None = None) -> dict:
+    """A chart's Vega-Lite spec with ``rows`` as its data: the layout (``build()``, an altair
+    chart over one DataFrame) is compiled and validated once per ``key``, later calls only swap
+    the data and the top-level title (about a millisecond instead of 30-100 ms of altair)."""
+    spec = _TEMPLATES.get(key)
+    if spec is None:
+        spec = _TEMPLATES[key] = build().to_dict()
+    out = with_values(spec, rows)
+    if title is not None:
+        out["title"] = title
+    return out

@@ -7,6 +7,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from gpucluster_lib.charts import fill_template, records
 from gpucluster_lib.units import GIB
 
 BREAKDOWN_LABELS = {
@@ -22,18 +23,59 @@ def _as_dict(est: Any) -> dict[str, Any]:
     return est if isinstance(est, dict) else est.to_dict()
 
 
-def time_breakdown_chart(est: Any) -> alt.Chart:
-    """Step time as one stacked bar, one segment per category [s]."""
-    d = _as_dict(est)
-    rows = [{"category": BREAKDOWN_LABELS[k], "seconds": v, "order": i}
+def _time_rows(d: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"category": BREAKDOWN_LABELS[k], "seconds": v, "order": i}
             for i, (k, v) in enumerate(d["time_breakdown_s"].items()) if v > 0]
-    df = pd.DataFrame(rows)
-    return alt.Chart(df).mark_bar().encode(
+
+
+def _time_title(d: dict[str, Any]) -> str:
+    return f"Step time {d['step_time_s']:,.2f} s: breakdown"
+
+
+def _time_chart(rows: list[dict[str, Any]], title: str) -> alt.Chart:
+    return alt.Chart(pd.DataFrame(rows, columns=["category", "seconds", "order"])).mark_bar().encode(
         x=alt.X("seconds:Q", title="Time per step [s]", stack="zero"),
         color=alt.Color("category:N", title="Category", sort=[r["category"] for r in rows]),
         order=alt.Order("order:Q"),
         tooltip=[alt.Tooltip("category:N"), alt.Tooltip("seconds:Q", format=".3f")],
-    ).properties(width=520, height=60, title=f"Step time {d['step_time_s']:.2f} s: breakdown")
+    ).properties(width=520, height=60, title=title)
+
+
+def time_breakdown_chart(est: Any) -> alt.Chart:
+    """Step time as one stacked bar, one segment per category [s]."""
+    d = _as_dict(est)
+    return _time_chart(_time_rows(d), _time_title(d))
+
+
+def time_breakdown_spec(est: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of :func:`time_breakdown_chart`, fast: the layout is compiled (and
+    validated) once per set of categories, then only its data and title change."""
+    d = _as_dict(est)
+    rows = _time_rows(d)
+    key = ("time", tuple(r["category"] for r in rows))
+    return fill_template(key, lambda: _time_chart(rows, ""), rows, _time_title(d))
+
+
+def _memory_parts(d: dict[str, Any]) -> tuple[list[dict[str, Any]], float, str]:
+    mem = d["memory_per_gpu_bytes"]
+    cap = d["memory_capacity_bytes"] / GIB
+    rows = [{"part": MEMORY_LABELS[k], "gib": mem[k] / GIB, "order": i} for i, k in enumerate(MEMORY_LABELS)]
+    free = cap - mem["total"] / GIB
+    if free > 0:
+        rows.append({"part": "free", "gib": free, "order": len(rows)})
+    status = "fits" if d["fits"] else "DOES NOT FIT"
+    return rows, cap, f"Memory per GPU {mem['total'] / GIB:,.1f} of {cap:,.0f} GiB ({status})"
+
+
+def _memory_chart(rows: list[dict[str, Any]], cap: float, title: str) -> alt.Chart:
+    parts = [r["part"] for r in rows]
+    colours = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
+    return alt.Chart(pd.DataFrame(rows, columns=["part", "gib", "order"])).mark_bar().encode(
+        x=alt.X("gib:Q", title=f"Memory per GPU [GiB] (GPU memory {cap:,.0f} GiB)", stack="zero"),
+        color=alt.Color("part:N", title="Part", sort=parts, scale=alt.Scale(domain=parts, range=colours)),
+        order=alt.Order("order:Q"),
+        tooltip=[alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".1f", title="GiB")],
+    ).properties(width=520, height=60, title=title)
 
 
 def memory_chart(est: Any) -> alt.Chart:
@@ -42,23 +84,14 @@ def memory_chart(est: Any) -> alt.Chart:
     A grey "free" segment fills the bar up to the GPU's memory when the plan fits; when it
     does not, the bar runs past the capacity (the axis ends at the larger of the two).
     """
-    d = _as_dict(est)
-    mem = d["memory_per_gpu_bytes"]
-    cap = d["memory_capacity_bytes"] / GIB
-    rows = [{"part": MEMORY_LABELS[k], "gib": mem[k] / GIB, "order": i} for i, k in enumerate(MEMORY_LABELS)]
-    free = cap - mem["total"] / GIB
-    if free > 0:
-        rows.append({"part": "free", "gib": free, "order": len(rows)})
-    parts = [r["part"] for r in rows]
-    colours = ["#4c78a8", "#f58518", "#e45756", "#54a24b", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
-    status = "fits" if d["fits"] else "DOES NOT FIT"
-    return alt.Chart(pd.DataFrame(rows)).mark_bar().encode(
-        x=alt.X("gib:Q", title=f"Memory per GPU [GiB] (GPU memory {cap:.0f} GiB)", stack="zero"),
-        color=alt.Color("part:N", title="Part", sort=parts, scale=alt.Scale(domain=parts, range=colours)),
-        order=alt.Order("order:Q"),
-        tooltip=[alt.Tooltip("part:N"), alt.Tooltip("gib:Q", format=".1f", title="GiB")],
-    ).properties(width=520, height=60,
-                 title=f"Memory per GPU {mem['total'] / GIB:.1f} of {cap:.0f} GiB ({status})")
+    return _memory_chart(*_memory_parts(_as_dict(est)))
+
+
+def memory_spec(est: Any) -> dict[str, Any]:
+    """The Vega-Lite spec of :func:`memory_chart`, fast (layout compiled once per GPU memory)."""
+    rows, cap, title = _memory_parts(_as_dict(est))
+    key = ("memory", tuple(r["part"] for r in rows), round(cap))
+    return fill_template(key, lambda: _memory_chart(rows, cap, ""), rows, title)
 
 
 def top_plans_frame(table: pd.DataFrame, n: int = 10) -> pd.DataFrame:
@@ -84,6 +117,12 @@ def scaling_chart(df: pd.DataFrame) -> alt.HConcatChart:
         y=alt.Y("mfu:Q", title="MFU", axis=alt.Axis(format="%"), scale=alt.Scale(zero=True)), tooltip=tip,
     ).properties(width=300, height=220, title="Model FLOPs utilisation")
     return alt.hconcat(days, mfu)
+
+
+def scaling_spec(df: pd.DataFrame) -> dict[str, Any]:
+    """The Vega-Lite spec of :func:`scaling_chart`, fast (layout compiled once)."""
+    cols = ["gpus", "plan", "training_days", "mfu"]
+    return fill_template(("scaling",), lambda: scaling_chart(df[cols]), records(df[cols]))
 
 
 def validation_chart(df: pd.DataFrame) -> alt.HConcatChart:

@@ -11,7 +11,7 @@ import functools
 import html
 import logging
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -141,27 +141,50 @@ def show_findings(area: widgets.HTML, findings: list[Finding], empty: str = "No 
     area.value = findings_html(findings, empty=empty)
 
 
-def guarded(area: widgets.HTML) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def guarded(area: widgets.HTML, clears: Sequence[widgets.Widget] = ()
+            ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Decorate a widget callback so that no exception escapes to the page.
 
     Library errors (:class:`GpuClusterError`) are shown as their message; anything else
-    is logged with its traceback and shown as an "unexpected" message.
+    is logged with its traceback and shown as an "unexpected" message. ``clears`` are the
+    outputs the callback fills: when it fails they are emptied (tables, figures, findings)
+    or hidden (charts), so no number of an earlier state stays beside the error; the next
+    call that succeeds shows them again.
     """
 
     def deco(fn: Callable[..., Any]) -> Callable[..., Any]:
         @functools.wraps(fn)
         def wrapper(*args: Any, **kwargs: Any) -> Any:
             try:
-                return fn(*args, **kwargs)
+                result = fn(*args, **kwargs)
             except Exception as exc:  # noqa: BLE001 - the whole point
                 if not isinstance(exc, GpuClusterError):
                     log.error("callback %s failed:\n%s", fn.__name__, traceback.format_exc())
+                invalidate(clears)
                 show_error(area, exc)
                 return None
+            revalidate(clears)
+            return result
 
         return wrapper
 
     return deco
+
+
+def invalidate(outputs: Sequence[widgets.Widget]) -> None:
+    """Empty the HTML outputs and hide the others (charts): they belong to a design that failed."""
+    for w in outputs:
+        if isinstance(w, widgets.HTML):
+            w.value = ""
+        else:
+            w.layout.display = "none"
+
+
+def revalidate(outputs: Sequence[widgets.Widget]) -> None:
+    """Show again what :func:`invalidate` hid."""
+    for w in outputs:
+        if not isinstance(w, widgets.HTML) and w.layout.display == "none":
+            w.layout.display = None
 
 
 # ---------------------------------------------------------------- tables

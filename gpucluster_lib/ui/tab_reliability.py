@@ -37,14 +37,15 @@ ORDER = 60
 PRESETS = ["llama3-405b", "rsc1", "rsc2"]
 
 
-def summary_pairs(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> list[tuple[str, str]]:
-    """The key figures shown at the top of the panel (label, formatted value)."""
+def summary_pairs(r: rel_mod.ReliabilityResult | None, c: cost_mod.CostResult) -> list[tuple[str, str]]:
+    """The key figures shown at the top of the panel (label, formatted value); the cost alone
+    when the design has no training run (``r`` None)."""
 
     def days(v: float | None) -> str:
         return "–" if v is None else f"{v:.1f}"
 
     cur = c.currency
-    pairs = [
+    pairs = [] if r is None else [
         ("Interruptions per day", f"{r.interruptions_per_day:.2f} (one every {r.mtbi_hours:.1f} h)"),
         ("Checkpoint", f"{r.checkpoint_bytes / 1e12:.2f} TB, written in {r.checkpoint_write_s:.0f} s, "
                        f"every {r.checkpoint_interval_s / 60:.0f} min"),
@@ -53,6 +54,8 @@ def summary_pairs(r: rel_mod.ReliabilityResult, c: cost_mod.CostResult) -> list[
                           f"P10-P90 {days(r.training_days_p10)}-{days(r.training_days_p90)}"),
         ("Hot spare nodes", f"{r.spare_nodes} (recommended {r.spare_nodes_recommended}; job at full size "
                             f"{r.full_size_availability:.1%} of the time)"),
+    ]
+    pairs += [
         ("CapEx", f"{c.capex['total']:,.0f} {cur}"),
         ("OpEx per year", f"{c.opex_per_year['total']:,.0f} {cur}"),
         (f"TCO over {c.years} years", f"{c.tco:,.0f} {cur}; {c.cost_per_gpu_hour:.2f} {cur} per GPU-hour"),
@@ -123,8 +126,10 @@ class ReliabilityPanel:
         for jc in (self.rel_chart, self.cost_chart):  # svg: text in the DOM (testable), crisp lines
             jc.embed_options = {**(jc.embed_options or {}), "renderer": "svg"}
 
-        self.refresh = guarded(self.msg)(self._refresh)
-        self.apply = guarded(self.msg)(self._apply)
+        #: what a failed design empties: no number of an earlier state stays beside the error
+        self.outputs = [self.summary, self.assumptions, self.findings, self.rel_chart, self.cost_chart]
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
         self._syncing = False
         self._rel: rel_mod.ReliabilityResult | None = None
         #: each widget writes only its own field: a change of one leaves the others as the scenario has them
@@ -141,7 +146,7 @@ class ReliabilityPanel:
         }
         for w in self._fields:
             w.observe(self.apply, names="value")
-        state.observe(lambda _ch: self._from_state(), names="scenario")
+        state.observe(lambda _ch: None if self._syncing else self._from_state(), names=["scenario", "catalog"])
 
         for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
                   self.model, self.grid):
@@ -164,12 +169,18 @@ class ReliabilityPanel:
     def _from_state(self) -> None:
         """Another panel (or a loaded file) changed the scenario: show its values, recompute."""
         s = self.state.scenario
+        rs, cs, fs = s.reliability, s.costs, s.facility
         self._syncing = True
         try:
-            self.preset.value = s.reliability.failure_preset
-            self.years.value = s.costs.years
-            self.model.value = s.costs.facility_model
-            self.price.value = s.facility.energy_price_per_kwh
+            self.preset.value = rs.failure_preset
+            self.restart.value = int(round(rs.restart_minutes or 10))
+            self.write.value = rs.checkpoint_write_gbps or 0.0
+            self.spares.value = -1 if rs.spare_nodes is None else min(rs.spare_nodes, self.spares.max)
+            self.price.value = fs.energy_price_per_kwh
+            self.grid.value = fs.grid_region if fs.grid_region in self.grid.options else "(scenario value)"
+            self.years.value = cs.years
+            self.rent.value = cs.rent_per_gpu_hour or 0.0
+            self.model.value = cs.facility_model
         finally:
             self._syncing = False
         self.refresh()
@@ -178,24 +189,34 @@ class ReliabilityPanel:
         if self._syncing:
             return
         key, convert = self._fields[change["owner"]]
-        self.state.update(**{key: convert(change["new"])})
+        self._syncing = True  # this panel renders once below, not once more from the state's observer
+        try:
+            self.state.update(**{key: convert(change["new"])})
+        finally:
+            self._syncing = False
+        self._refresh()
 
     def _refresh(self) -> None:
         self.msg.value = ""
         d = self.state.design
         r, c = d.reliability, d.cost
-        if r is None:
-            raise ScenarioError("model.preset", "the scenario has no transformer model to train: reliability "
-                                "needs one (the cost below still applies)")
+        self.cost_chart.chart = cost_chart(c)
+        self.assumptions.value = assumptions_html(c)
+        if r is None:  # a scenario without a transformer: the cost stands on its own
+            self.rel_chart.layout.display = "none"
+            self.summary.value = kv_html(summary_pairs(None, c))
+            show_findings(self.findings, sort_findings(c.findings))
+            self.msg.value = ('<div class="gc-msg gc-info">The scenario has no transformer model to train: '
+                              "reliability needs one (pick a model on the Training tab); the cost below "
+                              "still applies.</div>")
+            return
         # the band chart only changes with the reliability stage: a price change reuses it
         if r is not self._rel:
             rows = rel_mod.scaling_table(d.scenario, d.catalog, base=r) if r.training_days_ideal is not None else []
             self.rel_chart.chart = reliability_chart(r, rows)
             self._rel = r
         self.summary.value = kv_html(summary_pairs(r, c))
-        self.assumptions.value = assumptions_html(c)
         show_findings(self.findings, sort_findings([*r.findings, *c.findings]))
-        self.cost_chart.chart = cost_chart(c)
 
 
 def build(state: AppState) -> widgets.Widget:

@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import html
 
+import altair as alt
 import ipywidgets as widgets
+import pandas as pd
 
 from gpucluster_lib.charts.training import (
-    memory_chart,
-    scaling_chart,
-    time_breakdown_chart,
+    memory_spec,
+    scaling_spec,
+    time_breakdown_spec,
     top_plans_frame,
 )
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.training import min_gpus_for_deadline, scaling
 from gpucluster_lib.ui.common import (
     AppState,
@@ -75,20 +77,24 @@ class TrainingPanel:
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
         self._loading = False
-        self.time_chart = chart_widget(time_breakdown_chart(self._first()))
-        self.mem_chart = chart_widget(memory_chart(self.est))
-        self.scale_chart = chart_widget(scaling_chart(scaling(self.state.scenario, self.state.catalog,
-                                                              node_counts=[self.state.scenario.hardware.nodes or 1])))
+        # empty until the first estimate: a plan that does not work must not break the tab
+        self.time_chart = chart_widget(alt.Chart(pd.DataFrame({"seconds": []})).mark_bar())
+        self.mem_chart = chart_widget(alt.Chart(pd.DataFrame({"gib": []})).mark_bar())
+        self.scale_chart = chart_widget(alt.Chart(pd.DataFrame({"gpus": []})).mark_line())
+        self.scale_chart.layout.display = "none"  # shown once computed for the current design
+        #: what a failed estimate empties: no number of an earlier plan stays beside the error
+        self.outputs = [self.summary, self.findings, self.plans, self.time_chart, self.mem_chart]
 
-        self.refresh = guarded(self.msg)(self._refresh)
-        self.apply = guarded(self.msg)(self._apply)
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
+        self.load = guarded(self.msg, clears=self.outputs)(self._load)
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
                   self.flash, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
-        state.observe(lambda _ch: None if self._loading else self.load(), names="scenario")
+        state.observe(lambda _ch: None if self._loading else self.load(), names=["scenario", "catalog"])
 
         inputs = widgets.VBox([
             self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
@@ -110,10 +116,6 @@ class TrainingPanel:
         self.load()
 
     # -------------------------------------------------------------- state <-> widgets
-    def _first(self):
-        self.est = self._estimate(self.state.design)
-        return self.est
-
     @staticmethod
     def _estimate(design):
         est = design.training
@@ -121,33 +123,55 @@ class TrainingPanel:
             raise ScenarioError("model.preset", "the scenario has no model: pick one above")
         return est
 
-    def load(self) -> None:
-        """Copy the scenario into the widgets (without triggering a re-estimate per widget)."""
+    def _load(self) -> None:
+        """Copy the scenario into the widgets (without a re-estimate per widget), then show its design.
+
+        The inputs come from the scenario itself, so they are there even when its plan does not
+        work (the estimate below then shows why); a searched plan fills in the fields it chose.
+        """
         s = self.state.scenario
         self._loading = True
         try:
-            if s.model.preset in self.preset.options or s.model.preset in [o[1] for o in self.preset.options]:
+            if s.model.preset in [o[1] for o in self.preset.options]:
                 self.preset.value = s.model.preset
-            est = self._estimate(self.state.design)
-            self.est = est
-            if est.accelerator in self.accelerator.options:
-                self.accelerator.value = est.accelerator
-            self.nodes.value = est.gpus // max(1, (s.hardware.gpus_per_node or 8))
+            try:
+                hw = self.state.design.hardware
+            except GpuClusterError:
+                hw = None
+            acc = hw.accelerator_id if hw is not None else s.hardware.accelerator
+            if acc in self.accelerator.options:
+                self.accelerator.value = acc
+            self.nodes.value = hw.nodes if hw is not None else (s.hardware.nodes or 1)
             self.precision.value = s.training.precision if s.training.precision in PRECISIONS else "bf16"
             self.tokens_b.value = (s.training.tokens or 0) / 1e9
             self.deadline.value = s.training.deadline_days or 0
             self.flash.value = s.training.flash_attention
             self.auto.value = bool(s.parallelism.auto)
-            p = est.plan
-            self.tp.value, self.pp.value, self.vp.value, self.cp.value = (p.tensor, p.pipeline, p.virtual_stages,
-                                                                          p.context)
-            self.mb.value, self.gbs.value = p.micro_batch_size, p.global_batch_size
-            self.recompute.value, self.zero.value = p.recompute, p.zero_stage
+            p = s.parallelism
+            for w, v in ((self.tp, p.tensor), (self.pp, p.pipeline), (self.vp, p.virtual_stages),
+                         (self.cp, p.context), (self.mb, p.micro_batch_size), (self.gbs, p.global_batch_size),
+                         (self.recompute, p.recompute), (self.zero, p.zero_stage)):
+                if v is not None:
+                    w.value = v
+            for w in self.plan_widgets:
+                w.disabled = bool(p.auto)
         finally:
             self._loading = False
-        self.refresh()
+        self._refresh()
+        if self.est is not None and self.est.searched:  # show the plan the search chose
+            self._loading = True
+            try:
+                q = self.est.plan
+                self.tp.value, self.pp.value, self.vp.value, self.cp.value = (q.tensor, q.pipeline,
+                                                                              q.virtual_stages, q.context)
+                self.mb.value, self.gbs.value = q.micro_batch_size, q.global_batch_size
+                self.recompute.value, self.zero.value = q.recompute, q.zero_stage
+            finally:
+                self._loading = False
 
     def _apply(self) -> None:
+        """Write the widgets into the scenario (every value the user typed becomes the state's,
+        even a plan that does not work: every tab then shows why), then show the new design."""
         if self._loading:
             return
         auto = bool(self.auto.value)
@@ -159,7 +183,11 @@ class TrainingPanel:
             "training__tokens": self.tokens_b.value * 1e9 if self.tokens_b.value else None,
             "training__flash_attention": bool(self.flash.value),
         }
-        if self.accelerator.value != self.est.accelerator:
+        try:
+            current = self.state.design.hardware.accelerator_id
+        except GpuClusterError:
+            current = self.state.scenario.hardware.accelerator
+        if self.accelerator.value != current:
             changes["hardware__accelerator"] = self.accelerator.value
             changes["hardware__server"] = None
         changes["hardware__nodes"] = int(self.nodes.value)
@@ -172,44 +200,53 @@ class TrainingPanel:
                                       "micro_batch_size": int(self.mb.value),
                                       "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
                                       "zero_stage": int(self.zero.value)}
-        new = self.state.scenario.replace(**changes)
-        design = self.state.design_for(new)
-        est = self._estimate(design)  # raises (shown in msg) before the state changes
-        self.msg.value = ""
-        with self.state.hold_trait_notifications():
-            self._loading = True
-            try:
-                self.state.commit(design)
-            finally:
-                self._loading = False
-        self.est = est
-        self._render()
+        self.est = None
+        self._loading = True  # the state's observer must not copy the scenario back into these widgets
+        try:
+            self.state.update(**changes)  # a value the scenario refuses raises here (shown, outputs emptied)
+        finally:
+            self._loading = False
+        self._refresh()
 
     def _refresh(self) -> None:
+        self.est = None
+        self.msg.value = ""
+        self.scale_chart.layout.display = "none"  # computed for an earlier design: press the button again
+        self.deadline_out.value = ""
         self.est = self._estimate(self.state.design)
         self._render()
 
     def _render(self) -> None:
         e = self.est
-        days = "–" if e.training_days is None else f"{e.training_days:,.1f} days"
         m = e.memory_per_gpu_bytes
-        self.summary.value = kv_html([
-            ("Plan", e.plan.label() + (" (searched)" if e.searched else "")),
-            ("Step time", f"{e.step_time_s:.3f} s ({e.plan.micro_batches} micro-batches)"),
-            ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
-            ("Per GPU", f"{e.model_tflops_per_gpu:.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
-            ("Memory per GPU", f"{m['total'] / GIB:.1f} of {e.memory_capacity_bytes / GIB:.0f} GiB "
-                               f"({'fits' if e.fits else 'does not fit'})"
-                               + (f", pipeline stage {e.stages['memory_stage'] + 1}" if e.plan.pipeline > 1 else "")),
-            ("Time to train", days),
-        ])
+        memory = (f"{m['total'] / GIB:,.1f} of {e.memory_capacity_bytes / GIB:,.0f} GiB "
+                  f"({'fits' if e.fits else 'does not fit'})"
+                  + (f", pipeline stage {e.stages['memory_stage'] + 1}" if e.plan.pipeline > 1 else ""))
+        if e.fits:
+            days = "–" if e.training_days is None else f"{e.training_days:,.1f} days"
+            self.summary.value = kv_html([
+                ("Plan", e.plan.label() + (" (searched)" if e.searched else "")),
+                ("Step time", f"{e.step_time_s:,.3f} s ({e.plan.micro_batches:,} micro-batches)"),
+                ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
+                ("Per GPU", f"{e.model_tflops_per_gpu:,.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
+                ("Memory per GPU", memory),
+                ("Time to train", days),
+            ])
+        else:  # an impossible plan has no step time, throughput or days to show
+            none = "– (the plan does not fit in memory)"
+            self.summary.value = kv_html([
+                ("Plan", e.plan.label() + (" (searched)" if e.searched else "")),
+                ("Memory per GPU", memory),
+                ("Step time", none), ("Throughput", none), ("Time to train", none),
+            ])
         show_findings(self.findings, e.findings, empty="No findings: the plan is valid and fits.")
-        self.time_chart.chart = time_breakdown_chart(e)
-        self.mem_chart.chart = memory_chart(e)
+        self.time_chart.spec = time_breakdown_spec(e)
+        self.mem_chart.spec = memory_spec(e)
         table = e.top_plans
         if table is None:  # manual plan: the design's plan search (once per model, cluster and batch)
-            table = self.state.design.plans.table
-        self.plans.value = html_table(top_plans_frame(table, 10))
+            plans = self.state.design.plans
+            table = plans.table if plans is not None else None
+        self.plans.value = html_table(top_plans_frame(table, 10)) if table is not None else ""
 
     def _deadline(self, _btn=None) -> None:
         days = float(self.deadline.value)
@@ -231,7 +268,8 @@ class TrainingPanel:
         if not len(df):
             self.msg.value = f"<i>{html.escape('No plan fits at any of the sizes tried.')}</i>"
             return
-        self.scale_chart.chart = scaling_chart(df)
+        self.scale_chart.spec = scaling_spec(df)
+        self.scale_chart.layout.display = None
 
 
 def build(state: AppState) -> widgets.Widget:
