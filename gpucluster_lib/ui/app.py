@@ -18,11 +18,12 @@ import ipywidgets as widgets
 
 from gpucluster_lib import scenario as scn
 from gpucluster_lib.catalog import TABLES, catalog_from_bytes
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.resources import examples_dir
 from gpucluster_lib.ui import common
 from gpucluster_lib.ui.common import AppState, guarded, message_area, show_info
 from gpucluster_lib.ui.header import Header
+from gpucluster_lib.workloads.transformer import load_presets
 
 SCENARIO_DIR = examples_dir()
 
@@ -46,11 +47,42 @@ def example_scenarios() -> dict[str, Path]:
     return out
 
 
+def file_stem(name: str) -> str:
+    """A download file name from a scenario name ("GPT-3 175B on 1024 A100" -> "gpt-3-175b-on-1024-a100")."""
+    stem = "".join(c if c.isalnum() or c in "-_" else "-" for c in name.lower())
+    while "--" in stem:
+        stem = stem.replace("--", "-")
+    return stem.strip("-") or "scenario"
+
+
 def download_link(scenario: scn.Scenario) -> str:
     data = base64.b64encode(scn.dumps(scenario).encode()).decode()
-    fname = "".join(c if c.isalnum() or c in "-_" else "-" for c in scenario.name.lower()).strip("-") or "scenario"
-    return (f'<a download="{fname}.yaml" href="data:text/yaml;base64,{data}" '
+    return (f'<a download="{file_stem(scenario.name)}.yaml" href="data:text/yaml;base64,{data}" '
             f'style="font-weight:bold">⬇ Download scenario YAML</a>')
+
+
+def describe(state: AppState) -> str:
+    """What the current design is, in a few words: "Llama 3 405B on 512 h100-sxm5-80gb"."""
+    s = state.scenario
+    try:
+        hw = state.design.hardware
+        cluster = f"{hw.gpus:,} {hw.accelerator_id}"
+    except GpuClusterError:
+        cluster = f"{s.hardware.nodes or '?'} nodes of {s.hardware.server or s.hardware.accelerator or '?'}"
+    model = ""
+    if s.model.preset:
+        presets = load_presets()
+        model = presets[s.model.preset]["name"] if s.model.preset in presets else s.model.preset
+    return f"{model} on {cluster}" if model else f"Cluster of {cluster}"
+
+
+def shown_scenario(state: AppState, loaded: scn.Scenario | None) -> scn.Scenario:
+    """The scenario as the page names it: the loaded file's name while it is unchanged, else
+    a name that says what the edited design is and where it came from (title and download)."""
+    s = state.scenario
+    if loaded is None or s == loaded:
+        return s
+    return s.replace(name=f"{describe(state)} (edited from {loaded.name})", description="")
 
 
 class App:
@@ -58,6 +90,7 @@ class App:
         examples = example_scenarios()
         path = Path(scenario_path) if scenario_path else next(iter(examples.values()))
         self.state = AppState.from_path(path)
+        self._loaded: scn.Scenario | None = self.state.scenario  # as loaded, before any edit
         self.msg = message_area()
         self.examples = widgets.Dropdown(options=list(examples.items()), value=path if path in examples.values() else None,
                                          description="Example", layout=widgets.Layout(width="420px"))
@@ -99,24 +132,30 @@ class App:
     def _build_tab(self, index: int | None) -> None:
         if index is None or index in self.built:
             return
-        self.built.add(index)
         mod = self.modules[index]
         holder = self.tabs.children[index]
         try:
             holder.children = [mod.build(self.state)]
         except Exception as exc:  # noqa: BLE001 - show, never break the page
             holder.children = [widgets.HTML(common.error_html(exc))]
+            return  # not built: tried again when the tab is opened or the scenario changes
+        self.built.add(index)
 
     def _on_scenario(self) -> None:
-        s = self.state.scenario
+        s = shown_scenario(self.state, self._loaded)
         self.title.value = (f"<p><b>Scenario:</b> {html.escape(s.name)}"
                             + (f" — {html.escape(s.description)}" if s.description else "") + "</p>")
         self.download.value = download_link(s)
         self.yaml_view.value = f"<pre style='font-size:12px'>{html.escape(scn.dumps(s))}</pre>"
+        index = self.tabs.selected_index
+        if index is not None and index not in self.built:  # a tab whose build failed: try again
+            self._build_tab(index)
 
     def _on_example(self, change: dict) -> None:
         if change["new"]:
-            self.state.load(scn.load_scenario(change["new"]))
+            scenario = scn.load_scenario(change["new"])
+            self._loaded = scenario
+            self.state.load(scenario)
             show_info(self.msg, f"Loaded example scenario '{self.state.scenario.name}'.")
 
     def _on_upload(self, change: dict) -> None:
@@ -126,7 +165,9 @@ class App:
         f = files[0]
         # bytes, no folder, no paths: the loader refuses non-UTF-8, oversized and hostile files,
         # and an upload names catalogue CSVs only by uploading them (docs/security.md)
-        self.state.load(scn.loads(bytes(f["content"]), source=f["name"], allow_paths=False))
+        scenario = scn.loads(bytes(f["content"]), source=f["name"], allow_paths=False)
+        self._loaded = scenario
+        self.state.load(scenario)
         show_info(self.msg, f"Loaded '{f['name']}': scenario '{self.state.scenario.name}'.")
 
     def _on_csv(self, change: dict) -> None:

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import altair as alt
 import ipywidgets as widgets
+import pandas as pd
 
 from gpucluster_lib.charts.inference import (
     accelerator_comparison,
     memory_breakdown,
     throughput_latency,
 )
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
 from gpucluster_lib.ui.common import (
@@ -17,8 +19,10 @@ from gpucluster_lib.ui.common import (
     chart_widget,
     guarded,
     html_table,
+    invalidate,
     kv_html,
     message_area,
+    revalidate,
     section,
     show_findings,
     table_widget,
@@ -56,8 +60,9 @@ class InferencePanel:
         self.accelerator = widgets.Dropdown(options=self.accelerators, description="GPU")
         self.tp = widgets.Dropdown(options=[("auto", 0), ("1", 1), ("2", 2), ("4", 4), ("8", 8)],
                                    value=inf.tensor_parallel or 0, description="TP")
-        self.rps = widgets.BoundedFloatText(value=inf.requests_per_s or 10.0, min=0.01, max=1e6, step=1,
-                                            description="Requests/s")
+        self.rps = widgets.BoundedFloatText(value=inf.requests_per_s or 0.0, min=0, max=1e6, step=1,
+                                            description="Requests/s",
+                                            tooltip="traffic target; 0 = none (the fleet is the cluster's GPUs)")
         self.input_tokens = widgets.BoundedIntText(value=inf.input_tokens, min=1, max=1_000_000,
                                                    description="Input tok")
         self.output_tokens = widgets.BoundedIntText(value=inf.output_tokens, min=1, max=1_000_000,
@@ -83,21 +88,23 @@ class InferencePanel:
         self.sweep_table = table_widget()
         self.compare_table = table_widget()
         del acc_df
-        self._sync_from_scenario()
-        est = self._serving()
-        self.curve = chart_widget(throughput_latency(est.sweep_frame(), est.tpot_slo_s, est.batch))
-        self.memory = chart_widget(memory_breakdown(est.memory_per_gpu_bytes))
-        self.compare = chart_widget(accelerator_comparison(compare_accelerators(self.state.scenario,
-                                                                                self.state.catalog)))
+        self._busy = False
+        # empty until the first estimate: a design that does not serve must not break the tab
+        self.curve = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_point())
+        self.memory = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_bar())
+        self.compare = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_bar())
         for jc in (self.curve, self.memory, self.compare):  # SVG: text in the DOM (browser tests, copy)
             jc.embed_options = {**jc.embed_options, "renderer": "svg"}
-        self.refresh = guarded(self.msg)(self._refresh)
-        self.apply = guarded(self.msg)(self._apply)
+        #: what a failed design empties: no number of an earlier state stays beside the error
+        self.outputs = [self.summary, self.findings, self.sweep_table, self.compare_table, self.curve,
+                        self.memory, self.compare]
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
+        guarded(self.msg, clears=self.outputs)(self._sync_from_scenario)()
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
                   self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.observe(lambda _ch: self.apply(), names="value")
-        state.observe(lambda _ch: self._on_scenario(), names="scenario")
-        self._busy = False
+        state.observe(lambda _ch: self._on_scenario(), names=["scenario", "catalog"])
         inputs = widgets.HBox([
             widgets.VBox([self.model, self.precision, self.accelerator, self.tp]),
             widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival]),
@@ -115,8 +122,7 @@ class InferencePanel:
                     widgets.HBox([self.vision_model, self.vision_batch, self.vision_fps]), self.vision_msg,
                     self.vision_out),
         ])
-        self._render(est)
-        self.vision()
+        self.refresh()
 
     def _serving(self):
         est = self.state.design.serving
@@ -127,13 +133,13 @@ class InferencePanel:
     # ---------------------------------------------------------------- state <-> widgets
     def _sync_from_scenario(self) -> None:
         s = self.state.scenario
-        hw = self.state.design.hardware
+        acc = self._accelerator_id()
         self._busy = True
         try:
             if s.model.preset in self.model.options:
                 self.model.value = s.model.preset
-            if hw.accelerator_id in self.accelerators:
-                self.accelerator.value = hw.accelerator_id
+            if acc in self.accelerators:
+                self.accelerator.value = acc
             inf = s.inference
             self.precision.value = inf.precision
             self.tp.value = inf.tensor_parallel or 0
@@ -142,8 +148,7 @@ class InferencePanel:
             self.ttft.value = inf.ttft_slo_s
             self.tpot.value = inf.tpot_slo_s * 1000
             self.arrival.value = inf.arrival
-            if inf.requests_per_s:
-                self.rps.value = inf.requests_per_s
+            self.rps.value = inf.requests_per_s or 0.0  # 0: no target (or a tokens/s target, kept)
         finally:
             self._busy = False
 
@@ -160,13 +165,15 @@ class InferencePanel:
             "model": {"preset": self.model.value},
             "inference__precision": self.precision.value,
             "inference__tensor_parallel": self.tp.value or None,
-            "inference__requests_per_s": float(self.rps.value), "inference__tokens_per_s": None,
+            "inference__requests_per_s": float(self.rps.value) or None,
             "inference__input_tokens": int(self.input_tokens.value),
             "inference__output_tokens": int(self.output_tokens.value),
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
             "inference__arrival": self.arrival.value,
         }
-        if self.accelerator.value != self.state.design.hardware.accelerator_id:
+        if self.rps.value:  # a request rate replaces a tokens/s target; 0 keeps the scenario's
+            changes["inference__tokens_per_s"] = None
+        if self.accelerator.value != self._accelerator_id():
             server = system_for(self.state.catalog, self.accelerator.value)
             changes.update(hardware__server=server, hardware__accelerator=None if server else self.accelerator.value,
                            hardware__gpus_per_node=None, hardware__gpus=None)
@@ -177,8 +184,15 @@ class InferencePanel:
             self._busy = False
         self._refresh()
 
+    def _accelerator_id(self) -> str | None:
+        try:
+            return self.state.design.hardware.accelerator_id
+        except GpuClusterError:
+            return self.state.scenario.hardware.accelerator
+
     def _refresh(self) -> None:
         self.msg.value = ""
+        self.vision()  # its own message area: the vision section follows the accelerator either way
         self._render(self._serving())
 
     def _vision(self) -> None:
@@ -194,43 +208,48 @@ class InferencePanel:
         ])
 
     def _render(self, est) -> None:
+        target = self.state.scenario.inference
+        if target.requests_per_s:
+            traffic = f"{target.requests_per_s:,.6g} requests/s"
+        elif target.tokens_per_s:
+            traffic = f"{target.tokens_per_s:,.6g} output tokens/s"
+        else:
+            traffic = "none: the fleet is the cluster's GPUs (set Requests/s to size one)"
+        sweep = est.sweep_frame()
+        if not est.gpus or not len(sweep):  # nothing serves: no fleet, latency or efficiency to print
+            self.summary.value = kv_html([
+                ("Traffic target", traffic),
+                ("Fleet", f"none: {est.model} does not fit on {est.accelerator} at TP {est.tensor_parallel} "
+                          f"({est.precision}); see the findings"),
+                ("Memory", f"weights {est.weights_bytes_per_gpu / GB:,.1f} GB per GPU"),
+            ])
+            show_findings(self.findings, est.findings, empty="")
+            invalidate([self.sweep_table, self.curve, self.compare_table, self.compare])
+            self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
+            return
+        revalidate([self.curve, self.compare])
         ok = "✔ meets" if est.meets_slo else "✖ does not meet"
         self.summary.value = kv_html([
-            ("Fleet", f"{est.replicas} replicas x TP {est.tensor_parallel} = {est.gpus} GPUs, {est.nodes} nodes, "
-                      f"{_fmt(est.racks, 'd')} racks, {_fmt(est.it_power_kw, ',.3f', 1e-3, ' MW IT')}"),
-            ("Per GPU", f"{_fmt(est.tokens_per_s_per_gpu, ',.0f')} output tokens/s at batch {est.batch} "
-                        f"(max {est.max_batch} fits)"),
-            ("Latency", f"TTFT {_fmt(est.ttft_s, '.3f', 1, ' s')}, TPOT {_fmt(est.tpot_s, '.1f', 1000, ' ms')}: "
-                        f"{ok} the SLO" + _load_text(getattr(est, "load", None))),
-            ("Memory", f"weights {est.weights_bytes_per_gpu / GB:.1f} GB/GPU; KV cache "
+            ("Traffic target", traffic),
+            ("Fleet", f"{est.replicas:,} replicas x TP {est.tensor_parallel} = {est.gpus:,} GPUs, {est.nodes:,} "
+                      f"nodes, {_fmt(est.racks, ',d')} racks, {_fmt(est.it_power_kw, ',.3f', 1e-3, ' MW IT')}"),
+            ("Per GPU", f"{_fmt(est.tokens_per_s_per_gpu, ',.0f')} output tokens/s at batch {est.batch:,} "
+                        f"(max {est.max_batch:,} fits)"),
+            ("Latency", f"TTFT {_fmt(est.ttft_s, ',.3f', 1, ' s')}, TPOT {_fmt(est.tpot_s, ',.1f', 1000, ' ms')}: "
+                        f"{ok} the SLO"),
+            ("Memory", f"weights {est.weights_bytes_per_gpu / GB:,.1f} GB/GPU; KV cache "
                        f"{est.kv_cache_bytes_per_token:,.0f} bytes/token ({est.kv_cache_precision})"),
             ("Efficiency", f"{_fmt(est.tokens_per_s_per_mw, ',.0f')} tokens/s per MW IT; "
                            f"{_fmt(est.tokens_per_s_per_rack, ',.0f')} per rack; "
-                           f"{_fmt(est.tokens_per_s_per_usd, ',.0f', 1e6)} per $1M CapEx"),
+                           f"{_fmt(est.tokens_per_s_per_usd, ',.0f', 1e6)} per 1M USD of CapEx"),
         ])
         show_findings(self.findings, est.findings)
-        sweep = est.sweep_frame()
-        self.sweep_table.value = html_table(sweep, headers=SWEEP_HEADERS,
-                                            highlight=lambda r: r["batch"] == est.batch) if len(sweep) else ""
-        if len(sweep):
-            self.curve.chart = throughput_latency(sweep, est.tpot_slo_s, est.batch)
+        self.sweep_table.value = html_table(sweep, headers=SWEEP_HEADERS, highlight=lambda r: r["batch"] == est.batch)
+        self.curve.chart = throughput_latency(sweep, est.tpot_slo_s, est.batch)
         self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
-        if hasattr(self, "vision_out"):
-            self.vision()
         comparison = compare_accelerators(self.state.scenario, self.state.catalog)
         self.compare_table.value = html_table(comparison)
-        if hasattr(self, "compare"):
-            self.compare.chart = accelerator_comparison(comparison)
-
-
-def _load_text(load) -> str:
-    """The queue at the max Poisson rate, for the Latency line (empty for saturated batches)."""
-    at = (load or {}).get("at_max_rate")
-    if not at:
-        return ""
-    pct = f"{load['percentile']:g}th percentile"
-    return (f" ({pct}); Poisson arrivals up to {load['max_rate_per_replica_per_s']:,.2f} requests/s per replica, "
-            f"median TTFT {at['ttft_p50_s']:.3f} s and TPOT {at['tpot_p50_s'] * 1000:.1f} ms there")
+        self.compare.chart = accelerator_comparison(comparison)
 
 
 def build(state: AppState) -> widgets.Widget:

@@ -18,7 +18,6 @@ from gpucluster_lib.charts.reliability import (
 from gpucluster_lib.design import Design
 from gpucluster_lib.economics import cost as cost_mod
 from gpucluster_lib.economics.carbon import load_grid_presets
-from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import sort_findings
 from gpucluster_lib.reliability import core as rel_mod
 from gpucluster_lib.ui.common import (
