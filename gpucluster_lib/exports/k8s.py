@@ -38,7 +38,7 @@ SERVING_IMAGE = "vllm/vllm-openai:v0.6.3"
 API_ENDPOINT = "k8s-api.cluster.internal:6443"
 
 
-class _NoAliases(yaml.SafeDumper):
+class _NoAliases(getattr(yaml, "CSafeDumper", yaml.SafeDumper)):  # libyaml when available: 10x faster
     """A YAML dumper that writes repeated objects out in full (no ``&id001`` anchors)."""
 
     def ignore_aliases(self, data: Any) -> bool:

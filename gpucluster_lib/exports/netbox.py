@@ -153,8 +153,8 @@ def netbox_files(design: Design, site_name: str | None = None) -> dict[str, str]
     df = df[(df["network"] == "compute") & (df["a_end"] != "*")]
     placed = {d["name"] for d in devices}
     cables = []
-    for a, ap, b, bp, cable, length in zip(df["a_end"], df["a_port"], df["b_end"], df["b_port"], df["cable"],
-                                           df["length_class"], strict=True):
+    cols = [df[c].tolist() for c in ("a_end", "a_port", "b_end", "b_port", "cable", "length_class")]
+    for a, ap, b, bp, cable, length in zip(*cols, strict=True):
         if a not in placed or b not in placed:
             continue  # the fabric manager appliance is not a device of the layout
         a_name = _compute_port(int(ap)) if str(a).startswith("node") else f"port{int(ap)}"

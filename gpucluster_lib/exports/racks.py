@@ -53,13 +53,14 @@ def _switch_names(design: Design) -> list[tuple[str, str, str, int]]:
     net = design.network
     df = net.cable_list()
     comp = df[df["network"] == "compute"]
-    names_by_role: dict[str, list[str]] = {"leaf": [], "spine": [], "core": [], "switch": []}
+    seen: dict[str, dict[str, None]] = {"leaf": {}, "spine": {}, "core": {}, "switch": {}}
     for col in ("a_end", "b_end"):
-        for n in comp[col]:
+        for n in dict.fromkeys(comp[col].tolist()):
             for role in ("spine", "core", "leaf", "switch"):
-                if str(n).startswith(role) and n not in names_by_role[role]:
-                    names_by_role[role].append(n)
+                if str(n).startswith(role):
+                    seen[role][n] = None
                     break
+    names_by_role = {role: list(names) for role, names in seen.items()}
     out: list[tuple[str, str, str, int]] = []
     for g in net.switch_groups:
         known = names_by_role.get(g.role, []) if g.network == "compute" else []
@@ -121,10 +122,17 @@ def rack_layout(design: Design) -> list[Rack]:
     else:
         pending = infra
     infra_racks: list[list[RackDevice]] = [[] for _ in range(b.infra_racks)]
+    free_u = [usable] * len(infra_racks)  # units left in each infrastructure rack
     for item in pending:
-        if not any(place(rk, item, usable) for rk in infra_racks):
+        h = item[4]
+        for i, rk in enumerate(infra_racks):
+            if free_u[i] >= h and place(rk, item, usable):
+                free_u[i] -= h
+                break
+        else:
             infra_racks.append([])
-            place(infra_racks[-1], item, max(usable, item[4]))
+            place(infra_racks[-1], item, max(usable, h))
+            free_u.append(max(usable, h) - h)
     out = [Rack(f"rack{i + 1:03d}", u_height, tuple(sorted(d, key=lambda x: x.position)))
            for i, d in enumerate(racks + infra_racks)]
     return out

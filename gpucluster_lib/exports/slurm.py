@@ -21,6 +21,7 @@ authentication plugin); the defaults are the Debian package's paths and MUNGE.
 from __future__ import annotations
 
 import re
+import weakref
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -95,6 +96,9 @@ def hostlist(names: list[str]) -> str:
 
 # --------------------------------------------------------------------------- topology
 
+#: The switch tree of each design (the Kubernetes labels and both SLURM files read it).
+_TREES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
 
 def switch_tree(design: Design) -> list[tuple[str, str, list[str]]]:
     """(switch, "Nodes" or "Switches", children) of the compute fabric, leaves first.
@@ -104,22 +108,21 @@ def switch_tree(design: Design) -> list[tuple[str, str, list[str]]]:
     its leaves, spine-core cables each core its spines. A single switch lists every node; a
     ring (no switch) gives an empty tree.
     """
+    cached = _TREES.get(design)
+    if cached is not None:
+        return list(cached)
     df = design.network.cable_list()
     df = df[df["network"] == "compute"]
-    node_leaves: dict[str, list[str]] = defaultdict(list)
-    leaf_nodes: dict[str, list[str]] = defaultdict(list)
-    up: dict[str, dict[str, list[str]]] = {"leaf-spine": defaultdict(list), "spine-core": defaultdict(list)}
-    for tier, a, b in zip(df["tier"], df["a_end"], df["b_end"], strict=True):
+    # ordered sets (dicts): a leaf of a large fabric has thousands of cables
+    leaf_nodes: dict[str, dict[str, None]] = defaultdict(dict)
+    up: dict[str, dict[str, dict[str, None]]] = {"leaf-spine": defaultdict(dict), "spine-core": defaultdict(dict)}
+    for tier, a, b in zip(df["tier"].tolist(), df["a_end"].tolist(), df["b_end"].tolist(), strict=True):
         if tier in ("node-leaf", "node-switch"):
             if not a.startswith("node"):
                 continue  # the fabric manager is not a SLURM node
-            if b not in node_leaves[a]:
-                node_leaves[a].append(b)
-            if a not in leaf_nodes[b]:
-                leaf_nodes[b].append(a)
+            leaf_nodes[b][a] = None
         elif tier in up:
-            if a not in up[tier][b]:
-                up[tier][b].append(a)
+            up[tier][b][a] = None
     # merge leaves with the same node set (rails of one scalable unit)
     group_of: dict[str, str] = {}
     by_set: dict[tuple[str, ...], str] = {}
@@ -137,6 +140,7 @@ def switch_tree(design: Design) -> list[tuple[str, str, list[str]]]:
         out.append((spine, "Switches", kids))
     for core, spines in up["spine-core"].items():
         out.append((core, "Switches", list(spines)))
+    _TREES[design] = tuple(out)
     return out
 
 
