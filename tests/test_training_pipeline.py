@@ -48,6 +48,9 @@ def test_llama3_layout_one_layer_fewer_on_first_and_last():
     assert resolve_layout(ParallelismSpec(pipeline=16, pipeline_layers=[7] + [8] * 14 + [7]), 126, 16) == \
         (7,) + (8,) * 14 + (7,)
     assert resolve_layout(ParallelismSpec(pipeline=8), 96, 8) is None  # 12 each: equal stages
+    # the stage count follows from the list when pipeline is not given
+    est = estimate(llama405(pipeline=None, pipeline_layers=[7] + [8] * 14 + [7]))
+    assert est.plan.pipeline == 16 and est.stages["layers_per_stage"] == [7] + [8] * 14 + [7]
 
 
 def test_published_layouts_are_not_refused():

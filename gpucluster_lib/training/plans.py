@@ -176,7 +176,7 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
                  default_tp_overlap: bool = False) -> Plan:
     """Complete and validate a user-written plan; raise :class:`ScenarioError` on bad input."""
     tp = spec.tensor or 1
-    pp = spec.pipeline or 1
+    pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers else 1)
     cp = spec.context or 1
     ep = spec.expert or 1
     if arch.attention_heads % tp:
