@@ -125,3 +125,21 @@ def test_cli_fit_json(capsys):
 def test_cli_fit_infeasible_exits_1(capsys):
     assert main(["fit", str(HALL), "--max-facility-kw", "10"]) == 1
     assert "explore-fit-infeasible" in capsys.readouterr().out
+
+
+def test_min_cost_meets_the_serving_demand():
+    base = fit_scenario(load_scenario(scenario_path("reference-8x-a100")).replace(
+        inference__requests_per_s=200, network__topology="fat-tree"))
+    r = fit(base, Limits(serving=True), objective="min-cost")
+    # the fixed plan (tensor 1, pipeline 1) leaves data = GPUs, which must divide the global batch of 256:
+    # 8, 16, 32, 64 GPUs (1, 2, 4, 8 nodes) are valid, 3, 5, 6, 7 nodes are not
+    assert r.best["hardware.nodes"] == 8 and r.binding_constraint == "serving"
+    at, before = forward(base, 8), forward(base, 4)
+    assert at.hardware.gpus >= at.serving.gpus > before.hardware.gpus  # enough GPUs at 8 nodes, too few at 4
+
+
+def test_serving_against_a_single_switch_names_the_design_error():
+    base = fit_scenario(load_scenario(scenario_path("reference-8x-a100")).replace(inference__requests_per_s=200))
+    (f,) = fit(base, Limits(serving=True), objective="min-cost").findings
+    # one 40-port switch holds 40 ports (QM8700): 8 nodes x 8 NICs = 64 need a second tier
+    assert f.field == "--serving" and "8 nodes" in f.message and "topology-too-few-tiers" in f.message

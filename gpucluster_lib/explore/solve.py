@@ -84,7 +84,7 @@ class Check:
 
     def detail(self, row: dict[str, Any]) -> str:
         v = self.value(row)
-        if self.name == "serving-demand":
+        if self.name == "serving":
             return f"{row.get('serving.gpus')} GPUs needed to serve the demand, {row.get('hardware.gpus')} in the design"
         if self.name == "design-errors":
             return f"the design has error findings: {row.get('error_findings') or row.get('message')}"
@@ -117,7 +117,7 @@ def checks(limits: Limits, currency: str = "USD") -> list[Check]:
         out.append(Check("deadline-days", "Days to train (expected with failures)", "days", False, _days,
                          float(limits.deadline_days)))
     if limits.serving:
-        out.append(Check("serving-demand", "GPUs short of the serving demand", "", False,
+        out.append(Check("serving", "GPUs short of the serving demand", "", False,
                          lambda r: None if r.get("serving.gpus") is None or r.get("hardware.gpus") is None
                          else float(r["serving.gpus"] - r["hardware.gpus"]), None))
     return out
@@ -384,7 +384,7 @@ def _infeasible(chk: list[Check], rows: list[dict[str, Any]], mask: Any, counts:
             continue
         first = int(np.flatnonzero(ok[:, j])[0])
         for u, cu in enumerate(chk):
-            if cu.upper and cu.name != "design-errors" and not ok[first:, u].any():
+            if cu.upper and not ok[first:, u].any():
                 return Finding("explore-fit-infeasible", "error",
                                f"no node count meets every limit: {c.label} needs at least {counts[first]} "
                                f"nodes; at {counts[first]} nodes: {cu.detail(rows[first])}",

@@ -13,6 +13,9 @@ def test_explore_tab_runs_a_sweep_and_loads_a_point(app_page, artifacts):
     from playwright.sync_api import expect
 
     page = app_page
+    example = page.locator(".widget-dropdown", has_text="Example").locator("select")
+    example.select_option(label="GPT-3 175B on 1024 A100")
+    expect(page.locator("p", has_text="Scenario:").first).to_contain_text("GPT-3 175B", timeout=120_000)
     open_tab(page, "Explore")
     values = page.locator(".widget-text", has_text="Values")
     expect(values.first).to_be_visible(timeout=180_000)
@@ -23,7 +26,7 @@ def test_explore_tab_runs_a_sweep_and_loads_a_point(app_page, artifacts):
     summary = page.locator(".widget-html", has_text="designs").filter(has_text="on the front").first
     expect(summary).to_contain_text("2 designs", timeout=180_000)
     expect(summary).to_contain_text("1 on the front")
-    expect(page.locator(".vega-embed").last).to_be_visible()
+    expect(page.locator(".vega-embed", has_text="Pareto front")).to_be_visible()
     expect(page.locator(".gc-table").last).to_contain_text("64")
     pick = page.locator(".widget-dropdown", has_text="Design").locator("select")
     expect(pick).to_contain_text("Point 0: Nodes 64")
