@@ -208,12 +208,21 @@ class PowerPanel:
         self.catalog_box.layout.display = "none" if parts else None
         self.parts_box.layout.display = None if parts else "none"
 
+    def _rack_kw(self) -> float | None:
+        """The rack power limit to write: left unset while the widget shows the default, so the
+        vendor's rack layout (DGX H100: 4 a rack) stays the default until the user sets a limit."""
+        fac = self.state.scenario.facility
+        kw = float(self.rack_kw.value)
+        if fac.rack_power_limit_kw is None and kw == rack_power_limit_kw_of(fac):
+            return None
+        return kw
+
     def changes(self) -> dict[str, Any]:
         """The scenario fields the widgets stand for, as ``state.update`` keyword arguments."""
         rack_u = RACK_PRESETS[self.rack.value] or int(self.rack_custom.value)
         out: dict[str, Any] = {
             "hardware__nodes": int(self.nodes.value), "hardware__gpus": None,
-            "facility__rack_units": rack_u, "facility__rack_power_limit_kw": float(self.rack_kw.value),
+            "facility__rack_units": rack_u, "facility__rack_power_limit_kw": self._rack_kw(),
             "facility__rack_weight_limit_kg": float(self.rack_kg.value), "facility__cooling": self.cooling.value,
             "facility__pue": float(self.pue.value), "facility__energy_price_per_kwh": float(self.price.value),
             "facility__delta_t_c": float(self.delta_t.value), "facility__power_redundancy": self.redundancy.value,
