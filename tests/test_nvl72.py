@@ -107,3 +107,14 @@ def test_vendor_airflow_dgx_h100():
     other_w = b.network_power_w + b.storage_power_w + b.head_power_w
     # DGX H100 User Guide: 1,105 CFM at 80% fan PWM per system; the rest by q = 1.08 CFM dT[F]
     assert b.airflow_cfm == pytest.approx(4 * 1105 + other_w * 3.412142 / (1.08 * 11.1 * 1.8), rel=1e-6)
+
+
+def test_nvlink_switch_system_256_domain_spans_nodes():
+    # H100 architecture whitepaper, NVLink Switch System: 256 GPUs over 32 DGX H100 in one NVLink domain
+    s = from_dict({"hardware": {"server": "dgx-h100-nvlink-256", "nodes": 32}, "model": {"preset": "llama3-70b"},
+                   "training": {"tokens": 1e12}, "reliability": {"spare_nodes": 0}})
+    d = design(s)
+    assert d.hardware.nvlink_domain_gpus == 256 and d.hardware.gpus_per_node == 8
+    assert build_context(s, hardware=d.hardware, network=d.network)[0].nvlink_domain == 256
+    # the node is a DGX H100: the vendor rack layout and 10.2 kW still apply
+    assert d.facility.nodes_per_rack == 4 and d.node.peak_power_w == 10_200
