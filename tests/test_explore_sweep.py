@@ -136,8 +136,10 @@ def test_pool_and_dask_give_identical_tables():
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
                                   dashboard_address=None, worker_dashboard_address=None) as cluster:
         dask = run_sweep(small(), scheduler=cluster.scheduler_address).table
+    local = run_sweep(small(), dask_local=2).table  # --dask-local: its own LocalCluster of 2 processes
     pd.testing.assert_frame_equal(serial, pool)
     pd.testing.assert_frame_equal(serial, dask)
+    pd.testing.assert_frame_equal(serial, local)
 
 
 # ----------------------------------------------------------------- Pareto
