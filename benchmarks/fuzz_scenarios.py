@@ -39,7 +39,7 @@ def main(argv: list[str] | None = None) -> int:
                   suppress_health_check=list(HealthCheck))
 
     @seed(args.seed)
-    @settings(max_examples=args.examples, **common)
+    @settings(max_examples=max(args.examples, 1), **common)
     @given(data=scenarios(max_changes=args.max_changes))
     def cli_runs(data: dict) -> None:
         with tempfile.TemporaryDirectory() as tmp:
@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             counts[f"{command} {'answered' if rc == 0 else 'refused'}"] += 1
 
     @seed(args.seed)
-    @settings(max_examples=args.edits, **common)
+    @settings(max_examples=max(args.edits, 1), **common)
     @given(changes=edits(max_changes=args.max_changes))
     def app_edits(changes: dict) -> None:
         from gpucluster_lib.ui.common import AppState
@@ -72,7 +72,8 @@ def main(argv: list[str] | None = None) -> int:
             fn()
         except Exception as exc:  # noqa: BLE001 - report and go on with the other half
             failed = True
-            print(f"{name}: FAILED: {type(exc).__name__}: {str(exc)[:2000]}", file=sys.stderr)
+            notes = "\n".join(getattr(exc, "__notes__", []))
+            print(f"{name}: FAILED: {type(exc).__name__}: {str(exc)[:2000]}\n{notes[:4000]}", file=sys.stderr)
         print(f"{name}: {time.perf_counter() - t0:,.0f} s")
     for key, value in sorted(counts.items()):
         print(f"  {key:<28} {value:>8,}")

@@ -209,7 +209,8 @@ def test_every_numeric_field_has_a_lower_and_an_upper_bound():
     assert len(fields) > 100
     missing = [p for p, fl, _ in fields if not ({"le", "lt"} & set(fl.metadata))
                or not ({"ge", "gt"} & set(fl.metadata))]
-    assert missing == []
+    assert missing == [], ("scenario fields without physical bounds: give each a lower (ge/gt) and an upper "
+                           f"(le/lt) bound in its f(...) metadata: {missing}")
 
 
 @pytest.mark.parametrize(("text", "match"), [
@@ -337,3 +338,12 @@ def test_one_power_supply_with_a_spare_is_a_message_naming_the_supplies():
     p.psu_count.value = 1  # was "must be written N+M, got '-1+2'"
     assert "1 power supply cannot keep 2 as spares" in p.msg.value
     assert "-1+2" not in p.msg.value and "Unexpected" not in p.msg.value
+
+
+def test_mla_fields_without_a_kv_latent_are_refused():
+    # found by benchmarks/fuzz_scenarios.py: v_head_dim 320 on Llama 3 8B (no MLA) made the QKV GEMM
+    # 4096 + 2 x 1024 + 4096 - 32 x 320 = 0 wide, and the GEMM curve raised ValueError
+    with pytest.raises(ScenarioError, match=r"^model\.v_head_dim: applies to multi-head latent attention only"):
+        from gpucluster_lib.design import Design
+
+        Design(loads("model: {preset: llama3-8b, v_head_dim: 320}\n" + HW)).training

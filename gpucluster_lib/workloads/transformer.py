@@ -271,6 +271,11 @@ def resolve_transformer(spec: ModelSpec | str, *, path: str = "model") -> Transf
     if values.get("num_experts", 1) > 1 and values.get("experts_per_token", 1) > values["num_experts"]:
         raise ScenarioError(f"{path}.experts_per_token",
                             f"top-k {values['experts_per_token']} exceeds num_experts {values['num_experts']}")
+    if not values.get("kv_lora_rank"):  # the MLA fields mean nothing without a compressed KV latent
+        for key in ("q_lora_rank", "qk_rope_head_dim", "v_head_dim"):
+            if values.get(key):
+                raise ScenarioError(f"{path}.{key}", "applies to multi-head latent attention only: set "
+                                                     "model.kv_lora_rank as well, or remove it")
     values.setdefault("name", spec.preset or "custom transformer")
     values["kind"] = kind
     return TransformerArch(**{k: v for k, v in values.items() if k in _ARCH_FIELDS})
