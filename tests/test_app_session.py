@@ -109,3 +109,16 @@ def test_days_band_at_the_scenario_size_is_the_headline_band():
     row = next(x for x in rel.scaling_table(d.scenario, d.catalog, base=r) if x["nodes"] == r.nodes)
     assert (row["p10"], row["p50"], row["p90"]) == pytest.approx(
         (r.training_days_p10, r.training_days_p50, r.training_days_p90), rel=1e-9)
+
+
+def test_a_hidden_tab_catches_up_when_it_is_shown(session):
+    # the app redraws only the tab on screen; one opened later shows the current design, not its last one
+    state, panels, _ = session
+    state.shown = tab_training.TITLE
+    before = panels["reliability"].summary.value
+    panels["training"].pp.value = 16
+    assert panels["reliability"].summary.value == before  # hidden: not redrawn on the change
+    state.shown = tab_reliability.TITLE
+    days = state.design.training.training_days  # PP 16: the ideal days moved (the stale-number case above)
+    assert panels["reliability"].summary.value != before
+    assert f"ideal {days:.1f}," in panels["reliability"].summary.value

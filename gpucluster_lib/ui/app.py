@@ -109,7 +109,7 @@ class App:
         self.examples.observe(guarded(self.msg)(self._on_example), names="value")
         self.upload.observe(guarded(self.msg)(self._on_upload), names="value")
         self.csv_upload.observe(guarded(self.msg)(self._on_csv), names="value")
-        self.tabs.observe(lambda ch: self._build_tab(ch["new"]), names="selected_index")
+        self.tabs.observe(lambda ch: self._on_tab(ch["new"]), names="selected_index")
         self.state.observe(lambda _ch: self._on_scenario(), names="scenario")
         self._on_scenario()
         self.header = Header(self.state)  # key figures of the current design, report download
@@ -126,9 +126,14 @@ class App:
                 catalog_bar]), self.yaml_view], titles=("Catalogue: add your own parts", "Scenario YAML")),
             self.msg, self.tabs,
         ])
-        self._build_tab(0)
+        self._on_tab(0)
 
     # -------------------------------------------------------------- callbacks
+    def _on_tab(self, index: int | None) -> None:
+        self._build_tab(index)
+        # the shown tab redraws on each change; the others when they are opened (ui.common.when_shown)
+        self.state.shown = None if index is None else getattr(self.modules[index], "TITLE", None)
+
     def _build_tab(self, index: int | None) -> None:
         if index is None or index in self.built:
             return

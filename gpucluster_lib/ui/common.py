@@ -52,6 +52,9 @@ class AppState(traitlets.HasTraits):
 
     scenario = traitlets.Instance(Scenario)
     catalog = traitlets.Instance(Catalog)
+    #: the title of the tab on screen (set by the app); a hidden tab redraws when it is shown,
+    #: not on every change. None (no app, as in tests and notebooks): every panel redraws at once.
+    shown = traitlets.Unicode(None, allow_none=True)
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -105,6 +108,30 @@ class AppState(traitlets.HasTraits):
         with self.hold_trait_notifications():
             self.catalog = cat
             self.scenario = scenario
+
+
+def when_shown(state: AppState, title: str, redraw: Callable[[], Any]) -> Callable[..., None]:
+    """A state observer that runs ``redraw`` now if the tab ``title`` is on screen, else once
+    when it is next shown: a change on one tab computes that tab only (the others follow the
+    same design when opened, so none shows an older scenario)."""
+    dirty = False
+
+    def on_change(_change: Any = None) -> None:
+        nonlocal dirty
+        if state.shown is not None and state.shown != title:
+            dirty = True
+            return
+        dirty = False
+        redraw()
+
+    def on_shown(change: dict) -> None:
+        nonlocal dirty
+        if change["new"] == title and dirty:
+            dirty = False
+            redraw()
+
+    state.observe(on_shown, names="shown")
+    return on_change
 
 
 # ---------------------------------------------------------------- messages

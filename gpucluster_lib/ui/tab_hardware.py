@@ -25,6 +25,7 @@ from gpucluster_lib.ui.common import (
     message_area,
     section,
     table_widget,
+    when_shown,
 )
 
 TITLE = "Hardware"
@@ -78,7 +79,7 @@ class HardwarePanel:
             w.observe(lambda _ch: self.refresh(), names="value")
         self.picked.observe(lambda _ch: self.show_detail(), names="value")
         self.use_btn.on_click(guarded(self.msg)(self._use))
-        state.observe(lambda _ch: self.refresh(), names=["catalog", "scenario"])
+        state.observe(when_shown(state, TITLE, lambda: self.refresh()), names=["catalog", "scenario"])
 
         filters = widgets.HBox([
             widgets.VBox([self.precision, self.min_memory, self.budget, self.rank_by]),

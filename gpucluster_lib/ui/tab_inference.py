@@ -26,6 +26,7 @@ from gpucluster_lib.ui.common import (
     section,
     show_findings,
     table_widget,
+    when_shown,
 )
 from gpucluster_lib.units import GB
 from gpucluster_lib.workloads.transformer import preset_ids
@@ -104,7 +105,8 @@ class InferencePanel:
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
                   self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.observe(lambda _ch: self.apply(), names="value")
-        state.observe(lambda _ch: self._on_scenario(), names=["scenario", "catalog"])
+        redraw = when_shown(state, TITLE, self._on_scenario)
+        state.observe(lambda _ch: None if self._busy else redraw(), names=["scenario", "catalog"])
         inputs = widgets.HBox([
             widgets.VBox([self.model, self.precision, self.accelerator, self.tp]),
             widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival]),

@@ -22,6 +22,7 @@ from gpucluster_lib.ui.common import (
     kv_html,
     message_area,
     section,
+    when_shown,
 )
 
 TITLE = "Power & space"
@@ -130,7 +131,8 @@ class PowerPanel:
                   self.price, self.delta_t, self.redundancy]
         for w in inputs:
             w.observe(self._changed, names="value")
-        state.observe(lambda _ch: None if self._syncing else self._from_scenario(), names="scenario")
+        redraw = when_shown(state, TITLE, self._from_scenario)
+        state.observe(lambda _ch: None if self._syncing else redraw(), names=["scenario", "catalog"])
 
         self.catalog_box = widgets.VBox([self.server])
         self.parts_box = widgets.VBox([

@@ -28,6 +28,7 @@ from gpucluster_lib.ui.common import (
     message_area,
     section,
     show_findings,
+    when_shown,
 )
 
 TITLE = "Reliability & cost"
@@ -145,7 +146,8 @@ class ReliabilityPanel:
         }
         for w in self._fields:
             w.observe(self.apply, names="value")
-        state.observe(lambda _ch: None if self._syncing else self._from_state(), names=["scenario", "catalog"])
+        redraw = when_shown(state, TITLE, self._from_state)
+        state.observe(lambda _ch: None if self._syncing else redraw(), names=["scenario", "catalog"])
 
         for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
                   self.model, self.grid):

@@ -25,6 +25,7 @@ from gpucluster_lib.ui.common import (
     section,
     show_findings,
     table_widget,
+    when_shown,
 )
 
 TITLE = "Network"
@@ -66,7 +67,8 @@ class TopologyPanel:
         # the growth chart does not depend on the node count: skip it when only that changes
         self.nodes.observe(lambda _ch: None if self._loading else self.refresh(growth=False), names="value")
         self.expand.observe(lambda _ch: self.refresh(growth=False), names="value")
-        state.observe(lambda _ch: None if self._loading else self.load(), names="scenario")
+        redraw = when_shown(state, TITLE, lambda: self.load())
+        state.observe(lambda _ch: None if self._loading else redraw(), names=["scenario", "catalog"])
         self._loading = False
         self.load()
 

@@ -25,6 +25,7 @@ from gpucluster_lib.ui.common import (
     message_area,
     section,
     show_findings,
+    when_shown,
 )
 from gpucluster_lib.units import GIB
 from gpucluster_lib.workloads.transformer import load_presets, preset_ids
@@ -94,7 +95,8 @@ class TrainingPanel:
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
-        state.observe(lambda _ch: None if self._loading else self.load(), names=["scenario", "catalog"])
+        redraw = when_shown(state, TITLE, lambda: self.load())
+        state.observe(lambda _ch: None if self._loading else redraw(), names=["scenario", "catalog"])
 
         inputs = widgets.VBox([
             self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
