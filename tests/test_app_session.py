@@ -122,3 +122,16 @@ def test_a_hidden_tab_catches_up_when_it_is_shown(session):
     days = state.design.training.training_days  # PP 16: the ideal days moved (the stale-number case above)
     assert panels["reliability"].summary.value != before
     assert f"ideal {days:.1f}," in panels["reliability"].summary.value
+
+
+def test_a_plan_that_does_not_fit_prints_no_days(session):
+    # micro-batch 32 without recomputation: 175B at TP 8 x PP 8 needs far more than 80 GiB per GPU
+    # (Korthikanti 2022 eq. 2: activations grow with the micro-batch), so there is no time to train
+    state, panels, _ = session
+    panels["training"].recompute.value = "none"
+    panels["training"].mb.value = 32
+    assert state.design.training.fits is False
+    assert "does not fit" in panels["training"].summary.value
+    assert " days" not in panels["training"].summary.value
+    assert state.design.summary()["training_days"]["value"] is None
+    assert "the training plan does not fit in memory" in panels["reliability"].summary.value

@@ -37,7 +37,8 @@ ORDER = 60
 PRESETS = ["llama3-405b", "rsc1", "rsc2"]
 
 
-def summary_pairs(r: rel_mod.ReliabilityResult | None, c: cost_mod.CostResult) -> list[tuple[str, str]]:
+def summary_pairs(r: rel_mod.ReliabilityResult | None, c: cost_mod.CostResult, fits: bool = True
+                  ) -> list[tuple[str, str]]:
     """The key figures shown at the top of the panel (label, formatted value); the cost alone
     when the design has no training run (``r`` None)."""
 
@@ -50,7 +51,8 @@ def summary_pairs(r: rel_mod.ReliabilityResult | None, c: cost_mod.CostResult) -
         ("Checkpoint", f"{r.checkpoint_bytes / 1e12:.2f} TB, written in {r.checkpoint_write_s:.0f} s, "
                        f"every {r.checkpoint_interval_s / 60:.0f} min"),
         ("Goodput", f"{r.goodput:.1%}"),
-        ("Days to train", f"ideal {days(r.training_days_ideal)}, expected {days(r.training_days_expected)}, "
+        ("Days to train", "– (the training plan does not fit in memory: change it on the Training tab)"
+         if not fits else f"ideal {days(r.training_days_ideal)}, expected {days(r.training_days_expected)}, "
                           f"P10-P90 {days(r.training_days_p10)}-{days(r.training_days_p90)}"),
         ("Hot spare nodes", f"{r.spare_nodes} (recommended {r.spare_nodes_recommended}; job at full size "
                             f"{r.full_size_availability:.1%} of the time)"),
@@ -59,7 +61,7 @@ def summary_pairs(r: rel_mod.ReliabilityResult | None, c: cost_mod.CostResult) -
         ("CapEx", f"{c.capex['total']:,.0f} {cur}"),
         ("OpEx per year", f"{c.opex_per_year['total']:,.0f} {cur}"),
         (f"TCO over {c.years} years", f"{c.tco:,.0f} {cur}; {c.cost_per_gpu_hour:.2f} {cur} per GPU-hour"),
-        ("Training run", "–" if c.training_run_cost is None else
+        ("Training run", "–" if c.training_run_cost is None or not fits else
          f"own {c.training_run_cost:,.0f}, rent {c.rent_training_run_cost:,.0f} {cur}"),
         ("Energy and carbon", f"{c.energy_mwh_per_year:,.0f} MWh/yr, {c.co2e_tonnes_per_year:,.0f} t CO2e/yr"
                               + ("" if c.training_run_co2e_tonnes is None else
@@ -216,7 +218,8 @@ class ReliabilityPanel:
             rows = rel_mod.scaling_table(d.scenario, d.catalog, base=r) if r.training_days_ideal is not None else []
             self.rel_chart.chart = reliability_chart(r, rows)
             self._rel = r
-        self.summary.value = kv_html(summary_pairs(r, c))
+        tr = d.training
+        self.summary.value = kv_html(summary_pairs(r, c, fits=tr is None or tr.fits))
         show_findings(self.findings, sort_findings([*r.findings, *c.findings]))
 
 
