@@ -4,6 +4,7 @@ inside its own folder unless --allow-paths; messages never quote file contents o
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import os
@@ -123,3 +124,30 @@ def test_design_of_a_python_scenario_keeps_any_path(site):
     _, outside = site
     s = from_dict({"catalog": [str(outside / "my_accelerators.csv")], "hardware": {"accelerator": "x1"}})
     assert Design(s).hardware.accelerator_id == "x1"
+
+
+def test_the_app_upload_refuses_paths_binaries_and_empty_files_with_a_message(site):
+    """The app's upload callback (as the FileUpload widget calls it): messages, no server file read."""
+    from gpucluster_lib.ui.app import App
+
+    _, outside = site
+    app = App()
+    before = app.state.scenario
+    cases = [
+        (f"catalog: ['{outside / 'x_accelerators.csv'}']\n{HW}".encode(), "cannot name catalogue files"),
+        (bytes(range(256)), "holds NUL bytes"),  # was UnicodeDecodeError
+        ("name: x\n".encode("utf-16"), "is UTF-16 text; save it as UTF-8"),
+        (b"", "empty scenario: give at least hardware"),
+    ]
+    for content, message in cases:
+        app.upload.value = ({"name": "up.yaml", "type": "", "size": len(content), "content": memoryview(content),
+                             "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)},)
+        assert message in app.msg.value, app.msg.value
+        assert "TOPSECRET" not in app.msg.value and str(outside) not in app.msg.value
+        assert "Unexpected" not in app.msg.value
+        assert app.state.scenario is before  # a refused upload leaves the design as it was
+        app.upload.value = ()
+    bom_csv = b"\xef\xbb\xbf" + one_row("accelerators").encode()  # Excel's "CSV UTF-8"
+    app.csv_upload.value = ({"name": "mine.csv", "type": "", "size": len(bom_csv), "content": memoryview(bom_csv),
+                             "last_modified": datetime.datetime(2024, 1, 1, tzinfo=datetime.UTC)},)
+    assert app.state.catalog.has("accelerators", "x1"), app.msg.value
