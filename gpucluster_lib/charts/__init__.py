@@ -54,3 +54,16 @@ def fill_template(key: tuple, build, rows: list[dict], title: str | None = None)
     if title is not None:
         out["title"] = title
     return out
+
+
+def fill_named(key: tuple, build, datasets: dict[str, list[dict]], title: str | None = None) -> dict:
+    """Like :func:`fill_template` for a chart whose layers read named datasets
+    (``alt.Data(name=...)``): compiled once per ``key``, then only ``datasets`` are swapped."""
+    spec = _TEMPLATES.get(key)
+    if spec is None:
+        spec = _TEMPLATES[key] = build().to_dict()
+    out = {k: v for k, v in spec.items() if k != "datasets"}
+    out["datasets"] = datasets
+    if title is not None:
+        out["title"] = title
+    return out

@@ -9,7 +9,7 @@ import pandas as pd
 from gpucluster_lib.charts.inference import (
     accelerator_comparison,
     memory_breakdown,
-    throughput_latency,
+    throughput_latency_spec,
 )
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
@@ -247,7 +247,7 @@ class InferencePanel:
         ])
         show_findings(self.findings, est.findings)
         self.sweep_table.value = html_table(sweep, headers=SWEEP_HEADERS, highlight=lambda r: r["batch"] == est.batch)
-        self.curve.chart = throughput_latency(sweep, est.tpot_slo_s, est.batch)
+        self.curve.spec = throughput_latency_spec(sweep, est.tpot_slo_s, est.batch)
         self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
         comparison = compare_accelerators(self.state.scenario, self.state.catalog)
         self.compare_table.value = html_table(comparison)

@@ -28,6 +28,7 @@ from gpucluster_lib.ui.common import (
     message_area,
     section,
     show_findings,
+    update_chart,
     when_shown,
 )
 
@@ -203,7 +204,7 @@ class ReliabilityPanel:
         self.msg.value = ""
         d = self.state.design
         r, c = d.reliability, d.cost
-        self.cost_chart.chart = cost_chart(c)
+        update_chart(self.cost_chart, cost_chart(c))  # validated once in the tests, not per change
         self.assumptions.value = assumptions_html(c)
         if r is None:  # a scenario without a transformer: the cost stands on its own
             self.rel_chart.layout.display = "none"
@@ -216,7 +217,7 @@ class ReliabilityPanel:
         # the band chart only changes with the reliability stage: a price change reuses it
         if r is not self._rel:
             rows = rel_mod.scaling_table(d.scenario, d.catalog, base=r) if r.training_days_ideal is not None else []
-            self.rel_chart.chart = reliability_chart(r, rows)
+            update_chart(self.rel_chart, reliability_chart(r, rows))
             self._rel = r
         tr = d.training
         self.summary.value = kv_html(summary_pairs(r, c, fits=tr is None or tr.fits))
