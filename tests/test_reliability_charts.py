@@ -97,8 +97,9 @@ def test_report_sections_carry_the_charts(results):
     from gpucluster_lib.report.render import report_sections
 
     titles = {s.title: len(s.charts) for s in report_sections(load_scenario(GPT3))}
-    # reliability: interruptions by component + goodput against interval; cost: waterfall, TCO, rent, carbon
-    assert titles["Reliability"] == 2 and titles["Cost and carbon"] == 4
+    # the design document: reliability draws interruptions by cause and the days-to-train band;
+    # cost draws one breakdown (CapEx and OpEx by category)
+    assert titles["Reliability and spares"] == 2 and titles["Cost and carbon"] == 1
 
 
 def test_panel_updates_scenario_and_figures(results):

@@ -31,6 +31,7 @@ def test_explore_tab_runs_a_sweep_and_loads_a_point(app_page, artifacts):
     pick = page.locator(".widget-dropdown", has_text="Design").locator("select")
     expect(pick).to_contain_text("Point 0: Nodes 64")
     page.get_by_role("button", name="Load as the current scenario").click()
-    expect(page.locator("p", has_text="Scenario:").first).to_contain_text("point 0", timeout=60_000)
+    # point 0 is 64 DGX A100 = 512 GPUs; the title names an edited design by its GPUs
+    expect(page.locator("p", has_text="Scenario:").first).to_contain_text("GPT-3 175B on 512", timeout=60_000)
     assert "Traceback" not in page.locator("body").inner_text()
     page.screenshot(path=str(artifacts / "tab-explore.png"), full_page=True)
