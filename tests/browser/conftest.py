@@ -139,3 +139,16 @@ def open_tab(page, title: str):
 def visible_panel(page):
     """The currently shown tab panel (ipywidgets 8 Tab)."""
     return page.locator(".jupyter-widget-Collapse-contents, .lm-TabPanel-stackedPanel:not(.lm-mod-hidden)").last
+
+
+GPT3_EXAMPLE = "GPT-3 175B on 1024 A100"
+
+
+def open_example(page, label: str = GPT3_EXAMPLE):
+    """Load the shipped example ``label`` from the scenario bar and wait until the title shows it
+    (the app opens on the first example by file name, which is not the one most tests are about)."""
+    from playwright.sync_api import expect
+
+    page.locator(".widget-dropdown", has_text="Example").locator("select").select_option(label=label)
+    expect(page.locator("p", has_text="Scenario:").first).to_contain_text(label.split(" on ")[0], timeout=120_000)
+    return page

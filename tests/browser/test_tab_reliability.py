@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import open_tab
+from .conftest import open_example, open_tab
 
 pytestmark = pytest.mark.browser
 
@@ -13,6 +13,7 @@ def test_reliability_tab_preset_changes_figures(app_page, artifacts):
     from playwright.sync_api import expect
 
     page = app_page
+    open_example(page)  # GPT-3 175B on 128 DGX A100
     open_tab(page, "Reliability & cost")
     summary = page.locator(".gc-kv", has_text="Interruptions per day").first
     # GPT-3 175B on 1,024 A100 with the Llama 3 rates: 24 x 884,736 / (1,024 x 419) = 49.5 h between interruptions

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from .conftest import open_tab
+from .conftest import open_example, open_tab
 
 pytestmark = pytest.mark.browser
 
@@ -13,6 +13,7 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     from playwright.sync_api import expect
 
     page = app_page
+    open_example(page)  # GPT-3 175B on 128 DGX A100
     open_tab(page, "Training")
     summary = page.locator(".gc-kv", has_text="Step time").first
     expect(summary).to_be_visible(timeout=120_000)
