@@ -98,3 +98,28 @@ def test_panel_deadline_button():
     panel.deadline_btn.click()
     assert "GPUs" in panel.deadline_out.value and panel.msg.value == ""
     assert panel.state.scenario.training.deadline_days == round(days / 2)
+
+
+def test_panel_framework_and_tp_overlap_inputs():
+    pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import tab_training
+    from gpucluster_lib.ui.common import AppState
+
+    panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
+    assert panel.framework.value == "megatron" and panel.tp_overlap.value == "default"
+    assert panel.est.time_breakdown_s["framework"] == 0.0
+    panel.framework.value = "deepspeed"
+    assert panel.state.scenario.training.framework == "deepspeed"
+    b = panel.est.time_breakdown_s
+    # DeepSpeed's pipeline slot takes 1.15x Megatron-LM's (MT-NLG 530B, Smith 2022 Sec. 2.4, against
+    # Narayanan 2021 Table 2; data/training_frameworks.yaml): the framework line is 0.15 of the slot time
+    slots = b["compute"] + b["recompute"] + b["tp_comm"] + b["pp_comm"]
+    assert b["framework"] == pytest.approx(0.15 * slots)
+    panel.framework.value = "megatron"
+    tp_default = panel.est.time_breakdown_s["tp_comm"]
+    panel.tp_overlap.value = "on"  # TP 8 with sequence parallelism (the panel's default for TP > 1)
+    assert panel.state.scenario.parallelism.tp_comm_overlap is True
+    assert "TP-overlap" in panel.summary.value
+    assert panel.est.time_breakdown_s["tp_comm"] < tp_default  # the collectives run behind their GEMMs
+    panel.tp.value = 1
+    assert "tp_comm_overlap: needs tensor &gt; 1 with sequence parallelism" in panel.msg.value

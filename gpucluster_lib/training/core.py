@@ -208,6 +208,15 @@ def stage_params(ctx: Context, tp, pp, ep, lf=None, ll=None):
     return first, last
 
 
+#: numpy dtype of each plan array (the rest are float).
+PLAN_DTYPES = {"rc": int, "sp": bool, "zero": int, "dopt": bool}
+
+
+def plan_arrays(plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Every plan key of ``plans`` as a numpy array of its dtype (:data:`PLAN_DTYPES`, else float)."""
+    return {k: np.asarray(plans[k], dtype=PLAN_DTYPES.get(k, float)) for k in PLAN_KEYS if k in plans}
+
+
 def complete_plans(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     """Fill the plan keys a caller may omit: no TP overlap, equal pipeline stages."""
     out = dict(plans)
@@ -357,20 +366,9 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
 
 def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     a, e, fw = ctx.arch, ctx.eff, ctx.framework
-    tp = np.asarray(plans["tp"], dtype=float)
-    pp = np.asarray(plans["pp"], dtype=float)
-    dp = np.asarray(plans["dp"], dtype=float)
-    cp = np.asarray(plans["cp"], dtype=float)
-    ep = np.asarray(plans["ep"], dtype=float)
-    mb = np.asarray(plans["mb"], dtype=float)
-    gbs = np.asarray(plans["gbs"], dtype=float)
-    vp = np.asarray(plans["vp"], dtype=float)
-    rc = np.asarray(plans["rc"], dtype=int)
-    sp = np.asarray(plans["sp"], dtype=bool)
-    zero = np.asarray(plans["zero"], dtype=int)
-    dopt = np.asarray(plans["dopt"], dtype=bool)
-    tpo = np.asarray(plans["tpo"], dtype=float)
-    lf, ll, lm = (np.asarray(plans[k], dtype=float) for k in ("lf", "ll", "lm"))
+    q = plan_arrays(plans)
+    tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
+    rc, sp, zero, dopt, tpo, lf, ll, lm = (q[k] for k in ("rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm"))
 
     h, s, V = float(a.hidden_size), float(a.seq_length), float(a.vocab_size)
     B = ctx.memory_bw
@@ -486,7 +484,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     common = _MemoryCommon(ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last,
                            per_layer_act, rebuilt_act)
     m0 = common.stage(np.where(single, L, lf), 0.0, True, single)
-    m1 = common.stage(np.asarray(plans["l1"], dtype=float), 1.0, False, False)
+    m1 = common.stage(q["l1"], 1.0, False, False)
     mL = common.stage(ll, pp - 1.0, False, True)
     t0, t1, tL = m0["total"], np.where(pp > 2, m1["total"], -1.0), np.where(pp > 1, mL["total"], -1.0)
     pick = np.where((tL > t0) & (tL >= t1), 2, np.where(t1 > t0, 1, 0))

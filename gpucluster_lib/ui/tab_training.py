@@ -16,6 +16,7 @@ from gpucluster_lib.charts.training import (
 )
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.training import min_gpus_for_deadline, scaling
+from gpucluster_lib.training.framework import framework, framework_ids
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -35,6 +36,9 @@ ORDER = 30
 
 RECOMPUTE = ["none", "selective", "full"]
 PRECISIONS = ["bf16", "fp16", "fp8"]
+#: Tensor-parallel communication overlap: the framework's default, or on / off (Megatron --tp-comm-overlap).
+TP_OVERLAP = [("Framework default", "default"), ("On (needs sequence parallelism)", "on"), ("Off", "off")]
+TP_OVERLAP_VALUE = {"default": None, "on": True, "off": False}
 
 
 class TrainingPanel:
@@ -67,6 +71,12 @@ class TrainingPanel:
         self.recompute = widgets.Dropdown(options=RECOMPUTE, description="Recompute", style=wide)
         self.zero = widgets.Dropdown(options=[0, 1, 2, 3], description="ZeRO stage", style=wide)
         self.flash = widgets.Checkbox(description="Fused (flash) attention", indent=False)
+        self.framework = widgets.Dropdown(options=[(framework(f).name, f) for f in framework_ids()],
+                                          description="Framework", style=wide, layout=widgets.Layout(width="360px"),
+                                          tooltip="training software: pipeline, overlap and gradient-reduction terms")
+        self.tp_overlap = widgets.Dropdown(options=TP_OVERLAP, description="TP comm. overlap", style=wide,
+                                           tooltip="tensor-parallel all-gathers and reduce-scatters pipelined with "
+                                                   "the matrix multiplications next to them")
         self.summary = widgets.HTML()
         self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
         self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
@@ -91,7 +101,7 @@ class TrainingPanel:
         self.load = guarded(self.msg, clears=self.outputs)(self._load)
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
-                  self.flash, *self.plan_widgets):
+                  self.flash, self.framework, self.tp_overlap, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
@@ -100,7 +110,8 @@ class TrainingPanel:
 
         inputs = widgets.VBox([
             self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
-            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.auto,
+            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.framework,
+            self.tp_overlap, self.auto,
             widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
                           widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
         ])
@@ -148,8 +159,10 @@ class TrainingPanel:
             self.tokens_b.value = (s.training.tokens or 0) / 1e9
             self.deadline.value = s.training.deadline_days or 0
             self.flash.value = s.training.flash_attention
+            self.framework.value = s.training.framework
             self.auto.value = bool(s.parallelism.auto)
             p = s.parallelism
+            self.tp_overlap.value = {None: "default", True: "on", False: "off"}[p.tp_comm_overlap]
             for w, v in ((self.tp, p.tensor), (self.pp, p.pipeline), (self.vp, p.virtual_stages),
                          (self.cp, p.context), (self.mb, p.micro_batch_size), (self.gbs, p.global_batch_size),
                          (self.recompute, p.recompute), (self.zero, p.zero_stage)):
@@ -184,6 +197,7 @@ class TrainingPanel:
             "training__precision": self.precision.value,
             "training__tokens": self.tokens_b.value * 1e9 if self.tokens_b.value else None,
             "training__flash_attention": bool(self.flash.value),
+            "training__framework": self.framework.value,
         }
         try:
             current = self.state.design.hardware.accelerator_id
@@ -202,6 +216,7 @@ class TrainingPanel:
                                       "micro_batch_size": int(self.mb.value),
                                       "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
                                       "zero_stage": int(self.zero.value)}
+        changes["parallelism"]["tp_comm_overlap"] = TP_OVERLAP_VALUE[self.tp_overlap.value]
         self.est = None
         self._loading = True  # the state's observer must not copy the scenario back into these widgets
         try:
