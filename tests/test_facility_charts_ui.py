@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 import pytest
 
 from gpucluster_lib.catalog import load_catalog
@@ -12,11 +10,6 @@ from gpucluster_lib.facility.site import budget, default_node_counts, growth_tab
 from gpucluster_lib.scenario import load_scenario
 
 REF = "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
-
-
-@pytest.fixture(autouse=True)
-def no_topology(monkeypatch):
-    monkeypatch.setitem(sys.modules, "gpucluster_lib.network.topology", None)
 
 
 @pytest.fixture(scope="module")
