@@ -9,6 +9,8 @@
 # %% tags=["parameters"]
 # relative to gpucluster_lib/report/: the template runs from there (report.ipynb ships in the package)
 scenario_path = "../data/scenarios/reference-8x-a100.yaml"
+# catalogue CSVs outside the scenario's folder may be read only with `gpucluster report --allow-paths`
+allow_paths = False
 
 # %%
 # The design document of one scenario: every part reads the same design's stages, and the
@@ -22,8 +24,9 @@ from gpucluster_lib.report.render import (
     report_tail_html,
     section_html,
 )
+from gpucluster_lib.scenario import load_scenario
 
-d = design(scenario_path)
+d = design(load_scenario(scenario_path, allow_paths=allow_paths))
 sections = report_sections(d)
 display(HTML(report_header_html(d)))
 

@@ -103,3 +103,26 @@ def test_key_figures_come_from_the_design_summary():
     assert (f"{errors} error(s)" in out) if errors or warnings else "No errors or warnings" in out
     assert f"{warnings} warning(s)" in out or not (errors or warnings)
     assert key_figures_html(d) == out  # the same table from the design itself
+
+
+def test_report_reads_a_catalogue_outside_the_folder_only_with_allow_paths(tmp_path):
+    """The report's notebook kernel loads the scenario again: --allow-paths must reach it."""
+    from tests.test_catalog import one_row
+    from tests.test_paths import cli
+
+    (tmp_path / "parts").mkdir()
+    (tmp_path / "parts" / "my_accelerators.csv").write_text(one_row("accelerators", name="Acme X1 Test"))
+    (tmp_path / "designs").mkdir()
+    scenario = tmp_path / "designs" / "s.yaml"
+    scenario.write_text("name: Overlay design\ncatalog: ['../parts/my_accelerators.csv']\n"
+                        "hardware: {accelerator: x1, nodes: 2}\ncosts: {accelerator_price: 20000}\n")
+    out = tmp_path / "r.html"
+    rc, _, err = cli("report", str(scenario), "-o", str(out))
+    assert rc == 2 and "outside the scenario's folder" in err and "--allow-paths" in err
+    assert not out.exists()  # refused before a kernel was started
+    rc, _, err = cli("report", str(scenario), "-o", str(out), "--allow-paths")
+    assert rc == 0, err
+    html = out.read_text()
+    assert "Traceback" not in html and "outside the scenario" not in html
+    # 2 nodes x 8 GPUs (the default per node) of the overlay's accelerator, named as in its CSV
+    assert "16 × Acme X1 Test" in html

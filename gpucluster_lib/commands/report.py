@@ -32,6 +32,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="also write each report as PDF beside its HTML (needs Debian's chromium)")
     p.add_argument("--compare", action="store_true",
                    help="with several scenarios: also write comparison.html, the designs side by side")
+    p.add_argument("--allow-paths", action="store_true",
+                   help="let a scenario's catalog: list name CSV files outside the scenario's folder "
+                        "(absolute or ../ paths); without it they must be inside it")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -42,7 +45,8 @@ def run(args: argparse.Namespace) -> int:
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")
     if single:
-        out = render_report(args.scenarios[0], args.output, timeout_s=args.timeout, pdf=args.pdf)
+        out = render_report(args.scenarios[0], args.output, timeout_s=args.timeout, pdf=args.pdf,
+                            allow_paths=args.allow_paths)
         pdf = str(out.with_suffix(".pdf")) if args.pdf else None
         if args.json:
             print_json({"reports": [{"scenario": args.scenarios[0], "output": str(out), "pdf": pdf, "ok": True}]})
@@ -54,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
         chromium_path()  # no browser: one clear line before any notebook runs
     results = render_batch(args.scenarios, args.output, progress=not args.no_progress, timeout_s=args.timeout,
-                           pdf=args.pdf, compare=args.compare)
+                           pdf=args.pdf, compare=args.compare, allow_paths=args.allow_paths)
     comparison = Path(args.output) / "comparison.html"
     if args.json:
         print_json({"index": str(Path(args.output) / "index.html"),

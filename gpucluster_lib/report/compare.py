@@ -18,6 +18,7 @@ from gpucluster_lib.explore.compare import MAX_DESIGNS, compare
 from gpucluster_lib.report.document import chart_svg, findings_list_html, html_page, top_findings
 from gpucluster_lib.report.style import DOCUMENT_STYLE
 from gpucluster_lib.report.text import esc, value_text
+from gpucluster_lib.scenario import load_scenario
 
 #: The figures charted side by side: (comparison key, label with unit).
 CHARTED = [("hardware.gpus", "GPUs"), ("facility.facility_power_kw", "Facility power at peak [kW]"),
@@ -82,9 +83,11 @@ def comparison_html(designs: Sequence[Design], title: str = "Designs compared") 
                      f"<h2>The most important findings of each design</h2>{findings}</section>")
 
 
-def render_comparison(paths: Sequence[str | os.PathLike], out_html: str | os.PathLike, *, pdf: bool = False) -> Path:
-    """Write the comparison of the scenarios at ``paths`` to ``out_html`` (and its PDF)."""
-    designs = [Design.from_yaml(p) for p in paths]
+def render_comparison(paths: Sequence[str | os.PathLike], out_html: str | os.PathLike, *, pdf: bool = False,
+                      allow_paths: bool = False) -> Path:
+    """Write the comparison of the scenarios at ``paths`` to ``out_html`` (and its PDF); their
+    ``catalog:`` CSVs must lie inside each scenario's folder unless ``allow_paths``."""
+    designs = [Design(load_scenario(p, allow_paths=allow_paths)) for p in paths]
     out = Path(out_html)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(comparison_html(designs), encoding="utf-8")

@@ -112,18 +112,20 @@ def render_sections_html(sections: Sequence[Section]) -> str:
 
 def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike, *,
                   notebook: str | os.PathLike = REPORT_NOTEBOOK, timeout_s: int = EXECUTION_TIMEOUT_S,
-                  keep_notebook: bool = False, pdf: bool = False) -> Path:
+                  keep_notebook: bool = False, pdf: bool = False, allow_paths: bool = False) -> Path:
     """Execute the report notebook for one scenario and write ``out_html`` (no code cells);
     with ``pdf``, also ``out_html`` printed to PDF beside it (:func:`.pdf.html_to_pdf`).
 
-    The scenario is loaded first, so a malformed file fails fast with its key path.
+    The scenario is loaded first, so a malformed file fails fast with its key path. Its
+    ``catalog:`` CSVs must lie inside its folder unless ``allow_paths`` (``--allow-paths``),
+    which the notebook's kernel is given too.
     """
     import nbformat
     import papermill as pm
     from nbconvert import HTMLExporter
 
     scenario_path = Path(scenario_path).resolve()
-    scenario = load_scenario(scenario_path)  # validate before spending a kernel on it
+    scenario = load_scenario(scenario_path, allow_paths=allow_paths)  # validate before spending a kernel on it
     if pdf:
         from gpucluster_lib.report.pdf import chromium_path
 
@@ -133,7 +135,7 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
         pm.execute_notebook(
-            str(notebook), str(executed), parameters={"scenario_path": str(scenario_path)},
+            str(notebook), str(executed), parameters={"scenario_path": str(scenario_path), "allow_paths": allow_paths},
             cwd=str(Path(notebook).resolve().parent), execution_timeout=timeout_s, progress_bar=False,
             kernel_name="python3", log_output=False,
         )
@@ -183,7 +185,7 @@ class BatchResult:
 def render_batch(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike, *, progress: bool = True,
                  timeout_s: int = EXECUTION_TIMEOUT_S,
                  render: Callable[..., Path] | None = None, pdf: bool = False,
-                 compare: bool = False) -> list[BatchResult]:
+                 compare: bool = False, allow_paths: bool = False) -> list[BatchResult]:
     """One report per scenario (and its PDF with ``pdf``) plus ``index.html``; failures are
     recorded, not raised. With ``compare``, also ``comparison.html``: the reported designs side
     by side (:mod:`.compare`)."""
@@ -200,7 +202,8 @@ def render_batch(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike
         t0 = time.perf_counter()
         target = out_dir / f"{p.stem}.html"
         try:
-            render(p, target, timeout_s=timeout_s, **({"pdf": True} if pdf else {}))
+            render(p, target, timeout_s=timeout_s, **({"pdf": True} if pdf else {}),
+                   **({"allow_paths": True} if allow_paths else {}))
             results.append(BatchResult(p, target, time.perf_counter() - t0))
         except Exception as exc:  # noqa: BLE001 - one bad scenario must not stop the batch
             msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
@@ -210,7 +213,7 @@ def render_batch(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     if compare and len(good) >= 2:
         from gpucluster_lib.report.compare import render_comparison
 
-        comparison = render_comparison(good, out_dir / "comparison.html", pdf=pdf).name
+        comparison = render_comparison(good, out_dir / "comparison.html", pdf=pdf, allow_paths=allow_paths).name
     (out_dir / "index.html").write_text(index_html(results, comparison), encoding="utf-8")
     return results
 
