@@ -224,6 +224,8 @@ class InferenceSpec:
                                                         "random arrivals queue (MLPerf Server), SLOs at slo_percentile")
     slo_percentile: float = f(99.0, gt=0, lt=100, unit="%", doc="percentile of TTFT and TPOT the SLOs bind "
                                                                 "with poisson arrivals (MLPerf: 99)")
+    output_tokens_cv: float = f(0.0, ge=0, le=10, doc="spread of output lengths: standard deviation over the mean "
+                                                     "(0: every request generates output_tokens; MLPerf Llama 2 70B: 0.71)")
     batch_size: int | None = f(None, gt=0, le=1_000_000, doc="fixed batch (sequences or images); searched when absent")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)

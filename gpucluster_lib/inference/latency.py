@@ -20,7 +20,15 @@ Continuous batching (Yu et al. 2022, Orca; Agrawal et al. 2024, Sarathi-Serve)
     and as many prompts are prefilled, so each *mixed* step carries B decode tokens and
     ``B L_in / L_out`` prompt tokens (chunked prefill). TPOT is the mixed-step time;
     output tokens/s per replica = B / TPOT; TTFT = one mixed step of waiting plus the
-    prompt's own prefill on an otherwise idle replica (queueing is not modelled).
+    prompt's own prefill on an otherwise idle replica (queueing: :mod:`.queueing`).
+Spread of output lengths (``output_tokens_cv`` = c, standard deviation over the mean)
+    The sequences in flight at a given step are a length-biased sample: a request that
+    generates L tokens stays L steps, so it is caught in flight in proportion to L, and its
+    elapsed output at that moment is uniform on (0, L). The mean context of a sequence in
+    flight is therefore ``L_in + E[L^2] / (2 E[L]) = L_in + (1 + c^2) L_out / 2`` (the
+    inspection paradox of renewal theory: Cox 1962, *Renewal Theory*, Sec. 5.4; Feller 1971,
+    *An Introduction to Probability Theory*, Vol. II, Sec. XI.4). It sets the KV bytes and the
+    attention FLOPs of a decode step; c = 0 gives the plain ``L_in + L_out / 2``.
 """
 
 from __future__ import annotations
@@ -99,6 +107,11 @@ def weights_read_bytes(arch: TransformerArch, weights_bytes_per_gpu: float, batc
     return weights_bytes_per_gpu * ((1 - frac_routed) + frac_routed * hit)
 
 
+def mean_context_in_flight(input_tokens: float, output_tokens: float, output_tokens_cv: float = 0.0) -> float:
+    """Mean context of a sequence in flight [tokens]: ``L_in + (1 + c^2) L_out / 2`` (module doc)."""
+    return float(input_tokens) + (1.0 + output_tokens_cv ** 2) * float(output_tokens) / 2.0
+
+
 @dataclass(frozen=True)
 class StepTimes:
     """Mixed-step components [s], arrays over the batch sweep."""
@@ -115,8 +128,11 @@ class StepTimes:
 
 def mixed_step_times(arch: TransformerArch, batch: np.ndarray, *, input_tokens: int, output_tokens: int,
                      weights_bytes_per_gpu: float, kv_bytes_per_token_per_gpu: float, hw: ReplicaHardware,
-                     gemm_efficiency: float, eff: ServingEfficiency) -> StepTimes:
-    """One continuous-batching step with ``batch`` decode sequences and their share of prefills [s]."""
+                     gemm_efficiency: float, eff: ServingEfficiency, output_tokens_cv: float = 0.0) -> StepTimes:
+    """One continuous-batching step with ``batch`` decode sequences and their share of prefills [s].
+
+    ``output_tokens_cv`` is the spread of output lengths (module doc: the mean context in flight).
+    """
     b = np.asarray(batch, dtype=float)
     prompts_per_step = b / output_tokens
     tokens = b + prompts_per_step * input_tokens
@@ -124,7 +140,7 @@ def mixed_step_times(arch: TransformerArch, batch: np.ndarray, *, input_tokens: 
     bw = hw.memory_bandwidth_gb_per_s * GB * eff.memory_bandwidth_efficiency
     gemm = np.maximum(weights_read_bytes(arch, weights_bytes_per_gpu, b) / bw,
                       tokens * linear_flops_per_token(arch) / hw.tp / compute)
-    context = input_tokens + output_tokens / 2.0   # mean context of a sequence in flight
+    context = mean_context_in_flight(input_tokens, output_tokens, output_tokens_cv)
     kv_read = b * context * kv_bytes_per_token_per_gpu
     attn_flops = (b * decode_attention_flops(arch, context)
                   + prompts_per_step * prefill_attention_flops(arch, input_tokens)) / hw.tp

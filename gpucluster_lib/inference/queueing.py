@@ -30,7 +30,9 @@ Model (per replica; rates in requests/s, times in s)
    1917; Gross et al. 2008, the M/M/c queue), and the waiting tail the M/M/c one,
    ``P(W > t) = C exp(-(c - a) t / S)``, with ``S = L_out T(b)`` scaled by Allen and Cunneen's
    ``(1 + c_s^2) / 2`` for a general service time (Allen 1990, *Probability, Statistics and
-   Queueing Theory*, 2nd ed.; ``c_s = 0``: every request decodes ``L_out`` tokens).
+   Queueing Theory*, 2nd ed.); ``c_s`` is the spread of output lengths, ``inference.output_tokens_cv``
+   (0: every request decodes ``L_out`` tokens; MLPerf's Llama 2 70B set: 0.71, from the published
+   latency percentiles of three server runs, see docs/inference.md).
 4. **Prefill**: each step admits prompts up to the engine's token budget ``K`` less the decode
    tokens (TensorRT-LLM ``max_num_tokens`` 8192; chunked prefill, Agrawal et al. 2024
    Sarathi-Serve), i.e. ``m = (K - b) / L_in`` prompts per step. Prompts queue as M/D/1 with
@@ -41,8 +43,11 @@ Model (per replica; rates in requests/s, times in s)
    own prefill (the no-load figure of :mod:`~gpucluster_lib.inference.latency`) plus the two
    waits at the same quantile (adding quantiles over-estimates the sum's quantile: conservative).
 
-Not modelled: the spread of prompt and output lengths (one ``L_in``, one ``L_out``), preemption
-and swapping, prefix caching, and scheduler overheads beyond the per-step overhead.
+The spread of output lengths enters the slot wait (Allen-Cunneen) and, through the timing model,
+the mean context in flight (:func:`~gpucluster_lib.inference.latency.mean_context_in_flight`).
+Not modelled: the spread of prompt lengths (one ``L_in``), the per-request TPOT spread beyond the
+batch fluctuation, preemption and swapping, prefix caching, and scheduler overheads beyond the
+per-step overhead.
 """
 
 from __future__ import annotations
@@ -129,6 +134,7 @@ class ReplicaCurve:
     output_tokens: int
     max_batch: int               # KV-cache slots (memory-limited batch)
     token_budget: int = DEFAULT_TOKEN_BUDGET
+    service_cv: float = 0.0      # spread of output lengths (standard deviation / mean) = the slot service spread
 
     def step_s(self, batch: float) -> float:
         """Mixed-step time at a (possibly fractional) mean batch [s] (linear interpolation)."""
@@ -189,14 +195,15 @@ def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0)
     step = curve.step_s(b)
     tpot50 = step
     tpot_q = curve.step_s(min(poisson_quantile(b, q), c))
-    # KV-cache slots: M/G/c, Erlang C with the Allen-Cunneen factor (c_s = 0)
+    # KV-cache slots: M/G/c, Erlang C with the Allen-Cunneen factor (1 + c_s^2) / 2
     service = curve.output_tokens * step
     pw = erlang_c(c, b)
+    allen_cunneen = (1.0 + curve.service_cv ** 2) / 2.0
 
     def slot_wait(quant: float) -> float:
         if pw <= 1.0 - quant:
             return 0.0
-        return math.log(pw / (1.0 - quant)) * service * 0.5 / (c - b)
+        return math.log(pw / (1.0 - quant)) * service * allen_cunneen / (c - b)
 
     # prefill: M/D/1 on prompt slots within the token budget
     free = max(curve.token_budget - b, 1.0)

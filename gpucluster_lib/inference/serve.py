@@ -255,7 +255,7 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     batches = _batch_grid(max(mem.max_batch, 1), inf.batch_size)
     parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
                              weights_bytes_per_gpu=mem.weights_bytes, kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token,
-                             hw=rhw, gemm_efficiency=gemm_eff, eff=eff)
+                             hw=rhw, gemm_efficiency=gemm_eff, eff=eff, output_tokens_cv=inf.output_tokens_cv)
     tpot = parts.total
     ttft = tpot + prefill_time(arch, inf.input_tokens, weights_bytes_per_gpu=mem.weights_bytes, hw=rhw,
                                gemm_efficiency=gemm_eff, eff=eff)
@@ -272,11 +272,13 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
             grid_parts = mixed_step_times(arch, grid, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
                                           weights_bytes_per_gpu=mem.weights_bytes,
                                           kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token, hw=rhw,
-                                          gemm_efficiency=gemm_eff, eff=eff)
+                                          gemm_efficiency=gemm_eff, eff=eff,
+                                          output_tokens_cv=inf.output_tokens_cv)
             grid_tpot = grid_parts.total
         else:
             grid_tpot = tpot
-        curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots)
+        curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots,
+                             service_cv=inf.output_tokens_cv)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
         chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
