@@ -8,8 +8,11 @@ displayed into an ``ipywidgets.Output`` (it hangs headless execution, nbclient #
 from __future__ import annotations
 
 import functools
+import hashlib
 import html
 import logging
+import os
+import tempfile
 import traceback
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -33,12 +36,61 @@ log = logging.getLogger("gpucluster_lib.ui")
 _OFFLINE_ENABLED = False
 
 
+def bundle_cache_dir() -> Path:
+    """Where the offline chart bundle is kept between kernels: ``$XDG_CACHE_HOME/gpucluster_lib``
+    (``~/.cache/gpucluster_lib`` without it)."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "gpucluster_lib"
+
+
+def offline_bundle_path() -> Path:
+    """The cache file of the offline chart bundle for the installed altair and vl-convert.
+
+    The name hashes everything the bundle is made from (altair's widget source, its Vega-Lite
+    version, altair's and vl-convert's versions), so an upgrade of either makes a new file."""
+    from importlib.metadata import version
+
+    from altair.jupyter.jupyter_chart import load_js_src
+    from altair.utils._importers import vl_version_for_vl_convert
+
+    key = "\n".join([alt.__version__, version("vl-convert-python"), vl_version_for_vl_convert(), load_js_src()])
+    return bundle_cache_dir() / f"jupyterchart-{hashlib.sha256(key.encode()).hexdigest()[:16]}.js"
+
+
 def enable_offline_charts() -> None:
-    """Serve vega from the anywidget bundle, not a CDN (the app may have no internet)."""
+    """Serve vega from the anywidget bundle, not a CDN (the app may have no internet).
+
+    altair's ``JupyterChart.enable_offline`` makes that bundle (0.9 MB of JavaScript) with
+    vl-convert's embedded JavaScript engine: measured about 3-9 s and +95 MB of resident memory
+    in every kernel (2 shared cores, benchmarks/bench_app_load.py), which no session needs
+    once the bundle exists. The first kernel writes it to :func:`offline_bundle_path`; later
+    kernels read the file and never load vl-convert's engine. Unreadable or unwritable cache:
+    altair makes the bundle itself, as before.
+    """
     global _OFFLINE_ENABLED
-    if not _OFFLINE_ENABLED:
+    if _OFFLINE_ENABLED:
+        return
+    path = offline_bundle_path()
+    try:
+        bundle = path.read_text(encoding="utf-8")
+    except OSError:
+        bundle = ""
+    if bundle:
+        alt.JupyterChart._esm = bundle  # what enable_offline sets, made by the same vl-convert
+        alt.JupyterChart._is_offline = True
+    else:
         alt.JupyterChart.enable_offline(offline=True)
-        _OFFLINE_ENABLED = True
+        tmp = None
+        try:  # written whole or not at all: kernels starting together may race here
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+            with os.fdopen(fd, "w", encoding="utf-8") as fh:
+                fh.write(alt.JupyterChart._esm)
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.info("offline chart bundle not cached (%s)", exc)
+            if tmp is not None:
+                Path(tmp).unlink(missing_ok=True)
+    _OFFLINE_ENABLED = True
 
 
 class AppState(traitlets.HasTraits):
