@@ -205,6 +205,8 @@ def test_percentile_is_checked_when_the_scenario_loads():
         mlperf("dgx-h100", slo_percentile=100)
     with pytest.raises(ScenarioError, match="inference.arrival"):
         mlperf("dgx-h100", arrival="bursty")
+    with pytest.raises(ScenarioError, match="inference.output_tokens_cv"):
+        mlperf("dgx-h100", output_tokens_cv=-0.5)
 
 
 def test_cli_max_rate(capsys):
