@@ -233,3 +233,22 @@ def test_calibration_profile_feeds_the_training_engine():
     assert eff["alpha_network_s"] == fab.alpha_s
     assert estimate(cal.replace(training__efficiency={"network_efficiency": 0.5})).assumptions["efficiency"][
         "network_efficiency"] == 0.5  # the scenario's own override wins
+
+
+def test_deepspeed_zero3_fetches_one_module_ahead():
+    """DeepSpeed ZeRO-3 prefetches the next module's weights (stage3_prefetch_bucket_size 5e7 is
+    smaller than every GPT-3 175B weight, DeepSpeed partitioned_param_coordinator.py)."""
+    from gpucluster_lib.training.core import _prefetch_pass, module_shares
+
+    ctx, _, _ = build_context(from_dict({"model": {"preset": "gpt3-175b"},
+                                         "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 48},
+                                         "training": {"framework": "deepspeed"}}))
+    # QKV 3h^2, projection h^2, FC1 4h^2, FC2 4h^2 (Narayanan 2021 Sec. 3: 12 h^2 per layer)
+    assert module_shares(ctx) == pytest.approx((3 / 12, 1 / 12, 4 / 12, 4 / 12))
+    # compute 12, gathers 18 per layer: max(3, 1.5) + max(1, 6) + max(4, 6) + max(4, 4.5) = 19.5 (by hand)
+    assert float(_prefetch_pass(ctx, np.array(12.0), np.array(18.0), 1)) == pytest.approx(19.5)
+    # backward order, each module beside the previous one's reduce-scatter:
+    # max(3, 6) + max(1, 4.5) + max(4, 1.5) + max(4, 6) = 20.5
+    assert float(_prefetch_pass(ctx, np.array(12.0), np.array(18.0), -1)) == pytest.approx(20.5)
+    # compute-bound: the gathers hide entirely (compute 24, gathers 6)
+    assert float(_prefetch_pass(ctx, np.array(24.0), np.array(6.0), 1)) == pytest.approx(24.0)

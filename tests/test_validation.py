@@ -1,10 +1,10 @@
 """Predicted against published training runs: the tolerances of the training-time engine.
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100; the efficiency set in
-data/efficiency.yaml was fitted on them): guarded at median |step-time error| < 5% and every
-row < 20% (measured 4.2% and 16.0%, docs/validation.md; the target is 4% / 10%). External rows
-(MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100 weak scaling; never used for
-fitting): median < 7%, every row < 15% (the target; measured 4.3% / 13.8%).
+data/efficiency.yaml was fitted on them): median |step-time error| <= 4% (the target; measured
+3.8%, docs/validation.md) and every row < 13% (measured 12.1%; the target of 10% is not met).
+External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100 weak scaling; never used
+for fitting): median < 7%, every row < 15% (the target; measured 4.1% / 13.8%).
 """
 
 from __future__ import annotations
@@ -27,15 +27,15 @@ def test_every_run_is_evaluated(table):
     assert (table["published_step_s"] > 0).all() and (table["predicted_step_s"] > 0).all()
 
 
-def test_calibration_median_error_below_5_percent(table):
+def test_calibration_median_error_at_most_4_percent(table):
     cal = table[table["set"] == "calibration"]
-    assert cal["error"].abs().median() < 0.05
+    assert cal["error"].abs().median() <= 0.04  # the target: median <= 4%
 
 
-def test_calibration_every_row_below_20_percent(table):
+def test_calibration_every_row_below_13_percent(table):
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
-    assert cal["error"].abs().max() < 0.20, f"{worst['run_id']}: {worst['error']:+.1%}"
+    assert cal["error"].abs().max() < 0.13, f"{worst['run_id']}: {worst['error']:+.1%}"
 
 
 def test_external_runs_guard(table):

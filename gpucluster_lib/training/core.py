@@ -46,7 +46,9 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   parameters is never hidden); the parameter all-gather likewise behind the first forward
   [11]. Without overlap the whole reduction is exposed. ``parallelism.dp_overlap`` replaces
   this by a fixed hidden fraction. ZeRO-3 gathers the parameters twice and reduce-scatters
-  the gradients every micro-batch, hidden behind compute up to ``zero3_overlap`` [4].
+  the gradients every micro-batch [4]. DeepSpeed fetches one module ahead: each pass over a layer
+  takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
+  shares ``w_j``) [12]; FSDP's exposure is the fitted fraction ``zero3_overlap`` of compute.
 * Optimizer: Adam state traffic at memory bandwidth. A fixed ``step_overhead`` fraction
   covers data loading, logging and stragglers.
 
@@ -86,6 +88,13 @@ References
         Johnson 1954, Naval Research Logistics Quarterly 1(1)): ``(m - 1) max t_i + sum t_i``
         with forward and backward of one micro-batch taken together as the job; for equal
         stages it is Narayanan 2021's ``t (m + p - 1)`` [2].
+.. [12] DeepSpeed ZeRO-3 ``PartitionedParameterCoordinator.fetch_sub_module``
+        (deepspeed/runtime/zero/partitioned_param_coordinator.py): after the current submodule's
+        parameters, the ones of the next submodules in the recorded trace are prefetched while
+        fewer than ``stage3_prefetch_bucket_size`` (default 5e7) elements are in flight; every
+        weight of a GPT-3-size layer is larger than that, so one module is in flight ahead of
+        the module computing (DeepSpeed configuration documentation, ZeRO
+        ``stage3_prefetch_bucket_size``).
 .. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
         bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
 """
@@ -455,7 +464,16 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     L_s = np.where(single, L, L / pp)
     t_z3 = m * (_ring_gather(z3_bytes, n_dp, dp_bw, 0.0) + 3.0 * L_s * (n_dp > 1) * dp_alpha * nodes_in_group)
     compute_total = t_pipe
-    exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
+    if fw.zero3_prefetch == "module":  # DeepSpeed: the next module's gather runs behind this one [12]
+        g_pass = t_z3 / (3.0 * m * L_s)  # one pass of gathers (or the reduce-scatter), per layer
+        fwd_c = train / 3.0
+        exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass, 1)
+                                + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass, 1)
+                                           + _prefetch_pass(ctx, train - fwd_c, g_pass, -1),
+                                           _prefetch_pass(ctx, train - fwd_c + recomp, 2.0 * g_pass, -1))
+                                - train - recomp)
+    else:
+        exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
     t_dp = np.where(zero == 3, exposed_z3, exposed_grad)
 
     # ---- optimizer ------------------------------------------------------------------
@@ -494,6 +512,26 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
             "fits": memory["total"] <= ctx.memory_capacity, "memory_stage": mem_stage,
             "bottleneck_stage": np.where(which == 0, 0.0, np.where(which == 2, pp - 1.0, 1.0)),
             "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
+
+
+def module_shares(ctx: Context) -> tuple[float, ...]:
+    """Parameter shares of a layer's four weight modules in forward order: QKV, output
+    projection, FC1 (with the gate for SwiGLU), FC2 [fractions]."""
+    a = ctx.arch
+    h, f = float(a.hidden_size), float(a.ffn_hidden_size)
+    q_out = float(a.attention_output_dim())
+    qkv = a.attention_matmul_params_per_layer() - q_out * h
+    mats = 3 if a.ffn_type == "swiglu" else 2
+    n = (qkv, q_out * h, (mats - 1) * f * h, f * h)
+    return tuple(x / sum(n) for x in n)
+
+
+def _prefetch_pass(ctx: Context, compute, comm, step: int):
+    """One pass over a layer's modules when each module's parameters are fetched one module ahead
+    [s]: ``sum_j max(c w_j, g w_(j+step))`` (``c``, ``g``: the layer's compute and communication
+    of the pass; ``step`` +1 forward, -1 backward, the neighbour in the order the pass runs) [12]."""
+    w = module_shares(ctx)
+    return sum(np.maximum(compute * w[j], comm * w[(j + step) % len(w)]) for j in range(len(w)))
 
 
 def _layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):

@@ -35,6 +35,8 @@ class Framework:
     bucket_params: float
     bucket_params_per_dp_rank: float
     tp_comm_overlap: bool
+    #: ZeRO-3 parameter prefetch: "module" (one module ahead, DeepSpeed) or "fraction" (fitted share)
+    zero3_prefetch: str = "fraction"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -76,7 +78,8 @@ def framework(name: str = "megatron") -> Framework:
                      overlap_param_gather=bool(row["overlap_param_gather"]),
                      bucket_params=float(row["bucket_params"]),
                      bucket_params_per_dp_rank=float(row["bucket_params_per_dp_rank"]),
-                     tp_comm_overlap=bool(row["tp_comm_overlap"]))
+                     tp_comm_overlap=bool(row["tp_comm_overlap"]),
+                     zero3_prefetch=str(row.get("zero3_prefetch", "fraction")))
 
 
 @lru_cache(maxsize=1)
