@@ -72,3 +72,40 @@ def test_panel_updates_scenario_and_results():
     p.rack.value = "custom"
     p.rack_custom.value = 3  # shorter than the 4U generic HGX chassis
     assert "shorter than one 4U node" in p.msg.value
+
+
+def _shown(p) -> dict[str, str]:
+    """What the panel shows: the text of its HTML outputs, and which charts are visible."""
+    import ipywidgets as widgets
+
+    return {str(i): (w.value if isinstance(w, widgets.HTML) else ("hidden" if w.layout.display == "none" else "shown"))
+            for i, w in enumerate(p.outputs)}
+
+
+def test_panel_errors_empty_old_numbers_and_it_recovers():
+    from gpucluster_lib.ui import tab_power
+    from gpucluster_lib.ui.common import AppState
+
+    state = AppState.from_path(REF)
+    p = tab_power.PowerPanel(state)
+    assert len(p.outputs) == 7 and set(_shown(p).values()) >= {"shown"}
+    # IT 8.183 kW (node 6.5 + QM8700 0.7 + SN2700 0.233 + head node 0.75, see above) x PUE 1.5 = 12.27 kW
+    assert "12.3" in p.totals.value and "node-psu-capacity" in p.findings.value
+    for bad, message in [(lambda: setattr(p.pue, "value", 0.9), "at least 1"),  # refused by the scenario
+                         (lambda: (setattr(p.rack, "value", "custom"), setattr(p.rack_custom, "value", 3)),
+                          "shorter than one 4U node")]:  # accepted, but the budget cannot place a node
+        bad()
+        assert message in p.msg.value
+        # every table and finding emptied, every chart hidden: nothing of the last good design
+        assert all(v in ("", "hidden") for v in _shown(p).values()), _shown(p)
+        assert "No hall findings" not in p.msg.value and "pass" not in p.msg.value
+        p.pue.value, p.rack.value = 1.3, "42U"  # valid again: the tab shows the new design
+        assert p.msg.value == "" and all(v not in ("", "hidden") for v in _shown(p).values())
+        assert "10.6" in p.totals.value  # 8.183 kW x PUE 1.3 = 10.64 kW
+
+    # a change made elsewhere (another tab) that the budget rejects, then undone
+    state.update(facility__rack_units=2)
+    assert "shorter than one 4U node" in p.msg.value and p.totals.value == "" and p.elevation.layout.display == "none"
+    state.update(facility__rack_units=48)
+    assert p.msg.value == "" and p.elevation.layout.display != "none" and "10.6" in p.totals.value
+    assert p.rack.value == "48U"

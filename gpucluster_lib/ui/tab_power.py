@@ -123,15 +123,20 @@ class PowerPanel:
         self.breakdown = chart_widget(charts.power_breakdown(first))
         self.growth = chart_widget(charts.growth(growth_table(first, [1, 2])))
 
-        self.apply = guarded(self.msg)(self._apply)
-        self.refresh = guarded(self.msg)(self._refresh)
+        #: what a failed change empties (tables, findings) or hides (charts): no number of an earlier
+        #: design stays beside the error, and "All node checks pass" never shows next to one
+        self.outputs = [self.findings, self.summary, self.totals, self.node_table, self.elevation, self.breakdown,
+                        self.growth]
+        self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.sync = guarded(self.msg, clears=self.outputs)(self._from_scenario)
         inputs = [self.mode, self.server, self.chassis, self.accelerator, self.gpus, self.cpu, self.cpu_count,
                   self.memory, self.nic, self.nic_count, self.psu_count, self.psu_rating, self.psu_spares,
                   self.nodes, self.rack, self.rack_custom, self.rack_kw, self.rack_kg, self.cooling, self.pue,
                   self.price, self.delta_t, self.redundancy]
         for w in inputs:
             w.observe(self._changed, names="value")
-        redraw = when_shown(state, TITLE, self._from_scenario)
+        redraw = when_shown(state, TITLE, self.sync)
         state.observe(lambda _ch: None if self._syncing else redraw(), names=["scenario", "catalog"])
 
         self.catalog_box = widgets.VBox([self.server])
@@ -159,7 +164,7 @@ class PowerPanel:
             section("Node power by component", self.node_table),
             section("Growth: racks and facility power against node count", self.growth),
         ])
-        self._from_scenario()
+        self.sync()
 
     # -------------------------------------------------------------- scenario <-> widgets
     def _from_scenario(self) -> None:
@@ -203,7 +208,7 @@ class PowerPanel:
         finally:
             self._syncing = False
         self._show_mode()
-        self.refresh()
+        self._refresh()  # inside the caller's guard: a failure empties the outputs once
 
     def _show_mode(self) -> None:
         parts = self.mode.value == "Build from parts"
@@ -291,7 +296,7 @@ class PowerPanel:
             self.state.update(**self.changes())
         finally:
             self._syncing = False
-        self.refresh()
+        self._refresh()  # inside the guard of apply: a failing design empties the outputs
 
     def _refresh(self) -> None:
         if self._syncing:

@@ -1,4 +1,5 @@
-"""The Power & space tab in a real browser: node count and PUE change the hall totals."""
+"""The Power & space tab in a real browser: node count and PUE change the hall totals; a refused
+value empties the old numbers and hides the charts until the design is valid again."""
 
 from __future__ import annotations
 
@@ -44,4 +45,13 @@ def test_power_tab_nodes_and_bad_pue(app_page, artifacts):
     pue.press("Enter")
     expect(body).to_contain_text("facility.pue: must be at least 1")
     assert "Traceback" not in body.inner_text()
+    # the numbers of the last good design are gone and its charts hidden while the error stands
+    expect(body).not_to_contain_text("140 / 1,120")
+    expect(body).not_to_contain_text("All node checks pass")
+    expect(elevation).to_be_hidden()
     page.screenshot(path=str(artifacts / "app-power-bad-pue.png"), full_page=True)
+    pue.fill("1.3")
+    pue.press("Enter")  # valid again: the tab recovers with the new design
+    expect(body).to_contain_text("140 / 1,120")
+    expect(elevation).to_be_visible()
+    expect(body).not_to_contain_text("facility.pue: must be at least 1")
