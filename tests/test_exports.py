@@ -201,6 +201,39 @@ def test_rack_layout_matches_the_budget_and_has_no_overlap(llama):
     assert root.tag.endswith("svg")
 
 
+def test_rack_export_and_budget_count_the_same_racks_of_whole_16u_chassis():
+    # RoCE example: 3,072 DGX H100 + hot spares, 4 a rack (DGX H100 SuperPOD RA, 8U each); the
+    # fabric is 360 Arista 7808R3 chassis (171 + 144 compute, 36 + 9 storage, the topology design),
+    # 16U each (switches.csv, Arista 7800R3 white paper Table 1). A 42U rack keeps 2U reserved
+    # (patch panel, management switch) -> 40U usable: 2 chassis a rack (3 x 16U = 48U > 40U), so
+    # 180 racks hold them; the remaining 45 x 2U SN4600C, 44 x 2U DDN AI400X2, 2 x 4U capacity
+    # units and 2 x 1U head nodes (188U) fit in the 180 x 8U left. Spreading 5,948U over 40U
+    # racks as if devices could be split gave ceil(148.7) = 149 racks and 927 in all.
+    d = Design(load_scenario(EXAMPLES / "roce-24k-h100.yaml"))
+    b = d.facility
+    assert b.compute_racks == -(-(3072 + b.spare_nodes) // 4)  # ceil(installed nodes / 4)
+    assert b.infra_racks == 180
+    assert b.racks == b.compute_racks + 180 == len(rack_layout(d))
+    assert b.compute_racks == 778  # 3,111 installed / 4 = 777.75 -> 778 (39 hot spares)
+    assert sum(1 for r in b.infra_layout for x in r if x.model == "arista-7808r3") == 360
+    cap = min(b.rack_fit.power_limit_w, b.rack_fit.cooling_limit_w)  # 4 x 10.2 kW + 0.1 kW = 40.9 kW
+    assert cap == pytest.approx(40_900)
+    for rack in b.infra_layout:  # whole devices, within the rack's units and power
+        assert sum(x.height_u for x in rack) <= 40 and sum(x.power_w for x in rack) <= cap + 1e-6
+    # every watt of the switches (with their optics), storage and head nodes is in some rack
+    assert sum(x.power_w for x in b.infra_devices) == pytest.approx(
+        b.network_power_w + b.storage_power_w + b.head_power_w)
+
+
+@pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_example_exports_the_budgets_racks(path):
+    d = Design(load_scenario(path))
+    racks = rack_layout(d)
+    assert len(racks) == d.facility.racks
+    placed = sorted(x.name for r in racks for x in r.devices if x.kind in ("switch", "storage", "head"))
+    assert len(placed) == len(set(placed)) == len(d.facility.infra_devices)
+
+
 def _cli(*argv: str) -> int:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return main(list(argv))

@@ -377,3 +377,22 @@ def test_rack_power_never_exceeds_it_power(cat):
     assert e.network_source == "topology"
     assert e.rack_power_kw == pytest.approx(6.5 + 0.7 + 0.233 + 0.75)
     assert e.rack_power_kw <= e.it_power_kw + 1e-9
+
+
+def test_pack_racks_keeps_devices_whole():
+    from gpucluster_lib.hardware.rack import RackDevice, pack_racks
+
+    chassis = [RackDevice("switch", "spine", "c16", 16, 10_000.0, i) for i in range(5)]
+    # 5 x 16U = 80U would be 2 racks of 40U if split; whole chassis go 2, 2, 1 -> 3 racks
+    racks = pack_racks(chassis, 40, 40_000.0)
+    assert [len(r) for r in racks] == [2, 2, 1]
+    # power binds: 1U devices of 15 kW under a 40.9 kW cap: 2 a rack (3 x 15 = 45 kW > 40.9 kW)
+    hot = [RackDevice("switch", "leaf", "h1", 1, 15_000.0, i) for i in range(5)]
+    assert [len(r) for r in pack_racks(hot, 40, 40_900.0)] == [2, 2, 1]
+    # tallest first, smaller ones fill the gaps: 2 x 16U + 4 x 2U in one 40U rack
+    mixed = [RackDevice("switch", "m", "s2", 2, 500.0, i) for i in range(4)] + chassis[:2]
+    (only,) = pack_racks(mixed, 40, 40_000.0)
+    assert [x.height_u for x in only] == [16, 16, 2, 2, 2, 2]
+    # a device above the cap on its own still gets a rack (the budget's findings report it)
+    assert len(pack_racks([RackDevice("switch", "x", "big", 50, 50_000.0)], 40, 40_000.0)) == 1
+    assert pack_racks([], 40, 40_000.0) == ()

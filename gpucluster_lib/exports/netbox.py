@@ -115,6 +115,13 @@ def netbox_files(design: Design, site_name: str | None = None) -> dict[str, str]
         except Exception:  # a storage system outside the catalogue (its default sizing)
             vendor = "Generic"
         add_type(store.system, vendor, int(store.appliance_rack_units), mgmt, store.system)
+    if store is not None and store.capacity_units:  # the capacity tier's units are racked too
+        cap_model = store.capacity_system or "capacity"
+        try:
+            cap_vendor = str(cat.get("storage", cap_model).get("vendor") or "Generic")
+        except Exception:  # noqa: BLE001 - outside the catalogue
+            cap_vendor = "Generic"
+        add_type(cap_model, cap_vendor, int(store.capacity_unit_rack_units), mgmt, cap_model)
     add_type("head-node", "Generic", 1, mgmt + [{"name": "eth0", "type": "10gbase-t"}], "head-node")
     add_type("patch-panel", "Generic", 1, [], "patch-panel")
 

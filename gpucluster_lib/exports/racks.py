@@ -1,12 +1,13 @@
 """Rack layout and rack elevations (one SVG per rack) of a design.
 
-The layout follows the facility budget: ``compute_racks`` racks of ``nodes_per_rack``
+The layout is the facility budget's: ``compute_racks`` racks of ``nodes_per_rack``
 installed nodes each (job nodes, then the hot spares), each with the reserved units at the
-top (patch panel and cable management); then the
-infrastructure racks with every switch of the network design (compute fabric leaves, spines
-and cores under the cable list's names, storage and management switches), the storage
-appliances and the head nodes, packed first-fit bottom-up. When the budget shares one rack
-(``infra_racks == 0``) the infrastructure goes into the compute rack's free units.
+top (patch panel and cable management); then the infrastructure racks exactly as the budget
+packed them (``Budget.infra_layout``, whole devices): every switch of the network design
+(compute fabric leaves, spines and cores under the cable list's names, storage and
+management switches), the storage appliances and the head nodes, bottom up in each rack.
+When the budget shares one rack (``infra_racks == 0``) the infrastructure goes into the
+compute rack's free units. So the export and the budget always count the same racks.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import html
 from dataclasses import dataclass
 
 from gpucluster_lib.design import Design
-from gpucluster_lib.hardware import power_assumptions as pa
+from gpucluster_lib.hardware.rack import RackDevice as BudgetDevice
 
 #: Fill colours of the elevation drawing by device kind.
 COLOURS = {"node": "#4c78a8", "spare": "#9ecae9", "switch": "#f58518", "storage": "#54a24b", "head": "#b279a2",
@@ -49,7 +50,7 @@ class Rack:
 
 
 def _switch_names(design: Design) -> list[tuple[str, str, str, int]]:
-    """(name, role, model, height U) of every switch: compute-fabric names from the cable list."""
+    """(name, role, model, index in its group) of every switch: compute-fabric names from the cable list."""
     net = design.network
     df = net.cable_list()
     comp = df[df["network"] == "compute"]
@@ -67,7 +68,7 @@ def _switch_names(design: Design) -> list[tuple[str, str, str, int]]:
         for i in range(g.count):
             prefix = {"management": "mgmt", "storage": "stor"}.get(g.network, g.network)
             name = known[i] if i < len(known) else f"{prefix}-{g.role}{i + 1:02d}"
-            out.append((name, f"{g.network} {g.role}", g.switch_id, max(1, int(g.rack_units_each))))
+            out.append((name, f"{g.network} {g.role}", g.switch_id, i))
     return out
 
 
@@ -94,45 +95,43 @@ def rack_layout(design: Design) -> list[Rack]:
             devs.append(RackDevice(f"patch{r + 1:03d}", "patch", "patch panel and cable management", "patch-panel",
                                    u_height - reserved + 1, reserved))
         racks.append(devs)
-    infra: list[tuple[str, str, str, str, int]] = [(n, "switch", role, m, h) for n, role, m, h in switches]
-    store = b.storage
-    if store is not None and store.appliances:
-        infra += [(f"storage{i + 1:02d}", "storage", "shared storage", store.system, int(store.appliance_rack_units))
-                  for i in range(store.appliances)]
-    infra += [(s.name, "head", ", ".join(s.roles), "head-node", pa.HEAD_NODE_RACK_UNITS) for s in st.service_nodes]
-    usable = u_height - reserved
+    heads = list(st.service_nodes)
 
-    def free_ranges(devs: list[RackDevice]) -> list[int]:
-        used = set()
-        for d in devs:
-            used.update(range(d.position, d.position + d.height_u))
-        return [u for u in range(1, u_height + 1) if u not in used]
+    def named(dev: BudgetDevice) -> tuple[str, str, str, str, int]:
+        """(name, kind, role, model, height U) of one of the budget's devices."""
+        if dev.kind == "switch":
+            name = switch_names.get((dev.role, dev.model, dev.index), f"{dev.role.replace(' ', '-')}{dev.index + 1:02d}")
+            return name, "switch", dev.role, dev.model, dev.height_u
+        if dev.kind == "head":
+            if dev.index < len(heads):
+                return heads[dev.index].name, "head", ", ".join(heads[dev.index].roles), dev.model, dev.height_u
+            return f"head{dev.index + 1:02d}", "head", dev.role, dev.model, dev.height_u
+        prefix = "storage" if dev.kind == "storage" else "capacity"
+        return f"{prefix}{dev.index + 1:02d}", "storage", dev.role, dev.model, dev.height_u
+
+    switch_names = {(role, m, i): n for n, role, m, i in switches}
 
     def place(devs: list[RackDevice], item: tuple[str, str, str, str, int], limit: int) -> bool:
+        """Put ``item`` at the lowest free units of the rack below ``limit``."""
         name, kind, role, m, h = item
-        free = set(free_ranges(devs))
+        used = {u for d in devs for u in range(d.position, d.position + d.height_u)}
         for u in range(1, limit - h + 2):
-            if all(x in free for x in range(u, u + h)):
+            if all(x not in used for x in range(u, u + h)):
                 devs.append(RackDevice(name, kind, role, m, u, h))
                 return True
         return False
 
-    if b.infra_racks == 0 and racks:
-        pending = [it for it in infra if not place(racks[-1], it, u_height)]
-    else:
-        pending = infra
-    infra_racks: list[list[RackDevice]] = [[] for _ in range(b.infra_racks)]
-    free_u = [usable] * len(infra_racks)  # units left in each infrastructure rack
-    for item in pending:
-        h = item[4]
-        for i, rk in enumerate(infra_racks):
-            if free_u[i] >= h and place(rk, item, usable):
-                free_u[i] -= h
-                break
-        else:
-            infra_racks.append([])
-            place(infra_racks[-1], item, max(usable, h))
-            free_u.append(max(usable, h) - h)
+    infra_racks: list[list[RackDevice]] = []
+    if not b.infra_layout and racks:  # the budget keeps them in the one compute rack's free units
+        for dev in b.infra_devices:
+            place(racks[-1], named(dev), u_height)
+    usable = u_height - reserved
+    for contents in b.infra_layout:  # the budget's racks, device for device, bottom up
+        devs: list[RackDevice] = []
+        for dev in sorted(contents, key=lambda x: (-x.height_u, x.kind, x.role, x.index)):
+            place(devs, named(dev), max(usable, dev.height_u))
+        infra_racks.append(devs)
+    infra_racks += [[] for _ in range(b.infra_racks - len(infra_racks))]  # a vendor layout's spare racks
     out = [Rack(f"rack{i + 1:03d}", u_height, tuple(sorted(d, key=lambda x: x.position)))
            for i, d in enumerate(racks + infra_racks)]
     return out

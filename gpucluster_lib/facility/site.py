@@ -35,9 +35,11 @@ from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.hardware.node import NodeDesign, build_node
 from gpucluster_lib.hardware.rack import (  # noqa: F401 (re-exported)
     CONSTRAINTS,
+    RackDevice,
     RackFit,
     cooling_limit_kw_of,
     node_rack_fit,
+    pack_racks,
     rack_fit,
     rack_power_limit_kw_of,
     reserved_units,
@@ -230,6 +232,12 @@ class Budget:
     airflow_basis: str = "delta-t"
     #: network and management racks of the vendor's scalable-unit layout (0 when the generic count applies)
     vendor_infra_racks: int = 0
+    #: the infrastructure racks' devices, whole (:func:`~gpucluster_lib.hardware.rack.pack_racks`):
+    #: switches, storage appliances and head nodes; empty when they share the one compute rack.
+    #: A vendor layout may add empty racks beyond these (``infra_racks`` counts them).
+    infra_layout: tuple[tuple[RackDevice, ...], ...] = ()
+    #: every infrastructure device (in the layout's racks, or in the shared compute rack)
+    infra_devices: tuple[RackDevice, ...] = ()
 
     @property
     def nodes_installed(self) -> int:
@@ -329,8 +337,9 @@ class Budget:
 
 def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, node: NodeDesign, nodes: int,
              network: TopologyDesign | None, network_power_w: float | None,
-             network_rack_units: int | None) -> tuple[float, float, int, str]:
-    """(peak W, typical W, rack units, source) of the networks: given, else the topology design."""
+             network_rack_units: int | None) -> tuple[float, float, int, str, TopologyDesign | None]:
+    """(peak W, typical W, rack units, source, design) of the networks: given (no design),
+    else the topology design."""
     if network_power_w is not None:
         if network_power_w < 0:
             raise ScenarioError("network_power_w", f"must not be negative, got {network_power_w!r}")
@@ -338,12 +347,12 @@ def _network(scenario: Scenario, cat: Catalog, hw: ClusterHardware, node: NodeDe
         if ru is None:
             ru = (network if network is not None and network.nodes == nodes
                   else design_topology(scenario, cat, nodes=nodes, hardware=hw, node=node)).network_rack_units
-        return float(network_power_w), float(network_power_w), int(ru), "given"
+        return float(network_power_w), float(network_power_w), int(ru), "given", None
     topo = network if network is not None and network.nodes == nodes else design_topology(
         scenario, cat, nodes=nodes, hardware=hw, node=node)
     ru = int(topo.network_rack_units if network_rack_units is None else network_rack_units)
     # the switch datasheets give maximum power only: the typical draw is taken as the maximum
-    return float(topo.network_power_w), float(topo.network_power_w), ru, "topology"
+    return float(topo.network_power_w), float(topo.network_power_w), ru, "topology", topo
 
 
 def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | None = None,
@@ -399,8 +408,8 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     compute_racks = fit.racks_for(installed)
 
     # ---- network, storage, head nodes
-    net_w, net_typ_w, net_ru, net_src = _network(scenario, cat, hw, node, n, network, network_power_w,
-                                                 network_rack_units)
+    net_w, net_typ_w, net_ru, net_src, topo = _network(scenario, cat, hw, node, n, network, network_power_w,
+                                                       network_rack_units)
     # shared storage: the same design as the checkpoint write time and the storage CapEx
     store = storage if storage is not None else size_storage(scenario, cat, nodes=n, gpus=n * hw.gpus_per_node)
     if fac.storage_power_kw is not None:
@@ -445,7 +454,10 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         rack_cap_w = min(fit.power_limit_w, fit.cooling_limit_w)
         free_u = fac.rack_units - reserved_u - installed * node.rack_units
         free_w = rack_cap_w - (pa.MGMT_SWITCH_W if reserved_u else 0.0) - installed * node.peak_power_w
-    infra_racks = int(infra_rack_count(infra_ru, infra_w, compute_racks, free_u, free_w, usable_u, rack_cap_w))
+    devices = _infra_devices(topo, net_ru, net_w, store, appliances, storage_w, fac.storage_power_kw is None, heads)
+    shared_fits = compute_racks == 1 and infra_ru <= free_u and infra_w <= free_w
+    layout = () if infra_ru <= 0 or shared_fits else pack_racks(devices, usable_u, rack_cap_w)
+    infra_racks = len(layout)
     vendor_infra = _vendor_infra_racks(scenario, hw.server, n, fit)
     if vendor_infra:
         if vendor_infra < infra_racks:
@@ -523,8 +535,44 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                                  extra=_infra_items(net_ru, storage_ru, heads, infra_w - storage_w - head_w, storage_w)
                                  if shared else ()),
         findings=sort_findings(findings), storage=store, spare_nodes=spares, cooling_plant=plant,
-        airflow_basis=air_basis, vendor_infra_racks=vendor_infra,
+        airflow_basis=air_basis, vendor_infra_racks=vendor_infra, infra_layout=layout,
+        infra_devices=tuple(devices),
     )
+
+
+def _infra_devices(topo: TopologyDesign | None, net_ru: int, net_w: float, store: StorageDesign, appliances: int,
+                   storage_w: float, designed_storage: bool, heads: int) -> list[RackDevice]:
+    """The whole devices of the infrastructure racks: every switch of the network design (a
+    given network power or rack units without a design: ``net_ru`` 1U shares of its power), the
+    storage appliances
+    and capacity units, the head nodes."""
+    out: list[RackDevice] = []
+    groups = getattr(topo, "switch_groups", None)
+    if groups is not None and sum(g.rack_units_each * g.count for g in groups) == net_ru:
+        # the optics and active cables plugged into a network's switches draw power in those
+        # switches' racks: spread over its switches in proportion to their own power
+        optics = {net: sum(lg.switch_side_power_w for lg in topo.link_groups if lg.network == net)
+                  for net in {g.network for g in topo.switch_groups}}
+        own = {net: sum(g.power_w for g in topo.switch_groups if g.network == net) for net in optics}
+        for g in topo.switch_groups:
+            scale = 1.0 + optics[g.network] / own[g.network] if own[g.network] > 0 else 1.0
+            out += [RackDevice("switch", f"{g.network} {g.role}", g.switch_id, max(1, int(g.rack_units_each)),
+                               float(g.power_w_each) * scale, i) for i in range(g.count)]
+    elif net_ru:
+        out += [RackDevice("switch", "network", "network", 1, net_w / net_ru, i) for i in range(int(net_ru))]
+    if designed_storage:
+        out += [RackDevice("storage", "shared storage", store.system, int(store.appliance_rack_units),
+                           float(store.appliance_power_w), i) for i in range(store.appliances)]
+        if store.capacity_units:
+            out += [RackDevice("capacity", "capacity storage", store.capacity_system or "capacity",
+                               int(store.capacity_unit_rack_units), float(store.capacity_unit_power_w), i)
+                    for i in range(store.capacity_units)]
+    elif appliances:
+        out += [RackDevice("storage", "shared storage", store.system, int(store.appliance_rack_units),
+                           storage_w / appliances, i) for i in range(appliances)]
+    out += [RackDevice("head", "head node", "head-node", pa.HEAD_NODE_RACK_UNITS, pa.HEAD_NODE_PEAK_W, i)
+            for i in range(heads)]
+    return out
 
 
 def _vendor_infra_racks(scenario: Scenario, server: dict[str, Any] | None, nodes: int, fit: RackFit) -> int:
@@ -579,7 +627,7 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
                                     f"{fit.binding} ({others})" + (f"; {fit.notes[0]}" if fit.notes else "")))
 
 
-def infra_rack_count(infra_ru: Any, infra_w: Any, compute_racks: Any, free_u: Any, free_w: Any, usable_u: int,
+def infra_rack_count(infra_ru: Any, infra_w: Any, compute_racks: Any, free_u: Any, free_w: Any, usable_u: float,
                      cap_w: float) -> Any:
     """Racks for network, storage and head nodes (vectorised).
 
@@ -640,7 +688,8 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
 
     The node, rack fit, PUE, storage rule and head nodes come from ``b``. Network power:
     it scales linearly with the node count (an approximation: real fabrics grow in steps;
-    the Network tab's growth chart counts them).
+    the Network tab's growth chart counts them). Infrastructure racks hold as many units
+    each as the budget's packing of whole devices achieved (``Budget.infra_layout``).
 
     Returns
     -------
@@ -688,6 +737,9 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     usable_u = max(1, b.rack_units - (scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS))
     cap_w = b.rack_power_kw * W_PER_KW if scenario is None else min(b.rack_fit.power_limit_w, b.rack_fit.cooling_limit_w)
     infra_ru = net_ru + storage_ru + head_ru
+    if b.infra_layout:  # whole devices fill a rack less than fully (two 16U chassis in 40U): as packed
+        packed_u = sum(x.height_u for rack in b.infra_layout for x in rack)
+        usable_u = min(usable_u, packed_u / len(b.infra_layout))
     reserved = scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS
     free_u = b.rack_units - min(reserved, b.rack_units - node.rack_units) - n * node.rack_units
     free_w = cap_w - pa.MGMT_SWITCH_W - n * node.peak_power_w
