@@ -119,6 +119,8 @@ def test_output_length_spread_slows_decode_and_lowers_the_max_rate():
     srv0 = serve(mlperf("dgx-h100", arrival="poisson"))
     srv1 = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=0.71))
     assert srv1.load["max_rate_per_replica_per_s"] < srv0.load["max_rate_per_replica_per_s"]
+    assert any("443 tokens of context" in a for a in spread.assumptions)   # 222 + 1.5041 x 147
+    assert not any("output lengths vary" in a for a in fixed.assumptions)
 
 
 # ----------------------------------------------------------------- serve() with Poisson arrivals

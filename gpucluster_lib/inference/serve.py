@@ -25,7 +25,12 @@ from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod
 from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
 from gpucluster_lib.inference.fleet import FleetSize, per_mw, size_fleet
-from gpucluster_lib.inference.latency import ReplicaHardware, mixed_step_times, prefill_time
+from gpucluster_lib.inference.latency import (
+    ReplicaHardware,
+    mean_context_in_flight,
+    mixed_step_times,
+    prefill_time,
+)
 from gpucluster_lib.inference.memory import MemoryPlan, memory_plan
 from gpucluster_lib.inference.precision import (
     DEFAULT_KV_PRECISION,
@@ -291,6 +296,14 @@ POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch
                       "budget; TTFT and TPOT at the median and at inference.slo_percentile")
 
 
+def _spread_assumption(inf: Any) -> str:
+    """The output-length spread in words (ServingEstimate.assumptions)."""
+    ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
+    return (f"output lengths vary (standard deviation {inf.output_tokens_cv:g} of the mean): a sequence in flight "
+            f"holds {ctx:,.0f} tokens of context on average (longer requests stay longer in the batch), and the "
+            f"KV-slot wait grows by (1 + {inf.output_tokens_cv:g}²) / 2")
+
+
 def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int) -> dict[str, Any]:
     """The queue at the max rate and at the target rate (per replica), for ``ServingEstimate.load``."""
     out: dict[str, Any] = {"arrival": "poisson", "percentile": inf.slo_percentile,
@@ -552,7 +565,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
         load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
-        assumptions=list(ASSUMPTIONS) + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else []),
+        assumptions=list(ASSUMPTIONS) + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
+        + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []),
         findings=findings)
 
 
