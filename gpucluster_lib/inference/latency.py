@@ -26,9 +26,10 @@ Spread of output lengths (``output_tokens_cv`` = c, standard deviation over the 
     generates L tokens stays L steps, so it is caught in flight in proportion to L, and its
     elapsed output at that moment is uniform on (0, L). The mean context of a sequence in
     flight is therefore ``L_in + E[L^2] / (2 E[L]) = L_in + (1 + c^2) L_out / 2`` (the
-    inspection paradox of renewal theory: Cox 1962, *Renewal Theory*, Sec. 5.4; Feller 1971,
-    *An Introduction to Probability Theory*, Vol. II, Sec. XI.4). It sets the KV bytes and the
-    attention FLOPs of a decode step; c = 0 gives the plain ``L_in + L_out / 2``.
+    inspection paradox of renewal theory: Cox 1962, *Renewal Theory*, the backward recurrence
+    time; Feller 1971, *An Introduction to Probability Theory and Its Applications*, Vol. II,
+    the waiting-time paradox). It sets the KV bytes and the attention FLOPs of a decode step;
+    c = 0 gives the plain ``L_in + L_out / 2``.
 """
 
 from __future__ import annotations
