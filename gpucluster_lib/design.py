@@ -38,15 +38,19 @@ spares and cost; ``training``, ``serving`` and ``reliability`` are None.
 :meth:`Design.evolve` makes the design of a changed scenario and keeps every stage whose
 declared scenario inputs (sections, or single fields such as ``facility.cooling``) and
 upstream stages did not change, so an app change recomputes exactly the stages downstream of
-what changed.
+what changed. A stage recomputed upstream does not invalidate a stage that reads only a few
+of its figures (``Stage.reads``: training reads the network's per-GPU all-reduce bandwidth,
+not its rack layout) when those figures are unchanged, and each stage keeps its last few
+results (a memo shared along ``evolve``), so returning to an earlier value (a node count, a
+rack limit) takes the earlier result instead of repeating the plan search.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -135,7 +139,8 @@ def _plans(d: Design) -> Any:
 def _reliability(d: Design) -> Any:
     if not has_checkpoint(d.scenario):  # a transformer or a CNN/ViT preset
         return None
-    days = d.training.training_days if d.training is not None else None
+    tr = d.training  # days to train only for a plan that fits: no band for one that cannot run
+    days = tr.training_days if tr is not None and getattr(tr, "fits", True) else None
     return reliability_mod.assess(d.scenario, d.catalog, hardware=d.hardware, storage=d.storage,
                                   spares=d.spares, training_days_ideal=days)
 
@@ -153,13 +158,19 @@ def _cost(d: Design) -> cost_mod.CostResult:
 
 @dataclass(frozen=True)
 class Stage:
-    """One step of the chain: its function, the scenario sections it reads, the stages it reads."""
+    """One step of the chain: its function, the scenario sections it reads, the stages it reads.
+
+    ``reads`` names, for an upstream stage, the attributes of its result this stage reads (all
+    it reads of it): a recomputed upstream whose listed attributes are equal leaves this stage's
+    result valid. An upstream not listed there must be the very same result.
+    """
 
     name: str
     compute: Callable[[Design], Any]
     sections: tuple[str, ...]
     upstream: tuple[str, ...]
     label: str
+    reads: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 #: Facility fields the rack fit reads (the node's racks: space, power, cooling, weight).
@@ -172,6 +183,10 @@ _STORAGE_FIELDS = tuple(f"reliability.{f}" for f in (
 _FAILURE_FIELDS = tuple(f"reliability.{f}" for f in (
     "component_rates", "failure_preset", "gpu_failures_per_1000_gpu_days", "repair_hours", "spare_confidence",
     "spare_nodes"))
+#: What the training engine reads of the hardware and of the network design
+#: (``training.estimate.build_context`` through ``network.topology.fabric_gbps_per_gpu``).
+_HARDWARE_ALL = ("accelerator", "server", "gpus_per_node", "nodes")
+_TRAINING_READS = {"hardware": _HARDWARE_ALL, "network": ("nodes", "per_gpu_allreduce_gbps")}
 
 #: The chain, in order. ``sections`` are the scenario sections (or single fields,
 #: ``"facility.cooling"``) a stage reads directly; everything else reaches it through its
@@ -187,12 +202,14 @@ STAGES: dict[str, Stage] = {s.name: s for s in (
     Stage("facility", _facility, ("catalog", "hardware", "network", "facility"),
           ("hardware", "node", "network", "storage", "spares"), "Power, cooling and space"),
     Stage("training", _training, ("catalog", "model", "training", "parallelism", "network", "hardware",
-                                  "calibration"), ("hardware", "network", "calibration"), "Training"),
+                                  "calibration"), ("hardware", "network", "calibration"), "Training",
+          _TRAINING_READS),
     Stage("serving", _serving, ("catalog", "model", "inference", "costs", "facility", "network", "hardware",
                                 *_STORAGE_FIELDS),
           ("hardware", "network", "node", "facility", "calibration"), "Serving"),
     Stage("plans", _plans, ("catalog", "model", "training", "network", "hardware", "parallelism.global_batch_size",
-                            "calibration"), ("hardware", "network", "calibration"), "Plan search"),
+                            "calibration"), ("hardware", "network", "calibration"), "Plan search",
+          _TRAINING_READS),
     Stage("reliability", _reliability, ("catalog", "model", "training", "reliability", "hardware"),
           ("hardware", "storage", "spares", "training"), "Reliability"),
     Stage("cost", _cost, ("catalog", "costs", "facility", "hardware"),
@@ -219,6 +236,23 @@ def _section(scenario: Scenario, path: str) -> Any:
     return value
 
 
+#: Results kept per stage for reuse along :meth:`Design.evolve` (the latest first).
+MEMO_SIZE = 6
+
+
+def _view(stage: Stage, upstream: str, result: Any) -> Any:
+    """What ``stage`` reads of an upstream result: its ``reads`` attributes, else the result itself."""
+    attrs = stage.reads.get(upstream)
+    if attrs is None or result is None:
+        return result
+    return tuple(getattr(result, a) for a in attrs)
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Whether two inputs of a stage are the same: one object, or equal views (tuples of figures)."""
+    return a is b or (type(a) is tuple and type(b) is tuple and a == b)
+
+
 class Design:
     """A cluster design: a scenario, its catalogue and its stage results, each computed once.
 
@@ -234,6 +268,8 @@ class Design:
         self._results: dict[str, Any] = dict(_reuse or {})
         #: the stages this design computed itself, in order (not those it took over from another)
         self.computed: list[str] = []
+        #: per stage, its latest results with the inputs they came from (shared along evolve)
+        self._memo: dict[str, list[tuple[tuple, tuple, Any]]] = {}
 
     # -- construction ------------------------------------------------------
     @classmethod
@@ -263,17 +299,28 @@ class Design:
                 continue
             if all(_section(self.scenario, s) == _section(scenario, s) for s in stage.sections):
                 kept[name] = self._results[name]
-        return Design(scenario, cat, _reuse=kept)
+        new = Design(scenario, cat, _reuse=kept)
+        new._memo = self._memo
+        return new
 
     # -- stages ------------------------------------------------------------
     def stage(self, name: str) -> Any:
         """The result of stage ``name``, computing it (and what it reads) on first use."""
         if name not in self._results:
             st = STAGES[name]
-            value = st.compute(self)
-            self._results[name] = value
-            self.computed.append(name)
-            STAGE_CALLS[name] += 1
+            sections = tuple(_section(self.scenario, s) for s in st.sections)
+            views = tuple(_view(st, u, self.stage(u)) for u in st.upstream)
+            entries = self._memo.setdefault(name, [])
+            hit = next((i for i, (secs, ups, _v) in enumerate(entries)
+                        if all(_same(a, b) for a, b in zip(ups, views, strict=True)) and secs == sections), None)
+            if hit is not None:
+                entries.insert(0, entries.pop(hit))  # the latest used first
+            else:
+                entries.insert(0, (sections, views, st.compute(self)))
+                del entries[MEMO_SIZE:]
+                self.computed.append(name)
+                STAGE_CALLS[name] += 1
+            self._results[name] = entries[0][2]
         return self._results[name]
 
     def is_computed(self, name: str) -> bool:

@@ -207,8 +207,10 @@ ALL = set(DESIGN_STAGES) - {"calibration"}  # the profile reads only the calibra
     ({"reliability__restart_minutes": 30.0}, {"reliability", "cost", "operations"}),
     # the energy price: the facility's energy cost, the serving fleet (the cluster's budget) and the cost
     ({"facility__energy_price_per_kwh": 0.2}, {"facility", "serving", "cost", "operations"}),
-    # a rack limit: the racks (network layout, budget) and everything after them, not the node itself
-    ({"facility__rack_power_limit_kw": 40.0}, ALL - {"hardware", "node", "storage", "spares"}),
+    # a rack limit: the racks (network layout, budget) and what reads them; not the node itself, nor
+    # the training plan (it reads the fabric's per-GPU bandwidth, which the rack layout leaves alone)
+    # nor the reliability that follows from the plan
+    ({"facility__rack_power_limit_kw": 40.0}, {"network", "facility", "serving", "cost", "operations"}),
     # the fabric: the node's NICs, the network and everything after it
     ({"network__oversubscription": 2.0}, ALL - {"hardware", "storage", "spares"}),
     # the cluster size: everything
@@ -229,6 +231,64 @@ def test_pipeline_16_changes_the_days_everywhere(gpt3):
     assert after.training.training_days != gpt3.training.training_days
     assert after.reliability.training_days_ideal == after.training.training_days
     assert after.cost.training_days == after.reliability.training_days_expected
+
+
+def test_a_rack_limit_change_keeps_the_training_plan_and_its_reliability(gpt3):
+    after = gpt3.evolve(gpt3.scenario.replace(facility__rack_power_limit_kw=40.0))
+    assert after.network is not gpt3.network  # the racks were laid out again
+    # 1024 A100 with 8 HDR200 NICs per node: the all-reduce bandwidth per GPU does not depend on the racks
+    assert after.network.per_gpu_allreduce_gbps == gpt3.network.per_gpu_allreduce_gbps
+    assert after.training is gpt3.training and after.reliability is gpt3.reliability
+    assert "training" not in after.computed and "reliability" not in after.computed
+
+
+def test_returning_to_an_earlier_node_count_reuses_its_plan_search():
+    # Llama 3 70B on 64 DGX H100 with an automatic plan: the search is the slow stage
+    d = Design.from_yaml(LLAMA)
+    assert d.scenario.parallelism.auto
+    first = d.training
+    smaller = d.evolve(d.scenario.replace(hardware__nodes=32))
+    assert smaller.training.gpus == 256 and "training" in smaller.computed  # 32 x 8 H100: a new search
+    back = smaller.evolve(d.scenario)
+    assert back.training is first and "training" not in back.computed
+    assert back.training.gpus == 512  # 64 x 8
+    # the rack limit and back, then the node count: each earlier result is still there
+    other = back.evolve(back.scenario.replace(facility__rack_power_limit_kw=30.0))
+    assert other.training is first and other.evolve(smaller.scenario).training is smaller.training
+
+
+class _Reads:
+    """An upstream result stand-in that records the attributes a stage reads of it (its
+    properties are evaluated on the stand-in, so what they read is recorded too)."""
+
+    def __init__(self, result, read):
+        object.__setattr__(self, "_r", result)
+        object.__setattr__(self, "_read", read)
+
+    def __getattr__(self, attr):
+        prop = getattr(type(self._r), attr, None)
+        if isinstance(prop, property):
+            return prop.fget(self)
+        self._read.add(attr)
+        return getattr(self._r, attr)
+
+
+@pytest.mark.parametrize("path", [GPT3, LLAMA], ids=["gpt3", "llama"])
+def test_every_stage_declares_what_it_reads_of_an_upstream_result(path):
+    """A stage with ``reads`` is kept when those attributes of a recomputed upstream are equal:
+    reading another one would keep a stale plan after, say, a change of the network."""
+    full = Design.from_yaml(path)
+    checked = 0
+    for name, stage in STAGES.items():
+        for up, attrs in stage.reads.items():
+            read: set[str] = set()
+            upstream = {u: full.stage(u) for u in stage.upstream}
+            upstream[up] = _Reads(upstream[up], read)
+            stage.compute(Design(full.scenario, full.catalog, _reuse=upstream))
+            assert read, f"stage {name} reads nothing of {up}: drop it from reads"
+            assert read <= set(attrs), f"stage {name} reads {sorted(read - set(attrs))} of {up} undeclared"
+            checked += 1
+    assert checked == 4  # training and plans, each of hardware and network
 
 
 # --------------------------------------------------------------------------- declared inputs
