@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster_lib.cli import main
+from gpucluster_lib.design import Design
 from gpucluster_lib.economics import carbon as carbon
 from gpucluster_lib.economics import cost as cost
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
@@ -171,8 +172,6 @@ def test_colocation_price_ignored_when_building():
 
 
 def test_gpt3_defaults():
-    from gpucluster_lib.reliability import core as reliability
-
     s = load_scenario(GPT3)
     r = cost.assess(s)
     # the recommended 4 hot spares (tests/test_reliability.py) are bought, racked and powered at peak:
@@ -181,9 +180,12 @@ def test_gpt3_defaults():
     assert r.it_power_kw == pytest.approx(974.018 + 4 * 6.5)
     assert r.racks == 38
     assert r.facility_power_kw == pytest.approx(1000.018 * 1.3)  # PUE 1.3
-    # the run takes the failure-aware expected days of the reliability assessment
-    assert r.training_days == pytest.approx(reliability.assess(s).training_days_expected)
-    assert r.training_gpu_hours == pytest.approx(1024 * r.training_days * 24)
+    # on its own (no reliability result, no days given) the cost prices no training run
+    assert r.training_days is None and r.training_run_cost is None
+    # in a Design the run takes the failure-aware expected days of the reliability assessment
+    d = Design(s)
+    assert d.cost.training_days == pytest.approx(d.reliability.training_days_expected)
+    assert d.cost.training_gpu_hours == pytest.approx(1024 * d.cost.training_days * 24)
     assert r.assumptions == {}  # every figure from the catalogue (the default storage row is there)
     assert r.price_sources["server"].startswith(("catalogue servers.csv dgx-a100-640gb", "cost_defaults"))
     assert r.capex["total"] == pytest.approx(sum(v for k, v in r.capex.items() if k != "total"))

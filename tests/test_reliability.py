@@ -177,7 +177,7 @@ def test_band_collapses_without_uncertainty_and_failures():
 
 def test_gpt3_scenario():
     s = load_scenario(GPT3)
-    r = rel.assess(s)
+    r = rel.assess(s, training_days_ideal=estimate(s).training_days)  # as the Design passes them
     assert r.gpus == 1024
     assert r.mtbi_hours == pytest.approx(24 * 884_736 / (1024 * 419))  # 49.49 h: Llama 3 rate at 1,024 GPUs
     assert r.checkpoint_bytes == pytest.approx(174.6e9 * 14, rel=0.005)  # Narayanan 2021 Table 2: 174.6B params
@@ -188,7 +188,6 @@ def test_gpt3_scenario():
     assert 0.9 < r.goodput < 1.0
     assert r.training_days_p10 < r.training_days_p50 < r.training_days_p90
     assert r.training_days_expected > r.training_days_ideal
-    # training.tokens is set: the ideal days are the training engine's, for the same plan
     assert r.training_days_ideal == pytest.approx(estimate(s).training_days)
     assert 25 < r.training_days_ideal < 40  # Narayanan 2021 Sec. 5.1: about 34 days (tests/test_training.py)
     assert r.assumptions == {}  # the default storage system is in the catalogue
@@ -252,8 +251,8 @@ def test_global_rate_override_and_component_override():
 
 def test_more_spares_raise_full_size_availability():
     s = load_scenario(GPT3)
-    low = rel.assess(s.replace(reliability__spare_nodes=0))
-    high = rel.assess(s.replace(reliability__spare_nodes=6))
+    low = rel.assess(s.replace(reliability__spare_nodes=0), training_days_ideal=30.0)
+    high = rel.assess(s.replace(reliability__spare_nodes=6), training_days_ideal=30.0)
     assert low.full_size_availability < high.full_size_availability
     assert low.training_days_expected > high.training_days_expected
     assert any(f.code == "rel-too-few-spares" for f in low.findings)
@@ -281,7 +280,8 @@ def test_slow_checkpoint_gives_error_finding():
 
 
 def test_deadline_finding():
-    r = rel.assess(load_scenario(GPT3).replace(training__deadline_days=20))
+    # 34 failure-free days (Narayanan 2021 Sec. 5.1) cannot make a 20-day deadline at P90
+    r = rel.assess(load_scenario(GPT3).replace(training__deadline_days=20), training_days_ideal=34.0)
     assert any(f.code == "rel-deadline-at-risk" for f in r.findings)
 
 
@@ -291,8 +291,25 @@ def test_no_tokens():
     assert any(f.code == "rel-no-tokens" for f in r.findings)
 
 
+def test_no_days_are_estimated_without_a_plan_that_fits():
+    # GPT-3 175B with TP 8 x PP 1 x DP 128 and no ZeRO: weights, gradients and Adam states take
+    # 16 B x 175e9 / 8 = 350 GB on every GPU (Rajbhandari et al. 2020, ZeRO Sec. 3), over 80 GB
+    s = load_scenario(GPT3).replace(parallelism__pipeline=1, parallelism__data=128, parallelism__virtual_stages=1)
+    d = Design(s)
+    assert d.training.fits is False
+    r = d.reliability
+    assert (r.training_days_ideal, r.training_days_expected, r.training_days_p10, r.training_days_p90) == \
+        (None, None, None, None)
+    assert not any(f.code == "rel-no-tokens" for f in r.findings)  # the budget is set; the plan is what fails
+    assert rel.scaling_table(s, base=r) == []  # no days-to-train band either
+    # the assessment alone never makes days up: without them given there are none
+    assert rel.assess(load_scenario(GPT3)).training_days_ideal is None
+    assert r.goodput == pytest.approx(Design(load_scenario(GPT3)).reliability.goodput)  # the rest stands
+
+
 def test_scaling_table():
-    rows = rel.scaling_table(load_scenario(GPT3), node_counts=[64, 128, 256])
+    s = load_scenario(GPT3)
+    rows = rel.scaling_table(s, node_counts=[64, 128, 256], base=rel.assess(s, training_days_ideal=34.0))
     assert [r["gpus"] for r in rows] == [512, 1024, 2048]
     assert rows[0]["mtbi_hours"] == pytest.approx(2 * rows[1]["mtbi_hours"])  # rate proportional to GPUs
     assert rows[0]["ideal"] == pytest.approx(2 * rows[1]["ideal"])
@@ -406,7 +423,7 @@ def test_cli_text_and_bad_file(capsys, tmp_path):
 
 def test_scaling_table_row_matches_assess_at_scenario_size():
     s = load_scenario(GPT3)
-    r = rel.assess(s)
+    r = rel.assess(s, training_days_ideal=34.0)
     (row,) = rel.scaling_table(s, node_counts=[128], base=r)
     assert row["goodput"] == pytest.approx(r.goodput)                      # same model at the same size
     assert row["expected"] == pytest.approx(r.training_days_expected)
@@ -432,14 +449,14 @@ def test_precision_without_peak():
     s = loads("hardware: {accelerator: t4, nodes: 1}\nmodel: llama2-7b\ntraining: {tokens: 1.0e+9, precision: bf16}\n")
     with pytest.raises(ScenarioError, match="training.precision: t4 has no dense bf16 peak in the catalogue; "
                                             "choose one of: fp16, fp32"):
-        rel.assess(s)
+        _ = Design(s).reliability  # the training stage refuses it
 
 
 def test_fp8_on_a100_is_refused():
     s = load_scenario(GPT3).replace(training__precision="fp8")  # A100: no FP8 tensor cores (A100 datasheet)
     with pytest.raises(ScenarioError, match="training.precision: a100-sxm4-80gb has no dense fp8 peak in the "
                                             "catalogue; choose one of: bf16, fp16, tf32, fp32"):
-        rel.assess(s)
+        _ = Design(s).reliability  # the training stage refuses it
 
 
 def test_storage_without_write_bandwidth():

@@ -45,7 +45,6 @@ from typing import Any
 import numpy as np
 import yaml
 
-from gpucluster_lib import training
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.facility import storage as storage_mod
@@ -640,8 +639,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
     catalog : Catalog, optional
         Defaults to :func:`gpucluster_lib.hardware.resolve.catalog_for`.
     training_days_ideal : float, optional
-        Failure-free days to train [days]; by default from the training engine
-        (:func:`gpucluster_lib.training.estimate`) when ``training.tokens`` is set.
+        Failure-free days to train [days] of a plan that fits (a Design passes its training
+        stage's). None: no days to train, no band, no expected days (no token budget, or a
+        plan that does not fit in memory); the assessment never estimates a plan of its own.
     hardware, storage, spares : optional
         A Design's upstream results (resolved hardware, the storage design whose checkpoint
         size and write bandwidth are used, the spare plan); computed when omitted.
@@ -713,12 +713,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         psu_f0 = hw.nodes * redundant_group_failures_per_year(n, 0, mtbf, data["repair_hours"])
 
     # days to train
-    if training_days_ideal is not None:
-        ideal = training_days_ideal
-    elif scenario.training.tokens is not None:
-        ideal = training.estimate(scenario, cat, hardware=hw).training_days
-    else:
-        ideal = None
+    ideal = training_days_ideal
     expected = p10 = p50 = p90 = n_int = None
     if ideal is not None:
         if not ideal > 0:
@@ -740,7 +735,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
                                       efficiency_range=eff_lo_hi, availability_factor=full_size,
                                       planned_loss_fraction=planned_loss)
             p10, p50, p90 = (band[k] if math.isfinite(band[k]) else None for k in ("p10", "p50", "p90"))
-    else:
+    elif scenario.training.tokens is None:
         findings.append(Finding("rel-no-tokens", "info", "training.tokens is not set: no days to train",
                                 fix="set training.tokens (e.g. 3.0e+11)", field="training.tokens"))
 
