@@ -44,7 +44,7 @@ def test_goodput_curve_bad_points(results):
 
 def test_days_band_chart(results):
     s, r, _ = results
-    rows = reliability.scaling_table(s, node_counts=[64, 128])
+    rows = reliability.scaling_table(s, node_counts=[64, 128], base=r)
     spec = rc.days_band_chart(rows, r.gpus).to_dict()
     assert len(spec["layer"]) == 4
     gpus = sorted({row["gpus"] for row in _values(spec) if "p10" in row})
@@ -136,7 +136,74 @@ def test_panel_charts_have_independent_colours(results):
     from gpucluster_lib.ui import tab_reliability as tab
 
     _, r, c = results
-    spec = tab.cost_chart(c).to_dict()
+    spec = tab.cost_spec_of(c)
     assert spec["resolve"]["scale"]["color"] == "independent"  # else the TCO/rent lines get no colour
     assert len(spec["vconcat"]) == 4
-    assert tab.reliability_chart(r, []).to_dict()["resolve"]["scale"]["color"] == "independent"
+    assert tab.reliability_spec_of(r)["resolve"]["scale"]["color"] == "independent"
+
+
+def test_panel_specs_carry_the_same_data_and_titles_as_the_charts(results):
+    """The panel's specs are templates compiled once and filled per change: they must show what
+    the chart functions show (same rows, same titles), for this design and after a change."""
+    import altair as alt
+
+    s, r, c = results
+    regions = cost.grid_presets()
+    for res in (c, Design(s.replace(costs__years=6, facility__energy_price_per_kwh=0.2)).cost):
+        spec = cc.cost_spec(res, regions)
+        alt.VConcatChart.from_dict(spec)  # a valid Vega-Lite spec
+        charts = [cc.cost_waterfall(res), cc.tco_over_years(res), cc.build_vs_rent(res), cc.carbon_chart(res, regions)]
+        assert [sub["title"] for sub in spec["vconcat"]] == [ch.to_dict()["title"] for ch in charts]
+        assert spec["datasets"] == {k: v for ch in charts for k, v in ch.to_dict()["datasets"].items()}
+    six = cc.cost_spec(Design(s.replace(costs__years=6)).cost, regions)
+    assert six["vconcat"][0]["title"] == "Cost waterfall over 6 years"
+    # 6 years of OpEx: the waterfall ends at CapEx + 6 x OpEx per year
+    c6 = Design(s.replace(costs__years=6)).cost
+    assert six["datasets"][cc.WATERFALL][-1]["end"] == pytest.approx(c6.capex["total"] + 6 * c6.opex_per_year["total"])
+    rel = rc.reliability_spec(r, reliability.goodput_curve(r))
+    comp = {row["component"]: row["per_day"] for row in rel["datasets"][rc.COMPONENTS]}
+    assert comp["gpu"] == pytest.approx(r.interruptions_per_day * 196 / 419)  # Llama 3 Table 5 GPU share
+    band = rc.days_band_spec(reliability.scaling_table(s, node_counts=[64, 128], base=r), r.gpus)
+    assert [row["gpus"] for row in band["datasets"][rc.BAND]] == [512, 1024]  # 64 and 128 DGX A100 x 8
+    assert band["datasets"][rc.BAND_NOW] == [{"gpus": 1024}]
+
+
+def test_panel_hides_the_band_of_a_plan_that_does_not_fit():
+    from gpucluster_lib.ui import tab_reliability as tab
+    from gpucluster_lib.ui.common import AppState
+
+    state = AppState.from_path(GPT3)
+    panel = tab.ReliabilityPanel(state)
+    assert panel.band_chart.layout.display is None and panel.band_note.value == ""
+    p10 = min(row["p10"] for row in panel.band_chart.spec["datasets"][rc.BAND])
+    assert p10 > 0
+    # TP 8 x PP 1 x DP 128 without ZeRO: 16 B x 175e9 / 8 = 350 GB per GPU, over 80 GB (ZeRO Sec. 3)
+    state.update(parallelism__pipeline=1, parallelism__data=128, parallelism__virtual_stages=1)
+    assert state.design.training.fits is False
+    assert panel.band_chart.layout.display == "none"
+    assert "No days-to-train band: the training plan does not fit in GPU memory" in panel.band_note.value
+    assert "Days to train</b> – (the training plan does not fit" in panel.summary.value
+    assert panel.rel_chart.layout.display is None  # goodput and interruptions do not need the plan
+    assert panel.cost_chart.layout.display is None
+    # back to the plan that fits (PP 8 x DP 16): the band is drawn again, the note is gone
+    state.update(parallelism__pipeline=8, parallelism__data=16, parallelism__virtual_stages=2)
+    assert panel.band_chart.layout.display is None and panel.band_note.value == ""
+    assert min(row["p10"] for row in panel.band_chart.spec["datasets"][rc.BAND]) == pytest.approx(p10)
+
+
+def test_panel_error_empties_its_numbers_and_hides_its_charts_until_fixed():
+    from gpucluster_lib.ui import tab_reliability as tab
+    from gpucluster_lib.ui.common import AppState
+
+    state = AppState.from_path(GPT3)
+    panel = tab.ReliabilityPanel(state)
+    state.update(parallelism__pipeline=1, parallelism__data=128, parallelism__virtual_stages=1)  # no band
+    assert panel.band_chart.layout.display == "none"
+    state.scenario = state.scenario.replace(facility__grid_region="atlantis")  # a loaded file with a typo
+    assert "unknown grid region" in panel.msg.value
+    assert panel.summary.value == panel.findings.value == panel.band_note.value == ""
+    assert {w.layout.display for w in (panel.band_chart, panel.rel_chart, panel.cost_chart)} == {"none"}
+    panel.grid.value = "france"  # fixed on the panel: numbers back; the band stays hidden (the plan still misfits)
+    assert panel.msg.value == "" and "Goodput" in panel.summary.value and "No findings" not in panel.msg.value
+    assert panel.band_chart.layout.display == "none" and "does not fit" in panel.band_note.value
+    assert panel.rel_chart.layout.display is None and panel.cost_chart.layout.display is None

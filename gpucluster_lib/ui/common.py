@@ -7,6 +7,7 @@ displayed into an ``ipywidgets.Output`` (it hangs headless execution, nbclient #
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import html
@@ -186,6 +187,45 @@ def when_shown(state: AppState, title: str, redraw: Callable[[], Any]) -> Callab
     return on_change
 
 
+class FieldBinding:
+    """Widgets that each edit one scenario field: ``fields`` maps a widget to its scenario key
+    (``"costs__years"``) and a converter of its value.
+
+    A change of one widget writes only its own field (the others stay as the scenario has them)
+    and then calls ``after`` once; while :meth:`quiet` is held (the panel showing the scenario's
+    values in its widgets, or writing its own change) nothing is written back, and :attr:`busy`
+    tells the panel's state observer that the change is the panel's own.
+    """
+
+    def __init__(self, state: AppState, fields: dict[widgets.Widget, tuple[str, Callable[[Any], Any]]],
+                 after: Callable[[], Any]) -> None:
+        self.state, self.fields, self.after = state, fields, after
+        self.busy = False
+
+    @contextlib.contextmanager
+    def quiet(self):
+        """Widget values set inside are not written to the scenario."""
+        busy, self.busy = self.busy, True
+        try:
+            yield
+        finally:
+            self.busy = busy
+
+    def apply(self, change: dict) -> None:
+        """A widget's observer: write its field, then ``after()``."""
+        if self.busy:
+            return
+        key, convert = self.fields[change["owner"]]
+        with self.quiet():  # the panel renders once, in ``after``, not once more from the state
+            self.state.update(**{key: convert(change["new"])})
+        self.after()
+
+    def observe(self, callback: Callable[[dict], Any]) -> None:
+        """Call ``callback`` (``apply``, usually guarded) on every widget's value change."""
+        for w in self.fields:
+            w.observe(callback, names="value")
+
+
 # ---------------------------------------------------------------- messages
 
 from gpucluster_lib.report.style import STYLE  # noqa: E402  (shared with the HTML reports)
@@ -255,15 +295,24 @@ def invalidate(outputs: Sequence[widgets.Widget]) -> None:
     for w in outputs:
         if isinstance(w, widgets.HTML):
             w.value = ""
-        else:
+        elif w.layout.display != "none":
             w.layout.display = "none"
+            w._gc_invalidated = True  # shown again by revalidate; a chart its panel hid stays hidden
+
+
+def set_shown(w: widgets.Widget, shown: bool) -> None:
+    """Show or hide a chart on purpose (hidden: nothing to draw); :func:`revalidate` keeps it so."""
+    w._gc_invalidated = False
+    w.layout.display = None if shown else "none"
 
 
 def revalidate(outputs: Sequence[widgets.Widget]) -> None:
-    """Show again what :func:`invalidate` hid."""
+    """Show again what :func:`invalidate` hid (not what the panel hid itself: nothing to draw)."""
     for w in outputs:
-        if not isinstance(w, widgets.HTML) and w.layout.display == "none":
-            w.layout.display = None
+        if getattr(w, "_gc_invalidated", False):
+            w._gc_invalidated = False
+            if w.layout.display == "none":
+                w.layout.display = None
 
 
 # ---------------------------------------------------------------- tables

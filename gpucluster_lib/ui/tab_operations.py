@@ -16,7 +16,14 @@ import ipywidgets as widgets
 
 from gpucluster_lib.exports import FOLDER_KINDS, LABELS, export_files, zip_bytes
 from gpucluster_lib.report.operations import data_html, security_html, stack_html
-from gpucluster_lib.ui.common import AppState, guarded, message_area, section, show_findings
+from gpucluster_lib.ui.common import (
+    AppState,
+    FieldBinding,
+    guarded,
+    message_area,
+    section,
+    show_findings,
+)
 
 TITLE = "Operations"
 ORDER = 70
@@ -70,16 +77,14 @@ class OperationsPanel:
                                                 ("none", "none")], value=ops.backup, description="Backup")
         for w in (self.scheduler, self.spares, self.retention, self.backup):
             w.style.description_width = "120px"
-        self._fields = {self.scheduler: ("operations__scheduler", str),
-                        self.spares: ("operations__serving_spare_replicas", int),
-                        self.retention: ("operations__retention_days", float),
-                        self.backup: ("operations__backup", str)}
-        self._syncing = False
+        self.binding = FieldBinding(state, {self.scheduler: ("operations__scheduler", str),
+                                            self.spares: ("operations__serving_spare_replicas", int),
+                                            self.retention: ("operations__retention_days", float),
+                                            self.backup: ("operations__backup", str)}, after=self._refresh)
         self.refresh = guarded(self.msg)(self._refresh)
-        self.apply = guarded(self.msg)(self._apply)
-        for w in self._fields:
-            w.observe(self.apply, names="value")
-        state.observe(lambda _ch: self._from_state(), names="scenario")
+        self.apply = guarded(self.msg)(self.binding.apply)
+        self.binding.observe(self.apply)
+        state.observe(lambda _ch: None if self.binding.busy else self._from_state(), names="scenario")
 
         self.buttons: dict[str, widgets.Button] = {}
         self.links: dict[str, widgets.HTML] = {}
@@ -108,20 +113,12 @@ class OperationsPanel:
 
     def _from_state(self) -> None:
         ops = self.state.scenario.operations
-        self._syncing = True
-        try:
+        with self.binding.quiet():
             self.scheduler.value = ops.scheduler
             self.spares.value = ops.serving_spare_replicas
+            self.retention.value = int(ops.retention_days)
             self.backup.value = ops.backup
-        finally:
-            self._syncing = False
         self.refresh()
-
-    def _apply(self, change: dict) -> None:
-        if self._syncing:
-            return
-        key, convert = self._fields[change["owner"]]
-        self.state.update(**{key: convert(change["new"])})
 
     def _prepare(self, kind: str) -> None:
         self.msg.value = ""

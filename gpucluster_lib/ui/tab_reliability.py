@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import html
 
-import altair as alt
 import ipywidgets as widgets
 
-from gpucluster_lib.charts.cost import build_vs_rent, carbon_chart, cost_waterfall, tco_over_years
+from gpucluster_lib.charts.cost import cost_panel_chart, cost_spec
 from gpucluster_lib.charts.reliability import (
-    component_chart,
     days_band_chart,
-    interval_goodput_chart,
+    days_band_spec,
+    reliability_panel_chart,
+    reliability_spec,
 )
 from gpucluster_lib.design import Design
 from gpucluster_lib.economics import cost as cost_mod
@@ -22,13 +22,14 @@ from gpucluster_lib.findings import sort_findings
 from gpucluster_lib.reliability import core as rel_mod
 from gpucluster_lib.ui.common import (
     AppState,
+    FieldBinding,
     chart_widget,
     guarded,
     kv_html,
     message_area,
     section,
+    set_shown,
     show_findings,
-    update_chart,
     when_shown,
 )
 
@@ -81,22 +82,31 @@ def assumptions_html(c: cost_mod.CostResult) -> str:
 
 def compute(design: Design) -> tuple[rel_mod.ReliabilityResult | None, cost_mod.CostResult, list[dict]]:
     """The panel's figures, without widgets: the design's reliability and cost, and the
-    days-to-train band against cluster size (also what the benchmark times)."""
+    days-to-train band against cluster size (none without days to train: no token budget, or a
+    plan that does not fit; also what the benchmark times)."""
     r, c = design.reliability, design.cost
     rows = rel_mod.scaling_table(design.scenario, design.catalog, base=r) \
         if r is not None and r.training_days_ideal is not None else []
     return r, c, rows
 
 
-def reliability_chart(r: rel_mod.ReliabilityResult, rows: list[dict]) -> alt.VConcatChart:
-    top = days_band_chart(rows, r.gpus) if rows else interval_goodput_chart(rel_mod.goodput_curve(r))
-    return alt.vconcat(top, interval_goodput_chart(rel_mod.goodput_curve(r)),
-                       component_chart(r)).resolve_scale(color="independent")
+def no_band_text(design: Design) -> str:
+    """Why a design with a training job has no days-to-train band, in words."""
+    if design.scenario.training.tokens is None:
+        return ("No days-to-train band: the scenario sets no training token budget "
+                "(set the tokens to train on the Training tab).")
+    return ("No days-to-train band: the training plan does not fit in GPU memory, so it has no days to "
+            "train (change the plan on the Training tab).")
 
 
-def cost_chart(c: cost_mod.CostResult) -> alt.VConcatChart:
-    return alt.vconcat(cost_waterfall(c), tco_over_years(c), build_vs_rent(c),
-                       carbon_chart(c, cost_mod.grid_presets())).resolve_scale(color="independent")
+def reliability_spec_of(r: rel_mod.ReliabilityResult) -> dict:
+    """The checkpoint-interval and interruption charts of ``r`` (Vega-Lite, validated once)."""
+    return reliability_spec(r, rel_mod.goodput_curve(r))
+
+
+def cost_spec_of(c: cost_mod.CostResult) -> dict:
+    """The four cost charts of ``c`` (Vega-Lite, validated once per currency)."""
+    return cost_spec(c, cost_mod.grid_presets())
 
 
 class ReliabilityPanel:
@@ -124,19 +134,18 @@ class ReliabilityPanel:
                                              description="Rent $/GPU-h", tooltip="0 = default for the accelerator")
         self.model = widgets.Dropdown(options=["build", "colocation"], value=cs.facility_model, description="Facility")
         self.grid = widgets.Dropdown(options=regions, value=fs.grid_region or "(scenario value)", description="Grid")
-        self.rel_chart = chart_widget(alt.Chart().mark_point())
-        self.cost_chart = chart_widget(alt.Chart().mark_point())
-        for jc in (self.rel_chart, self.cost_chart):  # svg: text in the DOM (testable), crisp lines
+        self.band_chart = chart_widget(days_band_chart([]))
+        self.band_note = widgets.HTML()
+        self.rel_chart = chart_widget(reliability_panel_chart())
+        self.cost_chart = chart_widget(cost_panel_chart("USD", "training run"))
+        for jc in (self.band_chart, self.rel_chart, self.cost_chart):  # svg: text in the DOM (testable), crisp lines
             jc.embed_options = {**(jc.embed_options or {}), "renderer": "svg"}
 
         #: what a failed design empties: no number of an earlier state stays beside the error
-        self.outputs = [self.summary, self.assumptions, self.findings, self.rel_chart, self.cost_chart]
-        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
-        self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
-        self._syncing = False
-        self._rel: rel_mod.ReliabilityResult | None = None
+        self.outputs = [self.summary, self.assumptions, self.findings, self.band_note, self.band_chart,
+                        self.rel_chart, self.cost_chart]
         #: each widget writes only its own field: a change of one leaves the others as the scenario has them
-        self._fields = {
+        self.binding = FieldBinding(state, {
             self.preset: ("reliability__failure_preset", str),
             self.restart: ("reliability__restart_minutes", float),
             self.write: ("reliability__checkpoint_write_gbps", lambda v: v or None),
@@ -146,11 +155,14 @@ class ReliabilityPanel:
             self.years: ("costs__years", int),
             self.rent: ("costs__rent_per_gpu_hour", lambda v: v or None),
             self.model: ("costs__facility_model", str),
-        }
-        for w in self._fields:
-            w.observe(self.apply, names="value")
+        }, after=self._refresh)
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.apply = guarded(self.msg, clears=self.outputs)(self.binding.apply)
+        self._rel: rel_mod.ReliabilityResult | None = None
+        self._note = ""
+        self.binding.observe(self.apply)
         redraw = when_shown(state, TITLE, self._from_state)
-        state.observe(lambda _ch: None if self._syncing else redraw(), names=["scenario", "catalog"])
+        state.observe(lambda _ch: None if self.binding.busy else redraw(), names=["scenario", "catalog"])
 
         for w in (self.preset, self.restart, self.write, self.spares, self.price, self.years, self.rent,
                   self.model, self.grid):
@@ -165,7 +177,7 @@ class ReliabilityPanel:
                          "(CapEx, OpEx, TCO with straight-line depreciation, build versus rent).</p>"),
             controls, self.msg, self.summary, self.assumptions, self.findings,
             section("Reliability: days-to-train band, checkpoint interval, interruptions by component",
-                    self.rel_chart),
+                    self.band_note, self.band_chart, self.rel_chart),
             section("Cost: waterfall, TCO over years, build versus rent, carbon", self.cost_chart),
         ])
         self.refresh()
@@ -174,8 +186,7 @@ class ReliabilityPanel:
         """Another panel (or a loaded file) changed the scenario: show its values, recompute."""
         s = self.state.scenario
         rs, cs, fs = s.reliability, s.costs, s.facility
-        self._syncing = True
-        try:
+        with self.binding.quiet():
             self.preset.value = rs.failure_preset
             self.restart.value = int(round(rs.restart_minutes or 10))
             self.write.value = rs.checkpoint_write_gbps or 0.0
@@ -185,42 +196,41 @@ class ReliabilityPanel:
             self.years.value = cs.years
             self.rent.value = cs.rent_per_gpu_hour or 0.0
             self.model.value = cs.facility_model
-        finally:
-            self._syncing = False
         self.refresh()
-
-    def _apply(self, change: dict) -> None:
-        if self._syncing:
-            return
-        key, convert = self._fields[change["owner"]]
-        self._syncing = True  # this panel renders once below, not once more from the state's observer
-        try:
-            self.state.update(**{key: convert(change["new"])})
-        finally:
-            self._syncing = False
-        self._refresh()
 
     def _refresh(self) -> None:
         self.msg.value = ""
         d = self.state.design
         r, c = d.reliability, d.cost
-        update_chart(self.cost_chart, cost_chart(c))  # validated once in the tests, not per change
+        self.cost_chart.spec = cost_spec_of(c)  # a template filled with the data: no altair per change
         self.assumptions.value = assumptions_html(c)
         if r is None:  # a scenario without a transformer: the cost stands on its own
-            self.rel_chart.layout.display = "none"
+            self.band_note.value = ""
+            set_shown(self.band_chart, False)
+            set_shown(self.rel_chart, False)
+            self._rel = None
             self.summary.value = kv_html(summary_pairs(None, c))
             show_findings(self.findings, sort_findings(c.findings))
             self.msg.value = ('<div class="gc-msg gc-info">The scenario has no transformer model to train: '
                               "reliability needs one (pick a model on the Training tab); the cost below "
                               "still applies.</div>")
             return
-        # the band chart only changes with the reliability stage: a price change reuses it
+        # the reliability charts only change with the reliability stage: a price change reuses them
         if r is not self._rel:
+            self.rel_chart.spec = reliability_spec_of(r)
+            set_shown(self.rel_chart, True)
             rows = rel_mod.scaling_table(d.scenario, d.catalog, base=r) if r.training_days_ideal is not None else []
-            update_chart(self.rel_chart, reliability_chart(r, rows))
+            if rows:
+                self.band_chart.spec = days_band_spec(rows, r.gpus)
+                set_shown(self.band_chart, True)
+                self._note = ""
+            else:  # no days to train: no band (and no empty axes), and why in words
+                set_shown(self.band_chart, False)
+                self._note = f'<div class="gc-msg gc-info">{html.escape(no_band_text(d))}</div>'
             self._rel = r
+        self.band_note.value = self._note  # emptied by an error in between: written on every refresh
         tr = d.training
-        self.summary.value = kv_html(summary_pairs(r, c, fits=tr is None or tr.fits))
+        self.summary.value = kv_html(summary_pairs(r, c, fits=tr is None or getattr(tr, "fits", True)))
         show_findings(self.findings, sort_findings([*r.findings, *c.findings]))
 
 
