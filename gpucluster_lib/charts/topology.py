@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from functools import lru_cache
 from typing import TYPE_CHECKING
 
@@ -39,26 +40,49 @@ def _records(df: pd.DataFrame) -> list[dict]:
             for row in df.to_dict(orient="records")]
 
 
-def _drawing_frames(d: TopologyDesign, expand: str | None) -> dict[str, pd.DataFrame]:
-    nodes, edges = graph_frames(d, expand=expand)
-    nodes = nodes.copy()
-    nodes["free"] = (nodes["count"] * nodes["ports"] - nodes["ports_used"]).astype(float)
-    nodes.loc[nodes["ports"] == 0, "free"] = float("nan")
-    # a crowded row gets short, slanted labels (the tooltip keeps the full name)
-    per_row = nodes.groupby("y")["key"].transform("count")
-    side = nodes["x"] > 1.0
-    compute = nodes["role"] == "compute"
-    nodes["short"] = nodes["label"]
-    nodes.loc[~side & (per_row > 12) & compute & (nodes["count"] > 1), "short"] = nodes["info"]
-    nodes.loc[~side & (per_row > 12) & ~compute, "short"] = ""
-    nodes["labelmode"] = "roomy"
-    nodes.loc[~side & (per_row > 12), "labelmode"] = "crowded"
-    if len(nodes) > 60:
-        nodes.loc[compute & (nodes["count"] == 1) & ~side & (per_row <= 12), "labelmode"] = "none"
-    nodes = nodes[["key", "label", "short", "labelmode", "role", "count", "ports", "ports_used", "free", "info",
-                   "x", "y"]]
-    tiers = pd.DataFrame({"y": list(TIER_NAMES), "name": list(TIER_NAMES.values())})
-    return {"nodes": nodes, "edges": edges, "tiers": tiers}
+def _unify(rows: list[dict]) -> list[dict]:
+    """Rows with every numeric column of one type, as a DataFrame column would have it (a column
+    holding a float holds floats only), so the drawing's data read the same on every path."""
+    floats = {k for r in rows for k, v in r.items() if isinstance(v, float)}
+    for r in rows:
+        for k in floats:
+            v = r.get(k)
+            if isinstance(v, int) and not isinstance(v, bool):
+                r[k] = float(v)
+    return rows
+
+
+def _drawing_rows(d: TopologyDesign, expand: str | None) -> dict[str, list[dict]]:
+    """The drawing's three datasets as JSON-ready rows, without pandas (a few milliseconds):
+    devices (with their short labels and label mode), links and tier names."""
+    from gpucluster_lib.network.graph import build_graph
+
+    g = build_graph(d, expand=expand)
+    nodes = [{"key": k, **a} for k, a in g.nodes(data=True)]
+    per_row = Counter(n["y"] for n in nodes)
+    many = len(nodes) > 60
+    out = []
+    for n in nodes:
+        side, compute = n["x"] > 1.0, n["role"] == "compute"
+        crowded = not side and per_row[n["y"]] > 12
+        short = n["label"]
+        if crowded and compute and n["count"] > 1:
+            short = n["info"]  # a crowded row gets short, slanted labels (the tooltip keeps the full name)
+        elif crowded and not compute:
+            short = ""
+        mode = "crowded" if crowded else "roomy"
+        if many and compute and n["count"] == 1 and not side and not crowded:
+            mode = "none"
+        free = float(n["count"] * n["ports"] - n["ports_used"]) if n["ports"] != 0 else None
+        out.append({"key": n["key"], "label": n["label"], "short": short, "labelmode": mode, "role": n["role"],
+                    "count": n["count"], "ports": n["ports"], "ports_used": n["ports_used"], "free": free,
+                    "info": n["info"], "x": n["x"], "y": n["y"]})
+    pos = g.nodes
+    edges = [{"x": pos[a]["x"], "y": pos[a]["y"], "x2": pos[b]["x"], "y2": pos[b]["y"], "links": e["links"],
+              "network": e["network"], "between": f"{pos[a]['label']} - {pos[b]['label']}"}
+             for a, b, e in g.edges(data=True)]
+    tiers = [{"y": y, "name": name} for y, name in TIER_NAMES.items()]
+    return {"nodes": _unify(out), "edges": _unify(edges), "tiers": tiers}
 
 
 def _drawing_title(d: TopologyDesign, expand: str | None) -> str:
@@ -101,8 +125,7 @@ def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int =
     Large fabrics are aggregated ("SU 3: 32 nodes"); ``expand`` draws one unit device by device.
     The data sit once in top-level named datasets (``nodes``, ``edges``, ``tiers``).
     """
-    frames = _drawing_frames(d, expand)
-    return _drawing_layers({k: _records(v) for k, v in frames.items()}, _drawing_title(d, expand), width, height)
+    return _drawing_layers(_drawing_rows(d, expand), _drawing_title(d, expand), width, height)
 
 
 @lru_cache(maxsize=4)
@@ -140,7 +163,7 @@ def topology_spec(d: TopologyDesign, *, expand: str | None = None, width: int = 
     it with ``jupyter_chart.spec = topology_spec(d)``.
     """
     spec = json.loads(_template(width, height))
-    spec["datasets"] = {k: _records(v) for k, v in _drawing_frames(d, expand).items()}
+    spec["datasets"] = _drawing_rows(d, expand)
     spec["title"] = _drawing_title(d, expand)
     return spec
 
@@ -167,9 +190,10 @@ def _growth_layers(datasets: dict) -> alt.HConcatChart:
 
 
 def _growth_datasets(table: pd.DataFrame) -> dict:
-    data = table[GROWTH_COLUMNS].copy()
-    long = data.melt(id_vars=["nodes"], value_vars=["leaf", "spine", "core"], var_name="tier", value_name="count")
-    return {"switches": _records(long), "growth": _records(data)}
+    data = _records(table[GROWTH_COLUMNS])
+    # long form for the stacked area: every leaf row, then every spine row, then every core row
+    long = [{"nodes": r["nodes"], "tier": tier, "count": r[tier]} for tier in ("leaf", "spine", "core") for r in data]
+    return {"switches": long, "growth": data}
 
 
 def growth_chart(table: pd.DataFrame) -> alt.HConcatChart:

@@ -75,8 +75,11 @@ def _spine_name(c: ClosCounts, pod: int, j: int) -> str:
     return f"spine{j + 1:03d}" if c.tiers == 2 else f"spine-p{pod + 1:02d}-{j + 1:02d}"
 
 
-def cable_list(d: Any) -> pd.DataFrame:
-    """One row per compute-fabric cable, plus one summary row per management/storage group."""
+def cable_list(d: Any, limit: int | None = None) -> pd.DataFrame:
+    """One row per compute-fabric cable, plus one summary row per management/storage group.
+
+    ``limit``: only the first rows (a preview): the same rows as ``cable_list(d).head(limit)``,
+    without building a table of every cable."""
     import pandas as pd
 
     rows: list[tuple] = []
@@ -128,14 +131,14 @@ def cable_list(d: Any) -> pd.DataFrame:
                     j, k = divmod(q, p)
                     rows.append(("compute", "leaf-spine", leaf, c.down_per_leaf + q + 1,
                                  _spine_name(c, pod, j % spines_per), lj * p + k + 1, cab, lc, sp))
-    df = pd.DataFrame(rows, columns=COLUMNS)
+    df = pd.DataFrame(rows if limit is None else rows[:limit], columns=COLUMNS)
     extra = [{"network": g.network, "tier": g.tier, "a_end": "*", "a_port": None, "b_end": "*", "b_port": None,
               "cable": g.cable, "length_class": g.length_class, "speed_gbps": g.speed_gbps, "count": g.cables}
              for g in d.link_groups if g.network != "compute"]
     df["count"] = 1
-    if extra:
+    if extra and (limit is None or len(df) < limit):
         df = pd.concat([df, pd.DataFrame(extra)], ignore_index=True)
-    return df
+    return df if limit is None else df.head(limit)
 
 
 def cable_summary(d: Any) -> pd.DataFrame:

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
+from typing import Any
 
 import ipywidgets as widgets
 import pandas as pd
 
 from gpucluster_lib.charts.topology import (
-    PrebuiltChart,
     growth_chart,
     growth_spec,
     topology_chart,
     topology_spec,
 )
-from gpucluster_lib.network.cablelist import cable_summary
+from gpucluster_lib.network.cablelist import cable_list, cable_summary
 from gpucluster_lib.network.topology import KINDS, growth_table
 from gpucluster_lib.ui.common import (
     AppState,
@@ -60,13 +61,16 @@ class TopologyPanel:
         self.counts = table_widget()
         self.cables = table_widget()
         self.growth = chart_widget(growth_chart(growth_table(state.scenario, state.catalog, [1, 2])))
-        self.refresh = guarded(self.msg)(self._refresh)
-        self.load = guarded(self.msg)(self._load)
+        #: what a failed design empties: no number of an earlier state stays beside the error
+        self.outputs = [self.summary, self.findings, self.counts, self.cables, self.chart, self.growth]
+        self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
+        self.load = guarded(self.msg, clears=self.outputs)(self._load)
+        self._growth_key: Any = None
+        self._cables_of: Any = None
         for w in (self.topology, self.switch, self.nic, self.oversub):
             w.observe(self._changed, names="value")
-        # the growth chart does not depend on the node count: skip it when only that changes
-        self.nodes.observe(lambda _ch: None if self._loading else self.refresh(growth=False), names="value")
-        self.expand.observe(lambda _ch: self.refresh(growth=False), names="value")
+        self.nodes.observe(lambda _ch: None if self._loading else self.refresh(), names="value")
+        self.expand.observe(lambda _ch: self.refresh(), names="value")
         redraw = when_shown(state, TITLE, lambda: self.load())
         state.observe(lambda _ch: None if self._loading else redraw(), names=["scenario", "catalog"])
         self._loading = False
@@ -107,7 +111,9 @@ class TopologyPanel:
         return s if new == s else new
 
     # -- compute and show ------------------------------------------------------------
-    def _refresh(self, growth: bool = True) -> None:
+    def _refresh(self) -> None:
+        cables_of, growth_key = self._cables_of, self._growth_key
+        self._cables_of = self._growth_key = None  # a failure below empties them: the next success redraws
         scenario = self._scenario()
         design = self.state.design_for(scenario)
         d = design.network  # raises (shown in the message) before the scenario changes
@@ -131,17 +137,20 @@ class TopologyPanel:
             self.expand.options = groups
         expand = None if self.expand.value == "(none)" else self.expand.value
         # a validated template filled with this design's data: no altair validation per change
-        self.chart.chart = PrebuiltChart(topology_spec(d, expand=expand))
+        self.chart.spec = topology_spec(d, expand=expand)
         self.summary.value = _summary_html(d)
-        self.counts.value = html_table(d.counts_table())
-        cab = cable_summary(d)
-        text = html_table(cab)
-        if d.nodes <= CABLE_PREVIEW_MAX_NODES:
-            text += "<p><b>First cables</b> (all of them: <code>gpucluster topology SCENARIO --cables out.csv</code>)</p>"
-            text += html_table(d.cable_list().head(40))
-        self.cables.value = text
-        if growth:
-            self.growth.chart = PrebuiltChart(growth_spec(growth_table(scenario, self.state.catalog, GROWTH_NODES)))
+        if d is not cables_of:  # counts and cables follow the network design alone
+            self.counts.value = html_table(d.counts_table())
+            text = html_table(cable_summary(d))
+            if d.nodes <= CABLE_PREVIEW_MAX_NODES:
+                text += ("<p><b>First cables</b> (all of them: <code>gpucluster topology SCENARIO --cables "
+                         "out.csv</code>)</p>")
+                text += html_table(cable_list(d, limit=40))
+            self.cables.value = text
+        key = growth_inputs(scenario, self.state.catalog)
+        if key != growth_key:  # the growth chart does not follow the node count (nor the expanded group)
+            self.growth.spec = growth_spec(growth_table(scenario, self.state.catalog, GROWTH_NODES))
+        self._cables_of, self._growth_key = d, key
 
     def widget(self) -> widgets.Widget:
         controls = widgets.VBox([self.topology, self.switch, self.nic, self.oversub, self.nodes, self.expand])
@@ -154,6 +163,13 @@ class TopologyPanel:
             section("Cables", self.cables),
             section("Growth", self.growth),
         ])
+
+
+def growth_inputs(scenario, catalog) -> tuple:
+    """What the growth chart reads: the network stage's inputs (network, facility, hardware, the
+    extra catalogue files) without the node count, which the chart varies itself."""
+    hw = dataclasses.replace(scenario.hardware, nodes=None, gpus=None)
+    return (id(catalog), scenario.catalog, scenario.network, scenario.facility, hw)
 
 
 def _summary_html(d) -> str:
