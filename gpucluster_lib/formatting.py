@@ -54,6 +54,33 @@ def format_value(v: Any, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def plural(n: int | float, word: str, many: str | None = None) -> str:
+    """``n`` with thousands separators and ``word`` in the number it takes: "1 rack",
+    "1,024 racks", "0 hot spares" (``many``: an irregular plural, "switches")."""
+    one = isinstance(n, (int, float)) and not isinstance(n, bool) and n == 1
+    return f"{format_value(n)} {word if one else (many or word + 's')}"
+
+
+_COUNT_S = None  # compiled on first use by :func:`singular_where_one`
+
+
+def singular_where_one(text: str) -> str:
+    """"1 head node(s)" -> "1 head node", "2 head node(s)" -> "2 head nodes", "3 switch(es)" ->
+    "3 switches": the "(s)" or "(es)" of a count written before it is resolved (up to two words
+    between the number and the noun)."""
+    import re
+
+    global _COUNT_S
+    if _COUNT_S is None:
+        _COUNT_S = re.compile(r"(?<![\w.,])(\d[\d,]*(?:\.\d+)?)((?:\s+(?!\d)[\w-]+){0,2}?\s+[A-Za-z-]+)\((e?s)\)")
+
+    def fix(m: Any) -> str:
+        n = m.group(1).replace(",", "")
+        return m.group(1) + m.group(2) + ("" if n == "1" else m.group(3))
+
+    return _COUNT_S.sub(fix, text)
+
+
 def format_fraction(v: Any) -> str:
     """A fraction as a percentage with one decimal (0.392 -> 39.2%); "–" for none."""
     if not is_number(v):
@@ -69,17 +96,23 @@ def humanize_key(key: str) -> str:
 
 _UNITS = {"kw": "kW", "w": "W", "mw": "MW", "gb": "GB", "gib": "GiB", "tb": "TB", "s": "s", "h": "h",
           "kg": "kg", "m2": "m²", "u": "U", "gbps": "Gb/s", "tbps": "Tb/s", "usd": "USD", "kva": "kVA",
-          "mwh": "MWh", "cfm": "CFM", "c": "°C", "tflops": "TFLOP/s", "pflops": "PFLOP/s", "btu": "BTU"}
+          "mwh": "MWh", "cfm": "CFM", "c": "°C", "tflops": "TFLOP/s", "pflops": "PFLOP/s", "btu": "BTU",
+          "kwh": "kWh"}
+#: a rate "per" one of these reads as words: "requests_per_s" -> "Requests per second"
+_PER_WORDS = {"s": "second", "h": "hour", "kwh": "kWh", "gpu": "GPU", "node": "node", "rack": "rack"}
 _WORDS = {"it": "IT", "capex": "CapEx", "opex": "OpEx", "tco": "TCO", "gpu": "GPU", "gpus": "GPUs",
           "cpu": "CPU", "psu": "PSU", "ups": "UPS", "pue": "PUE", "mfu": "MFU", "hfu": "HFU", "ttft": "TTFT",
           "tpot": "TPOT", "slo": "SLO", "kv": "KV", "nvlink": "NVLink", "co2e": "CO2e", "mtbi": "MTBI",
-          "tp": "TP", "pp": "PP", "dp": "DP", "btu": "BTU", "nic": "NIC", "nics": "NICs", "ru": "U"}
+          "tp": "TP", "pp": "PP", "dp": "DP", "btu": "BTU", "nic": "NIC", "nics": "NICs", "ru": "U",
+          "hbm": "HBM", "cdu": "CDU", "cuda": "CUDA", "nccl": "NCCL", "os": "OS", "slurm": "SLURM"}
 
 
 def _human_word(part: str) -> str:
     words = part.split("_")
     unit = None
-    if len(words) > 3 and words[-2] == "per" and words[-1] in _UNITS and words[-3] in (_UNITS | _COUNTED):
+    if len(words) >= 3 and words[-2] == "per" and words[-1] in _PER_WORDS and words[-3] not in _UNITS:
+        words[-1] = _PER_WORDS[words[-1]]  # a rate in words, not a unit in brackets
+    elif len(words) > 3 and words[-2] == "per" and words[-1] in _UNITS and words[-3] in (_UNITS | _COUNTED):
         top = _UNITS.get(words[-3], words[-3])
         unit = f"{top}/{_UNITS[words[-1]]}"
         del words[-3:]

@@ -13,6 +13,7 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.units import GIB
 
 #: Width of a full-width chart on an A4 page with 15 mm margins [px at 96 dpi, less the legend].
@@ -135,7 +136,7 @@ def hall_chart(facility: Any) -> alt.LayerChart:
                                                              range=list(RACK_COLOURS.values())),
                         legend=alt.Legend(orient="bottom")),
     ).properties(width=width, height=max(40, 26 * rows_n),
-                 title=f"The hall: {racks} racks in {rows_n} row(s), {facility.floor_area_m2:,.0f} m²")
+                 title=f"The hall: {plural(racks, 'rack')} in {plural(rows_n, 'row')}, {facility.floor_area_m2:,.0f} m²")
 
 
 def cost_chart(cost: Any) -> alt.Chart:

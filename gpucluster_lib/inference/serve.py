@@ -52,7 +52,8 @@ ASSUMPTIONS = (
     "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
     "prompt tokens",
     "tokens/s are output (generated) tokens, as MLPerf Inference reports them",
-    "TTFT = one step of waiting + the prompt's own prefill; arrival poisson adds the prefill and KV-slot queues",
+    "TTFT = one step of waiting + the prompt's own prefill; with Poisson arrivals (MLPerf Server) the waits in "
+    "the prefill and KV-slot queues are added",
     "each sequence reserves KV cache for input + output tokens (no eviction)",
     "tensor parallelism only (no pipeline or expert parallelism); replicas are independent",
     "int4 is weight-only (W4A16): GEMMs run at 16-bit, only the weight bytes shrink",

@@ -113,7 +113,8 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
     add("Node image and firmware integrity",
         f"Secure Boot with a signed {stack.os_image} image from the cluster manager, signed GPU/NIC/BMC firmware, "
         "a patch window per month with rolling reboots.",
-        f"{hardware.nodes:,} compute nodes boot the same image: one compromised image is every node",
+        (f"{hardware.nodes:,} compute nodes boot the same image: one compromised image is every node"
+         if hardware.nodes != 1 else "the one compute node boots this image: a compromised image is the whole cluster"),
         "SI-7 software and firmware integrity")
     if stack.serving is not None:
         add("Tenant isolation for inference",

@@ -409,7 +409,8 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         else:
             findings.append(Finding("ops-serving-replicas", "info",
                                     f"{n_rep} replica(s) for the demand + {ops.serving_spare_replicas} spare = "
-                                    f"{total} x {tp} GPUs on {s_nodes} node(s), behind a load balancer",
+                                    f"{total} x {tp} GPU{'' if tp == 1 else 's'} on {s_nodes} node{'' if s_nodes == 1 else 's'}, "
+                                    "behind a load balancer",
                                     field="operations.serving_spare_replicas"))
     s_count = min(nodes, serving_plan.nodes) if serving_plan else 0
     serving_nodes = compute[nodes - s_count:] if s_count else []

@@ -24,7 +24,7 @@ from gpucluster_lib import __version__
 from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.formatting import MISSING, format_value, humanize_key
+from gpucluster_lib.formatting import MISSING, format_value, humanize_key, plural
 from gpucluster_lib.report.style import DOCUMENT_STYLE
 from gpucluster_lib.report.text import esc, figure_text, humanize_text, money_text, value_text
 from gpucluster_lib.units import GIB
@@ -112,8 +112,8 @@ def _fabric_words(d: Design) -> str:
     kind = {"fat-tree": "fat-tree", "leaf-spine": "leaf-spine", "rail-optimized": "rail-optimised",
             "ring": "ring", "tree": "tree", "single-switch": "single-switch"}.get(net.kind, net.kind)
     switches = sum(g.count for g in net.switch_groups if g.network == "compute")
-    return (f"{net.tiers}-tier {kind} fabric of {switches:,} {_name(d.catalog, 'switches', net.switch_id)} "
-            f"switches, {net.injection_gbps_per_gpu:,.0f} Gb/s per GPU")
+    return (f"{net.tiers}-tier {kind} fabric of {plural(switches, 'switch', 'switches')} "
+            f"({_name(d.catalog, 'switches', net.switch_id)}), {net.injection_gbps_per_gpu:,.0f} Gb/s per GPU")
 
 
 # --------------------------------------------------------------------------- executive summary
@@ -126,7 +126,7 @@ def _summary_groups(d: Design) -> list[tuple[str, list[tuple[str, str]]]]:
     built = [
         ("GPUs", f"{figure_text(s['gpus'])} × {hw.accelerator['name']}"),
         ("Nodes", f"{figure_text(s['nodes'])} × {hw.server['name'] if hw.server else 'custom node'}"
-                  f" (+ {figure_text(s['spare_nodes'])} hot spares)"),
+                  f" (+ {figure_text(s['spare_nodes'])} hot spare{'' if s['spare_nodes']['value'] == 1 else 's'})"),
         (s["racks"]["label"], figure_text(s["racks"])),
         (s["it_power_kw"]["label"], f"{figure_text(s['it_power_kw'])} ({fac.it_power_kw / 1000:,.2f} MW)"),
         (s["facility_power_kw"]["label"],
@@ -181,7 +181,7 @@ def executive_summary_html(d: Design) -> str:
                   f"<span class='gc-kf-value'>{html.escape(v)}</span></div>" for k, v in rows)
         + "</div>" for title, rows in _summary_groups(d))
     tops = top_findings(d)
-    status = (f"{errors} error(s) and {warnings} warning(s) among {len(findings)} findings."
+    status = (f"{plural(errors, 'error')} and {plural(warnings, 'warning')} among {plural(len(findings), 'finding')}."
               if findings else "No findings.")
     return (
         "<section class='gc-summary'>"
@@ -207,7 +207,7 @@ def _hardware_section(d: Design) -> Section:
     acc = hw.accelerator
     bf16 = acc.get("bf16_tflops") or 0.0
     text = _p(
-        f"The cluster is {hw.nodes:,} nodes of {node.name}, each with {hw.gpus_per_node} {acc['name']} GPUs: "
+        f"The cluster is {plural(hw.nodes, 'node')} of {node.name}, each with {hw.gpus_per_node} {acc['name']} GPUs: "
         f"{hw.gpus:,} GPUs in all, {bf16 * hw.gpus / 1000:,.0f} PFLOP/s of dense BF16 compute at peak.",
         f"One node draws up to {node.peak_power_w / 1000:,.1f} kW ({node.typical_power_w / 1000:,.1f} kW typical)"
         + (f" from {node.psu_count} power supplies ({node.psu_redundancy})" if node.psu_count else "")
@@ -243,7 +243,7 @@ def _network_section(d: Design) -> Section:
             ("Bisection bandwidth", format_value(net.bisection_bandwidth_gbps, "Gb/s")),
             ("Largest cluster this design grows to", format_value(net.max_endpoints, "GPUs")),
             ("Free switch ports", format_value(net.ports_free))]
-    rows += [(f"{name.capitalize()} network", f"{v['switches']:,} switches, {v['links']:,} links, "
+    rows += [(f"{name.capitalize()} network", f"{plural(v['switches'], 'switch', 'switches')}, {plural(v['links'], 'link')}, "
               f"{v['power_w'] / 1000:,.1f} kW") for name, v in nets.items()]
     rows += [("Cables, all networks", format_value(sum(net.cables_all.values()))),
              ("Optical transceivers, all networks", format_value(sum(net.transceivers_all.values())))]
@@ -280,9 +280,10 @@ def _facility_section(d: Design) -> Section:
     f = d.facility
     cooling = {"air": "air", "rear_door": "rear-door heat exchangers", "liquid": "direct liquid cooling"}
     text = _p(
-        f"{f.nodes_installed:,} nodes ({f.nodes:,} for the job and {f.spare_nodes} hot spares) fill "
-        f"{f.compute_racks:,} compute racks at {f.nodes_per_rack} per rack, plus {f.infra_racks} rack(s) of network, "
-        f"storage and head nodes: {f.racks:,} racks in {f.rows} row(s) on {f.floor_area_m2:,.0f} m².",
+        f"{plural(f.nodes_installed, 'node')} ({f.nodes:,} for the job and {plural(f.spare_nodes, 'hot spare')}) "
+        f"fill {plural(f.compute_racks, 'compute rack')} at {f.nodes_per_rack} per rack, plus "
+        f"{plural(f.infra_racks, 'rack')} of network, storage and head nodes: {plural(f.racks, 'rack')} in "
+        f"{plural(f.rows, 'row')} on {f.floor_area_m2:,.0f} m².",
         f"What limits a rack is its {f.binding_constraint}: {f.rack_power_kw:,.1f} kW per compute rack.",
         f"The IT load is {f.it_power_kw:,.0f} kW at peak; at a PUE of {f.pue:g} the facility draws "
         f"{f.facility_power_kw:,.0f} kW. The heat leaves by {cooling.get(f.cooling, f.cooling)}.")
@@ -368,7 +369,8 @@ def _serving_section(d: Design) -> Section:
         f"{s.tokens_per_s_per_gpu:,.0f} output tokens/s per GPU, first token in {s.ttft_s * 1000:,.0f} ms and "
         f"then one token every {s.tpot_s * 1000:,.0f} ms (targets {s.ttft_slo_s * 1000:,.0f} and "
         f"{s.tpot_slo_s * 1000:,.0f} ms).",
-        (f"The demand of {s.target_tokens_per_s:,.0f} tokens/s takes {s.replicas:,} replicas: {s.gpus:,} GPUs."
+        (f"The demand of {s.target_tokens_per_s:,.0f} tokens/s takes {plural(s.replicas, 'replica')}: "
+         f"{plural(s.gpus, 'GPU')}."
          if s.target_tokens_per_s else ""),
         "" if s.meets_slo else "The latency targets are NOT met: see the findings.")
     rows = [("Precision", s.precision.upper()), ("GPUs per replica", format_value(s.tensor_parallel)),
@@ -480,7 +482,8 @@ def bill_of_materials(d: Design) -> list[dict[str, Any]]:
     hw, f, net, st = d.hardware, d.facility, d.network, d.storage.to_dict()
     server = hw.server["name"] if hw.server else d.node.name
     rows = [{"group": "Compute", "item": server, "quantity": f.nodes_installed,
-             "note": f"{hw.nodes:,} job nodes + {f.spare_nodes} hot spares, {hw.gpus_per_node} GPUs each"},
+             "note": f"{plural(hw.nodes, 'job node')} + {plural(f.spare_nodes, 'hot spare')}, "
+                     f"{hw.gpus_per_node} GPUs each"},
             {"group": "Compute", "item": hw.accelerator["name"], "quantity": f.nodes_installed * hw.gpus_per_node,
              "note": "inside the nodes"}]
     if f.head_nodes:
@@ -579,6 +582,14 @@ def _price_name(key: str, d: Design) -> str:
     return PRICE_NAMES.get(key, humanize_key(key))
 
 
+_COUNT_UNITS = {"sequences", "tokens", "days", "requests", "images", "entries", "nodes", "GPUs"}
+
+#: component failure-rate keys of the reliability presets, named for people
+COMPONENT_NAMES = {"gpu": "GPU", "hbm": "GPU memory (HBM)", "software": "Software", "network": "Network",
+                   "nic": "Network adapter (NIC)", "host": "Host (CPU, memory, board)", "psu": "Power supply (PSU)",
+                   "nvlink": "NVLink", "storage": "Storage", "fan": "Fan", "cooling": "Cooling"}
+
+
 def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
     """(name, value, where it comes from) for every scenario input that is set."""
     from gpucluster_lib.scenario import field_docs
@@ -603,8 +614,14 @@ def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
             text = f"{len(value)} entries"
         elif isinstance(value, str):
             text = humanize_text(value.replace("_", " "))
+        elif unit == "%":  # a scenario percentage is written as one (99 = 99 %), not as a fraction
+            text = f"{format_value(value)}%"
+        elif unit.startswith("currency"):
+            text = format_value(value, unit.replace("currency", d.scenario.costs.currency))
         else:
-            text = value_text(value, "" if unit.startswith("currency") else unit)
+            if value == 1 and unit in _COUNT_UNITS:
+                unit = unit[:-1]  # "1 sequence", not "1 sequences"
+            text = value_text(value, unit)
         rows.append((humanize_key(path), text, "the scenario"))
     return rows
 
@@ -649,7 +666,7 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
         groups.append(("Serving engine", rows))
     if d.reliability is not None:
         r = d.reliability
-        rows = [(f"Failure rate: {humanize_key(k).lower()}", format_value(v, "per 1,000 GPU-days"),
+        rows = [(f"Failure rate: {COMPONENT_NAMES.get(k, humanize_key(k))}", format_value(v, "per 1,000 GPU-days"),
                  f"the {r.failure_preset} failure preset") for k, v in r.component_rates.items()]
         rows.append(("Restart time", format_value(r.restart_s / 60, "min"), "the scenario or the preset"))
         rows.append(("Repair time of a node", format_value(r.repair_hours, "h"), "the scenario or the preset"))

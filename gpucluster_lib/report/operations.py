@@ -11,7 +11,7 @@ import html
 from typing import Any
 
 from gpucluster_lib.findings import Finding
-from gpucluster_lib.formatting import format_value
+from gpucluster_lib.formatting import format_value, singular_where_one
 from gpucluster_lib.units import GB, TB
 
 SCHEDULERS = {"slurm": "SLURM", "kubernetes": "Kubernetes", "both": "SLURM and Kubernetes"}
@@ -24,7 +24,8 @@ RUNTIMES = {"enroot-pyxis": "enroot with the pyxis SLURM plug-in", "apptainer": 
 
 
 def _e(x: Any) -> str:
-    return html.escape(str(x))
+    """HTML-escaped, with "1 node(s)" written "1 node" and "2 node(s)" "2 nodes"."""
+    return html.escape(singular_where_one(str(x)))
 
 
 def _table(head: list[str], rows: list[list[Any]]) -> str:
@@ -62,7 +63,7 @@ def stack_html(plan: Any) -> str:
     if st.serving is not None:
         s = st.serving
         rows.append(("Serving replicas", f"{s.replicas_for_demand} for the demand + {s.spare_replicas} spare = "
-                                         f"{s.replicas} x {s.gpus_per_replica} GPUs on {s.nodes} node(s)"))
+                                         f"{s.replicas} x {s.gpus_per_replica} GPU(s) on {s.nodes} node(s)"))
         rows.append(("Load balancer", s.load_balancer))
     rows.append(("Training priority", f"fair share (weight {st.priority['PriorityWeightFairshare']}), usage "
                                       f"half-life {st.priority['PriorityDecayHalfLife'].replace('-0', '')} days"))

@@ -13,7 +13,13 @@ import html
 import re
 from typing import Any
 
-from gpucluster_lib.formatting import MISSING, format_fraction, format_value, humanize_key
+from gpucluster_lib.formatting import (
+    MISSING,
+    format_fraction,
+    format_value,
+    humanize_key,
+    singular_where_one,
+)
 
 #: Units that read better written out after the number.
 _UNIT_WORDS = {"fraction": "%", "USD": "USD", "days": "days"}
@@ -83,13 +89,14 @@ def humanize_text(text: str) -> str:
         if i % 2:  # a URL: keep
             out.append(part)
             continue
+        part = re.sub(r"\bthe (?=\w+\.(?:csv|yaml)\b)", "", part)  # "the servers.csv row": one "the"
         part = _CSV.sub(lambda m: (f"the {_CATALOGUE_NAMES.get(m.group(1), m.group(1).replace('_', ' '))} catalogue"
                                    if m.group(2) == "csv" else f"the shipped {m.group(1).replace('_', ' ')} table"),
                         part)
         part = _CONSTANT.sub(lambda m: f"the shipped {m.group(1).replace('_', ' ')}", part)
         part = _DOTTED.sub(_dotted, part)
         part = _SNAKE.sub(lambda m: m.group(0).replace("_", " "), part)
-        out.append(part)
+        out.append(singular_where_one(part))
     return "".join(out)
 
 

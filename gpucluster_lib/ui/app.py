@@ -62,13 +62,19 @@ def download_link(scenario: scn.Scenario) -> str:
 
 
 def describe(state: AppState) -> str:
-    """What the current design is, in a few words: "Llama 3 405B on 512 h100-sxm5-80gb"."""
+    """What the current design is, in a few words, with the catalogue's names:
+    "Llama 3 405B on 512 NVIDIA H100 SXM5 80GB"."""
     s = state.scenario
     try:
         hw = state.design.hardware
-        cluster = f"{hw.gpus:,} {hw.accelerator_id}"
+        cluster = f"{hw.gpus:,} {hw.accelerator.get('name') or hw.accelerator_id}"
     except GpuClusterError:
-        cluster = f"{s.hardware.nodes or '?'} nodes of {s.hardware.server or s.hardware.accelerator or '?'}"
+        part = s.hardware.server or s.hardware.accelerator
+        table = "servers" if s.hardware.server else "accelerators"
+        name = (state.catalog.get(table, part).get("name") or part) if part and state.catalog.has(table, part) \
+            else (part or "?")
+        nodes = s.hardware.nodes
+        cluster = f"{nodes:,} node{'' if nodes == 1 else 's'} of {name}" if nodes else f"nodes of {name}"
     model = ""
     if s.model.preset:
         presets = load_presets()

@@ -1,0 +1,83 @@
+"""Text a person reads: counts agree with their nouns, one "the", human names in labels and
+titles, assumptions that say what the model does (every shipped example's design document)."""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pytest
+
+from gpucluster_lib.design import Design
+from gpucluster_lib.formatting import humanize_key, plural, singular_where_one
+from gpucluster_lib.report.document import document_html
+from gpucluster_lib.report.render import report_sections
+from gpucluster_lib.scenario import load_scenario
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "scenarios"
+
+
+def document_text(path: Path) -> str:
+    d = Design(load_scenario(path))
+    h = document_html(d, report_sections(d))
+    h = re.sub(r"<(svg|style)\b.*?</\1>", " ", h, flags=re.S)
+    return html.unescape(re.sub(r"<[^>]+>", "\n", h))
+
+
+def test_counts_take_their_noun_in_the_right_number():
+    assert plural(1, "rack") == "1 rack" and plural(958, "rack") == "958 racks"
+    assert plural(0, "hot spare") == "0 hot spares" and plural(1, "switch", "switches") == "1 switch"
+    assert plural(1_024, "switch", "switches") == "1,024 switches"
+    assert singular_where_one("1 head node(s) for 2 management role(s)") == "1 head node for 2 management roles"
+    assert singular_where_one("0 hot-spare node(s); 1 switch(es) and 3 switch(es)") == \
+        "0 hot-spare nodes; 1 switch and 3 switches"
+    assert singular_where_one("1,024 GPU(s)") == "1,024 GPUs"
+
+
+def test_rates_and_acronyms_in_labels():
+    assert humanize_key("inference.requests_per_s") == "Inference: Requests per second"  # not "Requests per (s)"
+    assert humanize_key("facility.energy_price_per_kwh") == "Facility: Energy price per kWh"
+    assert humanize_key("operations.cuda") == "Operations: CUDA"
+    assert humanize_key("it_power_kw") == "IT power (kW)"  # units in brackets stay
+
+
+# the one-node reference (where "1 racks" and "the the" were seen) and the largest example
+@pytest.mark.parametrize("name", ["reference-8x-a100", "roce-24k-h100"])
+def test_design_document_text_has_no_grammar_slips(name):
+    text = document_text(EXAMPLES / f"{name}.yaml")
+    assert not re.search(r"\bthe the\b", text, re.I)
+    assert not re.search(r"\w\((e?s)\)", text), re.findall(r".{30}\w\(e?s\).{10}", text)[:3]
+    slips = re.findall(r"(?<![\d.,])1 (?:compute |hot )?(?:nodes|racks|rows|switches|replicas|GPUs|spares|"
+                       r"sequences|errors|warnings)\b", text)
+    assert slips == []
+    # the failure-rate rows of the appendix: component names as people write them
+    rates = re.findall(r"Failure rate: ([^\n]+)", text)
+    assert "GPU" in rates and "GPU memory (HBM)" in rates and all(r[:1].isupper() for r in rates), rates
+    # Poisson queueing is modelled: the serving assumption says so in words
+    assert "arrival poisson" not in text and "with Poisson arrivals" in text
+    assert not re.search(r"bursty arrivals is not modelled", text)
+    assert "Requests per (s)" not in text
+
+
+def test_reference_appendix_percentage_and_currency():
+    text = document_text(EXAMPLES / "reference-8x-a100.yaml")
+    # inference.slo_percentile 99 is a percentage already (scenario unit %), not a fraction
+    assert re.search(r"Inference: SLO percentile\n+99%", text)
+    # facility.energy_price_per_kwh 0.12 in the scenario's currency (costs.currency USD)
+    assert re.search(r"Facility: Energy price per kWh\n+0\.12 USD/kWh", text)
+    # 1 node + 1 head node in one rack: the power section reads in the singular
+    assert "1 node (1 for the job and 0 hot spares) fill 1 compute rack at" in text
+
+
+def test_edited_app_title_names_the_accelerator_as_the_catalogue_does():
+    from gpucluster_lib.ui.app import shown_scenario
+    from gpucluster_lib.ui.common import AppState
+
+    state = AppState.from_path(EXAMPLES / "gpt3-175b-1024-a100.yaml")
+    loaded = state.scenario
+    state.update(hardware__nodes=64, hardware__gpus=None)
+    title = shown_scenario(state, loaded).name
+    # 64 DGX A100 x 8 GPUs = 512; accelerators.csv name of a100-sxm4-80gb
+    assert title == "GPT-3 175B on 512 NVIDIA A100 SXM4 80GB (edited from GPT-3 175B on 1024 A100)"
+    assert "a100-sxm4" not in title
