@@ -66,3 +66,15 @@ def test_the_growth_chart_is_not_redrawn_for_a_node_count_change():
     assert panel.growth.spec is before  # switches against nodes: the same chart for any node count
     panel.oversub.value = 2.0
     assert panel.growth.spec is not before
+
+
+def test_a_tab_built_on_an_invalid_design_shows_the_error_beside_its_inputs():
+    state = AppState.from_path(GPT3)
+    state.scenario = state.scenario.replace(network__topology="ring", network__nics_per_node=1)
+    panel = tab.TopologyPanel(state)  # the app builds a tab when it is first opened
+    assert "a ring needs at least 2 fabric ports per node" in panel.msg.value
+    assert panel.topology.value == "ring" and panel.summary.value == ""
+    assert panel.chart.layout.display == "none"
+    panel.topology.value = "fat-tree"  # fixed on the tab itself
+    assert panel.msg.value == "" and "128 endpoints" in panel.summary.value  # 128 nodes x 1 port
+    assert panel.chart.layout.display is None and state.scenario.network.topology == "fat-tree"

@@ -128,6 +128,16 @@ def topology_chart(d: TopologyDesign, *, expand: str | None = None, width: int =
     return _drawing_layers(_drawing_rows(d, expand), _drawing_title(d, expand), width, height)
 
 
+def topology_placeholder(width: int = 860, height: int = 420) -> alt.LayerChart:
+    """The drawing's layout without data: what a panel shows before (or without) a valid design."""
+    return _drawing_layers({"nodes": [], "edges": [], "tiers": []}, "", width, height)
+
+
+def growth_placeholder() -> alt.HConcatChart:
+    """The growth chart's layout without data."""
+    return _growth_layers({"switches": [], "growth": []})
+
+
 @lru_cache(maxsize=4)
 def _template(width: int, height: int) -> str:
     """The drawing's Vega-Lite spec without data, validated once by altair (JSON text)."""

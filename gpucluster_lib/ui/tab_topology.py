@@ -10,9 +10,9 @@ import ipywidgets as widgets
 import pandas as pd
 
 from gpucluster_lib.charts.topology import (
-    growth_chart,
+    growth_placeholder,
     growth_spec,
-    topology_chart,
+    topology_placeholder,
     topology_spec,
 )
 from gpucluster_lib.network.cablelist import cable_list, cable_summary
@@ -57,10 +57,11 @@ class TopologyPanel:
         self.nodes = widgets.BoundedIntText(value=1, min=1, max=65536, description="Nodes", style=wide)
         self.expand = widgets.Dropdown(options=["(none)"], description="Expand group", style=wide)
         self.summary = widgets.HTML()
-        self.chart = chart_widget(topology_chart(state.design.network))
+        # placeholders: the design may be invalid when the tab is built (its error shows, its inputs stay)
+        self.chart = chart_widget(topology_placeholder())
         self.counts = table_widget()
         self.cables = table_widget()
-        self.growth = chart_widget(growth_chart(growth_table(state.scenario, state.catalog, [1, 2])))
+        self.growth = chart_widget(growth_placeholder())
         #: what a failed design empties: no number of an earlier state stays beside the error
         self.outputs = [self.summary, self.findings, self.counts, self.cables, self.chart, self.growth]
         self.refresh = guarded(self.msg, clears=self.outputs)(self._refresh)
