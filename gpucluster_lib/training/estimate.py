@@ -242,7 +242,9 @@ SEARCH_TABLE_ROWS = 1000
 
 
 def _top(fits: np.ndarray, tps: np.ndarray, mem: np.ndarray, limit: int | None) -> np.ndarray:
-    """Indices of the best ``limit`` plans: fitting first, then by tokens/s (desc), memory (asc)."""
+    """Indices of the best ``limit`` plans: fitting first, then by tokens/s (desc), memory (asc), and
+    enumeration order among plans that tie on all three (e.g. selective recomputation, free with
+    a fused attention kernel, beside none)."""
     n = len(tps)
     if limit is None or n <= limit:
         sel = np.arange(n)
@@ -254,7 +256,7 @@ def _top(fits: np.ndarray, tps: np.ndarray, mem: np.ndarray, limit: int | None) 
             rest = np.flatnonzero(~fits)
             k = limit - len(fit_idx)
             sel = np.concatenate([fit_idx, rest[np.argpartition(-tps[rest], k - 1)[:k]]])
-    order = np.lexsort((mem[sel], -tps[sel], ~fits[sel]))
+    order = np.lexsort((sel, mem[sel], -tps[sel], ~fits[sel]))
     return sel[order]
 
 
