@@ -17,7 +17,9 @@ from typing import Any
 import altair as alt
 import pandas as pd
 
+from gpucluster_lib.charts import records
 from gpucluster_lib.facility.site import Budget
+from gpucluster_lib.formatting import plural
 
 KIND_COLOURS = {"node": "#76b900", "switch": "#1f77b4", "head": "#9467bd", "storage": "#8c564b",
                 "patch": "#bbbbbb", "empty": "#f4f4f4"}
@@ -27,7 +29,7 @@ BREAKDOWN_COLOURS = {"GPUs": "#76b900", "CPUs": "#ed7d31", "Memory": "#ffc000", 
 
 
 def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in row.items()} for row in df.to_dict("records")]
+    return records(df)  # NaN -> None: the spec stays valid JSON
 
 
 def _fill(template: dict[str, Any], datasets: dict[str, pd.DataFrame], title: str | None = None) -> dict[str, Any]:
@@ -41,37 +43,69 @@ def _fill(template: dict[str, Any], datasets: dict[str, pd.DataFrame], title: st
 # --------------------------------------------------------------------------- rack elevation
 
 
+#: rack drawing: width of the rack [px], where the side labels start [px], their font [px]
+RACK_W_PX, SIDE_X_PX, LABEL_PX = 240, 252, 10
+SIDE_W_PX = 230
+
+
+def elevation_height_px(rack_units: int) -> int:
+    """Height of the elevation drawing [px]: 9 px a unit, at least 300 px."""
+    return max(300, 9 * rack_units)
+
+
 def elevation_frame(b: Budget) -> pd.DataFrame:
-    """The representative rack as rows (label, kind, bottom U, top U, power W, text)."""
+    """The representative rack as rows (label, kind, bottom U, top U, power W, text) and where
+    each label goes: inside its device when the box is tall and wide enough for it
+    (``inside``), else in a column beside the rack at ``label_u`` (a leader line joins them;
+    :func:`gpucluster_lib.charts.labels.dodge_labels`), or nowhere when the column is full
+    (``side`` False: the device keeps its tooltip)."""
+    from gpucluster_lib.charts.labels import dodge_labels, text_width_px
+
+    height = elevation_height_px(b.rack_units)
+    per_u = height / b.rack_units
     rows = []
     for it in b.elevation:
         kw = f", {it.power_w / 1000:,.1f} kW" if it.power_w else ""
+        text = f"{it.label} ({it.height_u}U{kw})"
+        fits = it.height_u * per_u >= LABEL_PX + 4 and text_width_px(text, LABEL_PX) <= RACK_W_PX - 8
         rows.append({"label": it.label, "kind": it.kind, "u0": it.bottom_u - 1, "u1": it.bottom_u - 1 + it.height_u,
                      "mid": it.bottom_u - 1 + it.height_u / 2, "units": it.height_u, "power_w": float(it.power_w),
-                     "text": f"{it.label} ({it.height_u}U{kw})"})
+                     "text": text, "inside": bool(fits), "side": False, "label_u": None})
+    outside = [r for r in rows if not r["inside"]]
+    ys = dodge_labels([height - r["mid"] * per_u for r in outside], height, LABEL_PX)
+    for r, y in zip(outside, ys, strict=True):
+        if y is not None:
+            r["side"], r["label_u"] = True, (height - y) / per_u
     return pd.DataFrame(rows)
 
 
 @lru_cache(maxsize=16)
 def _elevation_template(rack_units: int) -> dict[str, Any]:
     kinds = list(KIND_COLOURS)
-    y = alt.Y("u0:Q", title="Rack unit", scale=alt.Scale(domain=[0, rack_units], nice=False),
-              axis=alt.Axis(values=list(range(0, rack_units + 1, 6))))
+    scale = alt.Scale(domain=[0, rack_units], nice=False)
+    y = alt.Y("u0:Q", title="Rack unit", scale=scale, axis=alt.Axis(values=list(range(0, rack_units + 1, 6)), grid=False))
     boxes = alt.Chart().mark_rect(stroke="#333333", strokeWidth=0.8).encode(
-        y=y, y2="u1:Q", x=alt.value(0), x2=alt.value(240),
+        y=y, y2="u1:Q", x=alt.value(0), x2=alt.value(RACK_W_PX),
         color=alt.Color("kind:N", title="Device", scale=alt.Scale(domain=kinds, range=list(KIND_COLOURS.values()))),
         tooltip=[alt.Tooltip("label:N", title="Device"), alt.Tooltip("units:Q", title="Height [U]"),
                  alt.Tooltip("power_w:Q", title="Peak [W]", format=",.0f")],
     )
-    labels = alt.Chart().mark_text(fontSize=10, align="center").encode(
-        x=alt.value(120), y=alt.Y("mid:Q", scale=alt.Scale(domain=[0, rack_units], nice=False)), text="text:N")
-    chart = alt.layer(boxes, labels, data=alt.Data(name="elevation")).properties(
-        width=240, height=max(300, 9 * rack_units), title="rack")
+    inside = alt.Chart().mark_text(fontSize=LABEL_PX, align="center", baseline="middle").encode(
+        x=alt.value(RACK_W_PX / 2), y=alt.Y("mid:Q", scale=scale), text="text:N",
+    ).transform_filter("datum.inside")
+    leaders = alt.Chart().mark_rule(color="#777777", strokeWidth=0.6).encode(
+        x=alt.value(RACK_W_PX), x2=alt.value(SIDE_X_PX - 3), y=alt.Y("mid:Q", scale=scale), y2="label_u:Q",
+    ).transform_filter("datum.side")
+    side = alt.Chart().mark_text(fontSize=LABEL_PX, align="left", baseline="middle").encode(
+        x=alt.value(SIDE_X_PX), y=alt.Y("label_u:Q", scale=scale), text="text:N",
+    ).transform_filter("datum.side")
+    chart = alt.layer(boxes, inside, leaders, side, data=alt.Data(name="elevation")).properties(
+        width=SIDE_X_PX + SIDE_W_PX, height=elevation_height_px(rack_units), title="rack")
     return chart.to_dict()
 
 
 def rack_elevation_spec(b: Budget) -> dict[str, Any]:
-    title = (f"{b.rack_units}U rack: {min(b.nodes_per_rack, b.nodes)} node(s), {b.rack_power_kw:,.1f} kW "
+    title = (f"{b.rack_units}U rack: {plural(min(b.nodes_per_rack, b.nodes), 'node')}, {b.rack_power_kw:,.1f} kW "
              f"(limit: {b.binding_constraint})")
     return _fill(_elevation_template(b.rack_units), {"elevation": elevation_frame(b)}, title)
 

@@ -644,7 +644,7 @@ def infra_rack_count(infra_ru: Any, infra_w: Any, compute_racks: Any, free_u: An
 def _infra_items(net_ru: int, storage_ru: int, heads: int, net_w: float, storage_w: float) -> list[tuple]:
     out = []
     if net_ru:
-        out.append(("fabric switch(es)", "switch", int(net_ru), net_w))
+        out.append(("network switches", "switch", int(net_ru), net_w))
     if storage_ru:
         out.append(("storage", "storage", int(storage_ru), storage_w))
     for i in range(heads):

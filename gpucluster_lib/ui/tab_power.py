@@ -34,8 +34,8 @@ _W = widgets.Layout(width="300px")
 _S = {"description_width": "130px"}
 
 
-def totals_frame(b: Budget) -> pd.DataFrame:
-    """The hall totals as a (quantity, value, unit) table."""
+def totals_frame(b: Budget, currency: str = "USD") -> pd.DataFrame:
+    """The hall totals as a (quantity, value, unit) table; money in ``currency`` (``costs.currency``)."""
     rows = [
         ("Nodes / GPUs", f"{b.nodes:,} / {b.nodes * b.node.gpus_per_node:,}", ""),
         ("Nodes per rack", f"{b.nodes_per_rack} (limited by {b.binding_constraint})", ""),
@@ -52,7 +52,7 @@ def totals_frame(b: Budget) -> pd.DataFrame:
         ("Generator", f"{b.generator_kw:,.0f} kW / {b.generator_kva:,.0f}", "kVA"),
         ("Planned with growth", f"{b.planned_it_power_kw:,.1f} kW IT, {b.planned_racks} racks", ""),
         ("Annual energy", f"{b.annual_energy_mwh:,.1f}", "MWh"),
-        ("Annual energy cost", f"{b.annual_energy_cost:,.0f}", "per year"),
+        ("Annual energy cost", f"{b.annual_energy_cost:,.0f}", f"{currency} per year"),
     ]
     return pd.DataFrame(rows, columns=["quantity", "value", "unit"])
 
@@ -104,7 +104,7 @@ class PowerPanel:
                                         style=_S)
         self.pue = widgets.BoundedFloatText(value=1.3, min=0.5, max=4, step=0.05, description="PUE", layout=_W,
                                             style=_S)
-        self.price = widgets.BoundedFloatText(value=0.1, min=0, max=10, step=0.01, description="Energy [/kWh]",
+        self.price = widgets.BoundedFloatText(value=0.1, min=0, max=10, step=0.01, description="Energy [USD/kWh]",
                                               layout=_W, style=_S)
         self.delta_t = widgets.BoundedFloatText(value=11.1, min=0.1, max=40, step=0.5, description="ΔT air [K]",
                                                 layout=_W, style=_S)
@@ -318,7 +318,9 @@ class PowerPanel:
                      f"{b.it_power_kw:,.1f} kW IT, {b.facility_power_kw:,.1f} kW facility, "
                      f"{b.annual_energy_mwh:,.1f} MWh/year"),
         ]) + findings_html([f for f in b.findings if f not in b.node.findings], empty="No hall findings.")
-        self.totals.value = html_table(totals_frame(b))
+        currency = self.state.scenario.costs.currency
+        self.price.description = f"Energy [{currency}/kWh]"
+        self.totals.value = html_table(totals_frame(b, currency))
         self.node_table.value = html_table(node_frame(b))
         # set the Vega-Lite specs directly: the templates were validated once (charts.facility)
         self.elevation.spec = charts.rack_elevation_spec(b)

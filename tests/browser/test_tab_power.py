@@ -38,7 +38,7 @@ def test_power_tab_nodes_and_bad_pue(app_page, artifacts):
     expect(body).to_contain_text("140 / 1,120")
     page.screenshot(path=str(artifacts / "app-power-140-nodes.png"), full_page=True)
     elevation.scroll_into_view_if_needed()
-    expect(elevation).to_contain_text("4 node(s)")
+    expect(elevation).to_contain_text("4 nodes")
     page.screenshot(path=str(artifacts / "app-power-charts.png"))
     pue = _input(page, "PUE")
     pue.fill("0.9")
