@@ -3,15 +3,14 @@
     PYTHONPATH=. python benchmarks/bench_facility.py
 
 Target: < 100 ms of compute per widget change (docs/architecture.md). Prints the median of
-``REPEAT`` runs in milliseconds.
+30 runs in milliseconds (benchmarks/timing.py).
 """
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_ms
 
 from gpucluster_lib.charts import facility as charts
 from gpucluster_lib.facility.site import budget, default_node_counts, growth_table
@@ -20,17 +19,6 @@ from gpucluster_lib.hardware.resolve import catalog_for
 from gpucluster_lib.scenario import load_scenario
 
 ROOT = Path(__file__).resolve().parent.parent
-REPEAT = 30
-
-
-def median_ms(fn: Callable[[], object], repeat: int = REPEAT) -> float:
-    fn()  # warm caches (catalogue, chart templates)
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def bench_scenario(name: str) -> None:
@@ -52,7 +40,7 @@ def bench_scenario(name: str) -> None:
 
 
 def main() -> None:
-    for name in ("reference-8x-a100", "gpt3-175b-1024-a100", "llama3-70b-512-h100"):
+    for name in ("reference-8x-a100", "gpt3-175b-1024-a100", "llama3-70b-512-h100", "roce-24k-h100"):
         bench_scenario(name)
 
     try:

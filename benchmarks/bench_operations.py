@@ -9,26 +9,15 @@ CLI and are timed for information. Prints medians in milliseconds.
 
 from __future__ import annotations
 
-import statistics
-import time
-from collections.abc import Callable
 from pathlib import Path
+
+from timing import median_ms
 
 from gpucluster_lib.design import Design
 from gpucluster_lib.exports import KINDS, export_files
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "gpucluster_lib" / "data" / "scenarios"
-
-
-def median_ms(fn: Callable[[], object], repeat: int) -> float:
-    fn()
-    times = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        times.append((time.perf_counter() - t0) * 1000)
-    return statistics.median(times)
 
 
 def bench(name: str, repeat: int = 5) -> None:

@@ -11,23 +11,18 @@ full widget update (a slider change in the panel, end to end, without a browser)
 
 from __future__ import annotations
 
-import statistics
 import sys
-import time
 from pathlib import Path
+
+from timing import median_ms
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT = ROOT / "gpucluster_lib" / "data" / "scenarios" / "gpt3-175b-1024-a100.yaml"
 
 
 def timed(fn, repeat: int = 15) -> float:
-    fn()  # warm-up (imports, caches)
-    runs = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        runs.append((time.perf_counter() - t) * 1000)
-    return statistics.median(runs)
+    """Median [ms] of ``repeat`` runs after a warm-up (benchmarks/timing.py)."""
+    return median_ms(fn, repeat)
 
 
 def main(path: str | Path = DEFAULT) -> dict[str, float]:

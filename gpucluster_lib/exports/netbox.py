@@ -108,20 +108,18 @@ def netbox_files(design: Design, site_name: str | None = None) -> dict[str, str]
                  for p in range(int(g.ports))]
         add_type(g.switch_id, str(row.get("vendor") or "Generic").split(" (")[0], max(1, int(g.rack_units_each)),
                  mgmt + sw_if, g.switch_id)
+    def storage_vendor(model: str) -> str:
+        try:
+            return str(cat.get("storage", model).get("vendor") or "Generic")
+        except Exception:  # a storage system outside the catalogue (its default sizing)
+            return "Generic"
+
     store = design.facility.storage
     if store is not None and store.appliances:
-        try:
-            vendor = str(cat.get("storage", store.system).get("vendor") or "Generic")
-        except Exception:  # a storage system outside the catalogue (its default sizing)
-            vendor = "Generic"
-        add_type(store.system, vendor, int(store.appliance_rack_units), mgmt, store.system)
+        add_type(store.system, storage_vendor(store.system), int(store.appliance_rack_units), mgmt, store.system)
     if store is not None and store.capacity_units:  # the capacity tier's units are racked too
         cap_model = store.capacity_system or "capacity"
-        try:
-            cap_vendor = str(cat.get("storage", cap_model).get("vendor") or "Generic")
-        except Exception:  # noqa: BLE001 - outside the catalogue
-            cap_vendor = "Generic"
-        add_type(cap_model, cap_vendor, int(store.capacity_unit_rack_units), mgmt, cap_model)
+        add_type(cap_model, storage_vendor(cap_model), int(store.capacity_unit_rack_units), mgmt, cap_model)
     add_type("head-node", "Generic", 1, mgmt + [{"name": "eth0", "type": "10gbase-t"}], "head-node")
     add_type("patch-panel", "Generic", 1, [], "patch-panel")
 
