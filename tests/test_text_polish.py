@@ -35,6 +35,14 @@ def test_counts_take_their_noun_in_the_right_number():
     assert singular_where_one("1,024 GPU(s)") == "1,024 GPUs"
 
 
+def test_report_text_separates_thousands_but_not_ids_or_versions():
+    from gpucluster_lib.report.text import humanize_text
+
+    assert humanize_text("searched 406299 valid plans") == "searched 406,299 valid plans"
+    for kept in ("RA-09950-001", "driver 550.127.08", "https://example.org/12345", "year 2024", "3.14159"):
+        assert humanize_text(kept) == kept
+
+
 def test_rates_and_acronyms_in_labels():
     assert humanize_key("inference.requests_per_s") == "Inference: Requests per second"  # not "Requests per (s)"
     assert humanize_key("facility.energy_price_per_kwh") == "Facility: Energy price per kWh"
@@ -58,6 +66,9 @@ def test_design_document_text_has_no_grammar_slips(name):
     assert "arrival poisson" not in text and "with Poisson arrivals" in text
     assert not re.search(r"bursty arrivals is not modelled", text)
     assert "Requests per (s)" not in text
+    # counts of five digits or more carry thousands separators (searched 406,299 plans, weight 10,000)
+    bare = re.findall(r"(?<![\w.,/:#-])\d{5,}(?![\w.,/:-])", text)
+    assert bare == [], bare[:5]
 
 
 def test_reference_appendix_percentage_and_currency():

@@ -58,8 +58,8 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
     add("Management network isolation",
         "Keep provisioning and management traffic on its own network and VLANs, reachable only from the head "
         "nodes and an administrators' jump host; no route from the compute or storage fabrics.",
-        f"the design has a management network of {mgmt.get('switches', 0)} switch(es) and "
-        f"{mgmt.get('links', 0)} links to {hosts} hosts; whoever reaches it can reinstall any node",
+        f"the design has a management network of {mgmt.get('switches', 0):,} switch(es) and "
+        f"{mgmt.get('links', 0):,} links to {hosts:,} hosts; whoever reaches it can reinstall any node",
         "SC-7 boundary protection")
     add("Out-of-band (BMC) network",
         "Put every BMC (IPMI/Redfish) on a separate out-of-band network, change default credentials, disable "

@@ -65,7 +65,7 @@ def stack_html(plan: Any) -> str:
         rows.append(("Serving replicas", f"{s.replicas_for_demand} for the demand + {s.spare_replicas} spare = "
                                          f"{s.replicas} x {s.gpus_per_replica} GPU(s) on {s.nodes} node(s)"))
         rows.append(("Load balancer", s.load_balancer))
-    rows.append(("Training priority", f"fair share (weight {st.priority['PriorityWeightFairshare']}), usage "
+    rows.append(("Training priority", f"fair share (weight {format_value(st.priority['PriorityWeightFairshare'])}), usage "
                                       f"half-life {st.priority['PriorityDecayHalfLife'].replace('-0', '')} days"))
     nodes = _table(["Head node", "Runs", "Cores", "Memory [GB]"],
                    [[s.name, ", ".join(s.roles), s.cpu_cores, s.memory_gb] for s in st.service_nodes])

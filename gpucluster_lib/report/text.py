@@ -96,8 +96,14 @@ def humanize_text(text: str) -> str:
         part = _CONSTANT.sub(lambda m: f"the shipped {m.group(1).replace('_', ' ')}", part)
         part = _DOTTED.sub(_dotted, part)
         part = _SNAKE.sub(lambda m: m.group(0).replace("_", " "), part)
+        part = _BARE_COUNT.sub(lambda m: f"{int(m.group(1)):,}", part)  # 406299 plans -> 406,299 plans
         out.append(singular_where_one(part))
     return "".join(out)
+
+
+#: a whole number of five or more digits written without separators, standing on its own
+#: (not part of an id, a version, a date, a decimal or a path); four digits may be a year
+_BARE_COUNT = re.compile(r"(?<![\w.,/:#-])(\d{5,})(?![\w.,/:-])")
 
 
 def esc(text: Any) -> str:
