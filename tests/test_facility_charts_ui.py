@@ -91,6 +91,7 @@ def test_panel_errors_empty_old_numbers_and_it_recovers():
     assert len(p.outputs) == 7 and set(_shown(p).values()) >= {"shown"}
     # IT 8.183 kW (node 6.5 + QM8700 0.7 + SN2700 0.233 + head node 0.75, see above) x PUE 1.5 = 12.27 kW
     assert "12.3" in p.totals.value and "node-psu-capacity" in p.findings.value
+    assert "1 node + 0 hot spares in 1 rack," in p.summary.value  # the reference design: one node, one rack
     # money with its currency (costs.currency, USD by default): about 83.0 MWh a year x 0.12 USD/kWh
     assert "9,958</td><td>USD per year" in p.totals.value and p.price.description == "Energy [USD/kWh]"
     for bad, message in [(lambda: setattr(p.pue, "value", 0.9), "at least 1"),  # refused by the scenario

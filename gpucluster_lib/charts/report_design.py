@@ -177,11 +177,15 @@ def days_band_chart(reliability: Any) -> alt.LayerChart:
         title=f"Days to train: P10 {r.training_days_p10:.1f} to P90 {r.training_days_p90:.1f} days")
 
 
+#: component keys of the failure presets (reliability), named for people
+COMPONENT_NAMES = {"gpu": "GPU", "hbm": "GPU memory (HBM)", "software": "Software", "network": "Network",
+                   "nic": "Network adapter (NIC)", "host": "Host (CPU, memory, board)", "psu": "Power supply (PSU)",
+                   "nvlink": "NVLink", "storage": "Storage", "fan": "Fan", "cooling": "Cooling"}
+
+
 def interruptions_chart(reliability: Any) -> alt.LayerChart:
     """Unexpected interruptions per day by component (``ReliabilityResult``)."""
-    names = {"gpu": "GPU", "hbm": "GPU memory (HBM)", "software": "Software", "network": "Network",
-             "nic": "Network adapter", "host": "Host (CPU, memory, disk)", "psu": "Power supply"}
-    rows = sorted(({"part": names.get(k, k.capitalize()), "per_day": v["interruptions_per_day"]}
+    rows = sorted(({"part": COMPONENT_NAMES.get(k, k.capitalize()), "per_day": v["interruptions_per_day"]}
                    for k, v in reliability.to_dict()["components"].items()), key=lambda r: -r["per_day"])
     return _bar(pd.DataFrame(rows), "per_day", "part", "Interruptions per day by cause", "Interruptions per day",
                 colour="#ff7f0e", fmt=".3f")

@@ -584,11 +584,6 @@ def _price_name(key: str, d: Design) -> str:
 
 _COUNT_UNITS = {"sequences", "tokens", "days", "requests", "images", "entries", "nodes", "GPUs"}
 
-#: component failure-rate keys of the reliability presets, named for people
-COMPONENT_NAMES = {"gpu": "GPU", "hbm": "GPU memory (HBM)", "software": "Software", "network": "Network",
-                   "nic": "Network adapter (NIC)", "host": "Host (CPU, memory, board)", "psu": "Power supply (PSU)",
-                   "nvlink": "NVLink", "storage": "Storage", "fan": "Fan", "cooling": "Cooling"}
-
 
 def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
     """(name, value, where it comes from) for every scenario input that is set."""
@@ -666,6 +661,8 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
         groups.append(("Serving engine", rows))
     if d.reliability is not None:
         r = d.reliability
+        from gpucluster_lib.charts.report_design import COMPONENT_NAMES
+
         rows = [(f"Failure rate: {COMPONENT_NAMES.get(k, humanize_key(k))}", format_value(v, "per 1,000 GPU-days"),
                  f"the {r.failure_preset} failure preset") for k, v in r.component_rates.items()]
         rows.append(("Restart time", format_value(r.restart_s / 60, "min"), "the scenario or the preset"))

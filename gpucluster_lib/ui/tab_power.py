@@ -12,6 +12,7 @@ from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.facility.site import Budget, default_node_counts, growth_table
 from gpucluster_lib.findings import Finding, findings_html
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware.rack import rack_power_limit_kw_of
 from gpucluster_lib.scenario import Scenario, parse_redundancy
 from gpucluster_lib.ui.common import (
@@ -50,7 +51,7 @@ def totals_frame(b: Budget, currency: str = "USD") -> pd.DataFrame:
         (f"UPS ({b.power_redundancy}, +{b.growth_headroom:.0%} growth)", f"{b.ups_kw:,.0f} kW / {b.ups_kva:,.0f}",
          "kVA"),
         ("Generator", f"{b.generator_kw:,.0f} kW / {b.generator_kva:,.0f}", "kVA"),
-        ("Planned with growth", f"{b.planned_it_power_kw:,.1f} kW IT, {b.planned_racks} racks", ""),
+        ("Planned with growth", f"{b.planned_it_power_kw:,.1f} kW IT, {plural(b.planned_racks, 'rack')}", ""),
         ("Annual energy", f"{b.annual_energy_mwh:,.1f}", "MWh"),
         ("Annual energy cost", f"{b.annual_energy_cost:,.0f}", f"{currency} per year"),
     ]
@@ -314,7 +315,7 @@ class PowerPanel:
             ("Nodes per rack", f"{b.nodes_per_rack}, limited by {b.binding_constraint} "
                                f"(space {lim['space']}, power {lim['power']}, cooling {lim['cooling']}, "
                                f"weight {lim['weight']})"),
-            ("Hall", f"{b.nodes} nodes + {b.spare_nodes} hot spares in {b.racks} racks, "
+            ("Hall", f"{plural(b.nodes, 'node')} + {plural(b.spare_nodes, 'hot spare')} in {plural(b.racks, 'rack')}, "
                      f"{b.it_power_kw:,.1f} kW IT, {b.facility_power_kw:,.1f} kW facility, "
                      f"{b.annual_energy_mwh:,.1f} MWh/year"),
         ]) + findings_html([f for f in b.findings if f not in b.node.findings], empty="No hall findings.")
