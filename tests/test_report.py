@@ -126,3 +126,17 @@ def test_report_reads_a_catalogue_outside_the_folder_only_with_allow_paths(tmp_p
     assert "Traceback" not in html and "outside the scenario" not in html
     # 2 nodes x 8 GPUs (the default per node) of the overlay's accelerator, named as in its CSV
     assert "16 × Acme X1 Test" in html
+
+
+def test_a_stage_that_fails_inside_the_report_kernel_is_a_one_line_message(tmp_path):
+    """An accelerator without a price (the cost stage refuses it) fails in the notebook's kernel:
+    the command says why in one line (exit 2), with no traceback."""
+    from tests.test_catalog import one_row
+    from tests.test_paths import cli
+
+    (tmp_path / "my_accelerators.csv").write_text(one_row("accelerators"))
+    scenario = tmp_path / "s.yaml"
+    scenario.write_text("catalog: [my_accelerators.csv]\nhardware: {accelerator: x1, nodes: 2}\n")
+    rc, out, err = cli("report", str(scenario), "-o", str(tmp_path / "r.html"))
+    assert rc == 2 and out == ""
+    assert "costs.accelerator_price" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1

@@ -41,6 +41,10 @@ REPORT_NOTEBOOK = NOTEBOOK_DIR / "report.ipynb"
 EXECUTION_TIMEOUT_S = 600
 
 
+class ReportError(GpuClusterError, RuntimeError):
+    """The report notebook stopped on an error: the message is the kernel's, without its traceback."""
+
+
 # ---------------------------------------------------------------- sections (used inside the notebook)
 
 def _design(x: Any) -> Design:
@@ -134,11 +138,16 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
     out_html.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
-        pm.execute_notebook(
-            str(notebook), str(executed), parameters={"scenario_path": str(scenario_path), "allow_paths": allow_paths},
-            cwd=str(Path(notebook).resolve().parent), execution_timeout=timeout_s, progress_bar=False,
-            kernel_name="python3", log_output=False,
-        )
+        try:
+            pm.execute_notebook(
+                str(notebook), str(executed), parameters={"scenario_path": str(scenario_path),
+                                                          "allow_paths": allow_paths},
+                cwd=str(Path(notebook).resolve().parent), execution_timeout=timeout_s, progress_bar=False,
+                kernel_name="python3", log_output=False,
+            )
+        except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
+            raise ReportError(f"the report of {scenario.name!r} could not be written: "
+                              f"{str(exc.evalue).strip().splitlines()[-1] if exc.evalue else exc.ename}") from None
         nb = nbformat.read(executed, as_version=4)
         nb.metadata.pop("widgets", None)
         nb.metadata["title"] = scenario.name  # the page's title (and the PDF footer's)
