@@ -232,6 +232,8 @@ def test_every_example_exports_the_budgets_racks(path):
     assert len(racks) == d.facility.racks
     placed = sorted(x.name for r in racks for x in r.devices if x.kind in ("switch", "storage", "head"))
     assert len(placed) == len(set(placed)) == len(d.facility.infra_devices)
+    for r in racks:  # every device inside its rack (a 48U NVL72 rack is drawn 48U high)
+        assert all(1 <= x.position and x.position + x.height_u - 1 <= r.u_height for x in r.devices), r.name
 
 
 def _cli(*argv: str) -> int:

@@ -132,8 +132,10 @@ def rack_layout(design: Design) -> list[Rack]:
             place(devs, named(dev), max(usable, dev.height_u))
         infra_racks.append(devs)
     infra_racks += [[] for _ in range(b.infra_racks - len(infra_racks))]  # a vendor layout's spare racks
-    out = [Rack(f"rack{i + 1:03d}", u_height, tuple(sorted(d, key=lambda x: x.position)))
-           for i, d in enumerate(racks + infra_racks)]
+    # a rack-scale system (GB200 NVL72: 48U) is its own rack, taller than the facility's default
+    compute_u = max(u_height, int(node.rack_units) * (1 if b.rack_fit.basis == "rack-scale" else 0))
+    out = [Rack(f"rack{i + 1:03d}", compute_u if i < len(racks) else u_height,
+                tuple(sorted(d, key=lambda x: x.position))) for i, d in enumerate(racks + infra_racks)]
     return out
 
 
