@@ -33,6 +33,7 @@ def _ms(t0: float) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--header-only", action="store_true", help="only the header refresh (no document, no PDF)")
     args = ap.parse_args()
     from gpucluster_lib.ui.common import AppState
     from gpucluster_lib.ui.header import Header, header_html
@@ -42,11 +43,12 @@ def main() -> None:
     for name, path in example_paths().items():
         d = Design.from_yaml(path)
         _ = d.findings  # every stage computed once, outside the timings
-        t0 = time.perf_counter()
-        page = document_html(d, report_sections(d))
-        html_s = _ms(t0) / 1000
-        pdf_s = float("nan")
-        if shutil.which("chromium"):
+        html_s = pdf_s = float("nan")
+        if not args.header_only:
+            t0 = time.perf_counter()
+            page = document_html(d, report_sections(d))
+            html_s = _ms(t0) / 1000
+        if shutil.which("chromium") and not args.header_only:
             from gpucluster_lib.report.pdf import html_to_pdf
 
             with tempfile.TemporaryDirectory() as tmp:
