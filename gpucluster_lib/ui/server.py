@@ -1,6 +1,6 @@
 """Voila server hooks that keep the app's kernels bounded: one kernel per open page, no more.
 
-Voila starts one kernel (about 260 MB with the app imported) per page load. Three things
+Voila starts one kernel (about 180 MB with the app's first tab built) per page load. These
 make sure they do not pile up; ``notebooks/voila.json`` switches them on:
 
 * **Closing a page frees its kernel.** Voila's page sends a ``beforeunload`` beacon to
@@ -12,7 +12,19 @@ make sure they do not pile up; ``notebooks/voila.json`` switches them on:
 * **Abandoned kernels are culled** by Jupyter Server's ``MappingKernelManager`` culler
   (``cull_idle_timeout``, ``cull_interval``; ``cull_connected`` off so an open page is never
   culled). A kernel no page has connected to yet (a page still loading, or a bare GET) is kept
-  for ``connect_grace_s`` after it was handed out, then culled like any other.
+  for ``connect_grace_s`` after it was handed out, then culled like any other. The server pings
+  each page's websocket every 15 s and drops it after 45 s without an answer, so a page that
+  vanished without closing (a crashed browser, a lost network) loses its kernel within about
+  two minutes (45 s + the 60 s idle timeout + one 20 s culler pass at most). A ping timeout
+  equal to the interval (tried first) dropped live pages of a busy server whenever one ping
+  timer fired late.
+* **Kernels start a few at a time.** Every page takes a preheated kernel from Voila's pool
+  and its taking starts the next one, so twenty pages at once start twenty kernels, each
+  running the whole notebook; on two cores none then became ready within a minute and a half
+  (the connect grace: the culler took kernels of pages still loading). At most
+  ``max_starting`` kernels start and run the notebook at once; the others wait in a queue
+  (first come, first served) and the connect grace counts from when a kernel has run the
+  notebook, not from when it was asked for.
 * **A cap on kernels.** :class:`CappedKernelManager` refuses to start kernel number
   ``max_kernels + 1`` (the preheated pool included); a page asked for beyond it gets a short
   "workbook is full" page (HTTP 503) instead of a kernel. The pool's refill waits for room
@@ -24,7 +36,10 @@ These classes run in the Voila server, not in the kernel; nothing here imports w
 from __future__ import annotations
 
 import asyncio
+import functools
+from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from jupyter_server.auth.identity import User
@@ -55,8 +70,116 @@ def pooled_kernel_ids(km: Any) -> set[str]:
     return out
 
 
+def kernel_pids(server_pid: int) -> list[int]:
+    """The ipykernel processes the Voila server ``server_pid`` started (from /proc: Voila serves no
+    kernel list). Used by the load benchmark and the browser tests to count sessions."""
+    out = []
+    for p in Path("/proc").iterdir():
+        if not p.name.isdigit():
+            continue
+        try:
+            ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (p / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == server_pid and b"ipykernel" in cmd:
+            out.append(int(p.name))
+    return out
+
+
+def rss_mb(pids: list[int]) -> float:
+    """Resident memory of the processes ``pids`` together [MB = 10^6 bytes] (``VmRSS`` in /proc)."""
+    total = 0
+    for pid in pids:
+        try:
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    total += int(line.split()[1]) * 1024
+        except OSError:
+            continue
+    return total / 1e6
+
+
+def _admitted(initialize: Callable) -> Callable:
+    """Voila's pool fill (``VoilaKernelManager._initialize``: start a kernel, then run the notebook
+    in it as a task) behind the manager's admission queue. The slot is given back, and the kernel
+    stamped as active, once the notebook has run: when the page's content generator is spent
+    (the task hands it to the page's request if one takes the kernel before it is done), or after
+    ``VoilaExecutor`` time at most, should nobody ever read it to the end."""
+
+    @functools.wraps(initialize)
+    async def _initialize(self: CappedKernelManager, notebook_path: str, kernel_id: str | None = None,
+                          **kwargs: Any) -> dict:
+        if kernel_id is not None:  # a restart re-runs the notebook in a kernel that exists
+            return await initialize(self, notebook_path, kernel_id, **kwargs)
+        self._queued += 1
+        try:
+            await self._admission.acquire()
+        finally:
+            self._queued -= 1
+        released = False
+
+        def ready() -> None:
+            nonlocal released
+            if released:
+                return
+            released = True
+            self._admission.release()
+            kid = content.get("kernel_id")
+            if kid is not None and kid in self:  # the connect grace counts from here
+                self.get_kernel(kid).last_activity = utcnow()
+                self.log.info("Kernel %s has run the notebook (%d waiting to start)", kid, self._queued)
+
+        content: dict = {}
+        try:
+            content = await initialize(self, notebook_path, kernel_id, **kwargs)
+        except BaseException:
+            ready()
+            raise
+        # the render task has been created but has not run yet: it calls this on its first step
+        renderer = content["renderer"]
+        generate = renderer.generate_content_generator
+
+        async def generate_then_release(*args: Any, **kw: Any) -> Any:
+            try:
+                async for item in generate(*args, **kw):
+                    yield item
+            finally:
+                ready()
+
+        renderer.generate_content_generator = generate_then_release
+        asyncio.get_running_loop().call_later(self.start_timeout_s, ready)
+        return content
+
+    return _initialize
+
+
+def _never_empty(get_pool_size: Callable) -> Callable:
+    """Voila's pool size, as its page handler asks for it just before taking a pool kernel, with
+    a pool fill queued first when the pool is empty. Voila refills the pool only once the kernel
+    a page took has started, so pages arriving meanwhile found it empty and started kernels of
+    their own outside the pool, all at once: with this every page takes a pool kernel, and
+    every kernel start goes through the admission queue."""
+
+    @functools.wraps(get_pool_size)
+    def _get_pool_size(self: CappedKernelManager, notebook_name: str) -> int:
+        size = get_pool_size(self, notebook_name)
+        if size == 0:
+            self.fill_if_needed(delay=0, notebook_name=notebook_name)  # adds none if the pool is off
+            size = get_pool_size(self, notebook_name)
+        return size
+
+    return _get_pool_size
+
+
 class CappedKernelManager(AsyncMappingKernelManager):
-    """Jupyter Server's kernel manager with a hard cap on live kernels (pool included)."""
+    """Jupyter Server's kernel manager with a hard cap on live kernels (pool included) and an
+    admission queue for kernel starts.
+
+    Voila makes its pooling manager by subclassing the configured class
+    (``voila_kernel_manager_factory``); :meth:`__init_subclass__` puts that subclass's pool fill
+    behind the queue.
+    """
 
     max_kernels = Integer(24, config=True, help=(
         "Most kernels alive at once, the preheated pool included. A page beyond it is refused with a "
@@ -65,10 +188,25 @@ class CappedKernelManager(AsyncMappingKernelManager):
         "A kernel handed to a page that has not connected yet is kept this long [s] (a page can take a "
         "minute to load on a busy server) before the idle culler may take it: the bound for a bare GET."))
     pool_wait_s = Float(1.0, config=True, help="How often a pool refill waiting for room checks again [s].")
+    max_starting = Integer(2, config=True, help=(
+        "Most kernels starting and running the notebook at once; later ones wait their turn. About one "
+        "per CPU core: more only makes each of them slower."))
+    start_timeout_s = Float(300.0, config=True, help=(
+        "A kernel's admission slot is given back after this long [s] even if its notebook has not "
+        "finished running (as VoilaExecutor.timeout bounds each cell)."))
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if "_initialize" in cls.__dict__:
+            cls._initialize = _admitted(cls.__dict__["_initialize"])
+        if "get_pool_size" in cls.__dict__:
+            cls.get_pool_size = _never_empty(cls.__dict__["get_pool_size"])
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._starting = 0
+        self._queued = 0  # pool fills waiting for an admission slot
+        self._admission = asyncio.Semaphore(max(1, self.max_starting))
         self._connected: set[str] = set()  # kernels a page has connected to at least once
 
     def notify_connect(self, kernel_id: str) -> None:
@@ -89,8 +227,8 @@ class CappedKernelManager(AsyncMappingKernelManager):
         await ensure_async(super().shutdown_kernel(kernel_id, *args, **kwargs))
 
     def kernel_count(self) -> int:
-        """Kernels alive or starting."""
-        return len(self._kernels) + self._starting
+        """Kernels alive, starting or waiting for their turn to start."""
+        return len(self._kernels) + self._starting + self._queued
 
     def has_room(self) -> bool:
         return self.kernel_count() < self.max_kernels

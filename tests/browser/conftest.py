@@ -82,23 +82,6 @@ def voila_server(*extra: str, log_name: str = "voila.log") -> Iterator[tuple[str
         log.close()
 
 
-def kernel_pids(server_pid: int) -> list[int]:
-    """The ipykernel processes the Voila server ``server_pid`` started (from /proc; Voila serves
-    no kernel list)."""
-    out = []
-    for p in Path("/proc").iterdir():
-        if not p.name.isdigit():
-            continue
-        try:
-            ppid = int((p / "stat").read_text().rsplit(")", 1)[1].split()[1])
-            cmd = (p / "cmdline").read_bytes()
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == server_pid and b"ipykernel" in cmd:
-            out.append(int(p.name))
-    return out
-
-
 @pytest.fixture(scope="session")
 def voila_url(chromium_path: str) -> Iterator[str]:
     """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session."""

@@ -1,0 +1,137 @@
+"""The Voila kernel manager's admission queue and never-empty pool, without a server: a stand-in
+for Voila's pooling subclass (``voila_kernel_manager_factory`` subclasses the configured class
+the same way) whose pool fills take a kernel start and a notebook run the test controls.
+tests/browser/test_app_sessions.py checks the same with the real server and browser."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+from types import SimpleNamespace
+
+from gpucluster_lib.ui.server import CappedKernelManager, kernel_pids, rss_mb, utcnow
+
+
+class Renderer:
+    """Voila's NotebookRenderer as the pool fill uses it: a content generator that runs the notebook."""
+
+    def __init__(self, test: PoolStandIn, kid: str) -> None:
+        self.test, self.kid = test, kid
+
+    async def generate_content_generator(self, kernel_id=None, kernel_future=None):
+        self.test.running.add(self.kid)
+        self.test.peak = max(self.test.peak, len(self.test.running))
+        yield "<head>", None  # the page's first bytes, before the cells run
+        await self.test.notebook_done[self.kid].wait()
+        self.test.running.discard(self.kid)
+        yield "<body>", None
+
+
+class PoolStandIn(CappedKernelManager):
+    """Defines the two methods Voila's subclass defines, so ``__init_subclass__`` wraps them."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.running: set[str] = set()
+        self.peak = 0
+        self.notebook_done: dict[str, asyncio.Event] = {}
+        self.fake_kernels: dict[str, SimpleNamespace] = {}
+        self.pool: list[asyncio.Task] = []
+
+    async def _initialize(self, notebook_path, kernel_id=None, **kwargs):
+        kid = f"k{len(self.fake_kernels)}"
+        self.fake_kernels[kid] = SimpleNamespace(last_activity=utcnow() - timedelta(hours=1))
+        self.notebook_done[kid] = asyncio.Event()
+        renderer = Renderer(self, kid)
+
+        async def render():  # generate_content_hybrid: reads the generator to its end
+            async for _ in renderer.generate_content_generator(kid):
+                pass
+
+        return {"kernel_id": kid, "renderer": renderer, "task": asyncio.get_running_loop().create_task(render())}
+
+    def get_pool_size(self, notebook_name):
+        return len(self.pool)
+
+    def fill_if_needed(self, delay=None, notebook_name=None, **kwargs):
+        self.pool.append(asyncio.get_running_loop().create_task(self._initialize(notebook_name, None)))
+
+    def __contains__(self, kid):
+        return kid in self.fake_kernels
+
+    def get_kernel(self, kid):
+        return self.fake_kernels[kid]
+
+
+async def _settle():
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+def test_kernels_start_and_run_the_notebook_a_few_at_a_time():
+    async def scenario():
+        km = PoolStandIn(max_starting=2, max_kernels=10)
+        fills = [asyncio.create_task(km._initialize("app.ipynb")) for _ in range(5)]
+        await _settle()
+        assert len(km.fake_kernels) == 2  # five asked for at once: two start, three wait their turn
+        assert km._queued == 3 and km.kernel_count() == 3  # (no real kernel is alive here)
+        assert km.fake_kernels["k0"].last_activity < utcnow() - timedelta(minutes=59)
+        km.notebook_done["k0"].set()  # one kernel has run the notebook: the next may start
+        await _settle()
+        assert len(km.fake_kernels) == 3 and km._queued == 2
+        # the connect grace counts from now, not from when the kernel was asked for
+        assert utcnow() - km.fake_kernels["k0"].last_activity < timedelta(seconds=5)
+        for kid in ("k1", "k2", "k3", "k4"):
+            await _settle()
+            km.notebook_done[kid].set()
+        await asyncio.gather(*fills)
+        await _settle()
+        assert km.peak == 2 and len(km.fake_kernels) == 5 and km._queued == 0
+
+    asyncio.run(scenario())
+
+
+def test_a_page_taking_a_kernel_mid_run_keeps_its_slot_until_the_notebook_has_run():
+    """Voila's page handler stops the pool's render task after the first cell and reads the rest
+    of the generator itself: the slot goes with the generator's end, not the task's."""
+
+    async def scenario():
+        km = PoolStandIn(max_starting=1)
+        content = await km._initialize("app.ipynb")
+        content["task"].cancel()  # the task no longer reads it; the page's request does
+        await _settle()
+        waiting = asyncio.create_task(km._initialize("app.ipynb"))
+        await _settle()
+        assert len(km.fake_kernels) == 1 and km._queued == 1
+        rest = content["renderer"].generate_content_generator("k0")
+        km.notebook_done["k0"].set()
+        assert [html async for html, _ in rest] == ["<head>", "<body>"]
+        await waiting
+        assert len(km.fake_kernels) == 2
+
+    asyncio.run(scenario())
+
+
+def test_a_page_finding_the_pool_empty_queues_a_pool_fill_for_itself():
+    async def scenario():
+        km = PoolStandIn()
+        assert km.get_pool_size("app.ipynb") == 1  # the handler then takes the pool path
+        assert km.get_pool_size("app.ipynb") == 1  # not one more for each question
+        await asyncio.gather(*km.pool)
+
+    asyncio.run(scenario())
+
+
+def test_kernel_processes_of_a_server_from_proc():
+    import os
+    import subprocess
+    import sys
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)", "ipykernel_launcher"])
+    try:
+        assert kernel_pids(os.getpid()) == [child.pid]  # "ipykernel" on its command line
+        assert kernel_pids(child.pid) == []
+        assert 1 < rss_mb([child.pid]) < 100  # a bare interpreter [MB]
+    finally:
+        child.kill()
+        child.wait()
