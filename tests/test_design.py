@@ -257,6 +257,28 @@ def test_returning_to_an_earlier_node_count_reuses_its_plan_search():
     assert other.training is first and other.evolve(smaller.scenario).training is smaller.training
 
 
+def test_the_automatic_plan_and_the_table_of_plans_are_one_search(monkeypatch):
+    est = importlib.import_module("gpucluster_lib.training.estimate")
+
+    evaluated = []
+    evaluate = est.evaluate
+    monkeypatch.setattr(est, "evaluate", lambda ctx, plans: evaluated.append(len(plans["tp"])) or evaluate(ctx, plans))
+    monkeypatch.setattr(est, "_SEARCHES", {})
+    # Llama 3 70B on 64 DGX H100, parallelism auto at a global batch of 512: the training stage's
+    # search and the Training tab's table (the same fixed fields) read the same inputs
+    d = Design.from_yaml(LLAMA)
+    assert d.scenario.parallelism.auto and d.scenario.parallelism.global_batch_size == 512
+    best = d.training.plan.label()
+    searched = len(evaluated)
+    assert d.plans.best.label() == best and len(evaluated) == searched  # no second search
+    d.plans.table["fits"] = False  # a caller editing its copy of the table
+    again = Design.from_yaml(LLAMA)
+    assert again.plans.best.label() == best and len(evaluated) == searched  # the kept search is intact
+    # another node count is another search
+    assert Design(d.scenario.replace(hardware__nodes=32)).training.gpus == 256
+    assert len(evaluated) > searched
+
+
 class _Reads:
     """An upstream result stand-in that records the attributes a stage reads of it (its
     properties are evaluated on the stand-in, so what they read is recorded too)."""

@@ -311,9 +311,35 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
         Fixed fields (default: ``scenario.parallelism``).
     limit : int or None
         Rows kept in the table (None: all); the ranking always covers every plan.
+
+    The last :data:`SEARCH_CACHE_SIZE` searches are kept, keyed by everything the search reads
+    (the context, the fixed fields, the token budget, the rows kept): an automatic plan and the
+    Training tab's table of alternatives are one search, and so is a repeat in an app session.
     """
     ctx = context or build_context(scenario, catalog, gpus=gpus)[0]
     spec = spec or scenario.parallelism
+    try:  # the search reads exactly these: a repeat (the plan and the Training tab's table) is free
+        key: tuple | None = (ctx, spec, scenario.training.tokens, limit)
+        hit = _SEARCHES.get(key)
+    except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
+        key, hit = None, None
+    if hit is not None:
+        _SEARCHES[key] = _SEARCHES.pop(key)  # the latest used last
+        return dataclasses.replace(hit, table=hit.table.copy())
+    result = _search(ctx, spec, scenario.training.tokens, limit)
+    if key is not None:
+        _SEARCHES[key] = result
+        while len(_SEARCHES) > SEARCH_CACHE_SIZE:
+            del _SEARCHES[next(iter(_SEARCHES))]
+    return dataclasses.replace(result, table=result.table.copy())
+
+
+#: Searches kept by :func:`search_plans`, keyed by (context, fixed fields, tokens, rows kept).
+SEARCH_CACHE_SIZE = 8
+_SEARCHES: dict[tuple, SearchResult] = {}
+
+
+def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: int | None) -> SearchResult:
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     plans = enumerate_plans(spec, ctx.arch, ctx.gpus, tp_limit)
     n = len(plans["tp"])
@@ -321,7 +347,7 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     res = evaluate(ctx, plans)
-    return SearchResult(table=_rank_table(ctx, plans, res, scenario.training.tokens, limit), enumerated=n,
+    return SearchResult(table=_rank_table(ctx, plans, res, tokens, limit), enumerated=n,
                         fitting_count=int(np.count_nonzero(res["fits"])), layers=ctx.arch.layers)
 
 
