@@ -185,6 +185,11 @@ def test_panel_hides_the_band_of_a_plan_that_does_not_fit():
     assert "Days to train</b> – (the training plan does not fit" in panel.summary.value
     assert panel.rel_chart.layout.display is None  # goodput and interruptions do not need the plan
     assert panel.cost_chart.layout.display is None
+    from gpucluster_lib.ui.header import header_figures
+
+    # the key figures above the tabs have no days either (they had the band's expected days before)
+    assert not any(label.startswith("Days to train") for label, _ in header_figures(state.design))
+    assert state.design.summary()["training_days_expected"]["value"] is None
     # back to the plan that fits (PP 8 x DP 16): the band is drawn again, the note is gone
     state.update(parallelism__pipeline=8, parallelism__data=16, parallelism__virtual_stages=2)
     assert panel.band_chart.layout.display is None and panel.band_note.value == ""
