@@ -82,10 +82,15 @@ def voila_server(*extra: str, log_name: str = "voila.log") -> Iterator[tuple[str
         log.close()
 
 
+TEST_POOL = 2  # preheated kernels of the shared server: each test's page finds one ready
+
+
 @pytest.fixture(scope="session")
 def voila_url(chromium_path: str) -> Iterator[str]:
-    """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session."""
-    with voila_server() as (url, _proc):
+    """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session. Its pool holds two
+    kernels (one in notebooks/voila.json): a test runs for less time than a refill takes on a
+    busy machine, so with one the next test's page waited for the refill."""
+    with voila_server(f"--VoilaConfiguration.default_pool_size={TEST_POOL}") as (url, _proc):
         yield url
 
 
