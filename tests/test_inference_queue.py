@@ -111,16 +111,41 @@ def test_mean_context_in_flight_is_length_biased():
 
 
 def test_output_length_spread_slows_decode_and_lowers_the_max_rate():
-    fixed, spread = serve(mlperf("dgx-h100")), serve(mlperf("dgx-h100", output_tokens_cv=0.71))
-    # the KV bytes read per step grow with the mean context in flight: 443.1 / 369 tokens
+    # at the same batch, the KV bytes read per step grow with the mean context in flight: 443.1 / 369 tokens
+    fixed, spread = (serve(mlperf("dgx-h100", batch_size=512, output_tokens_cv=cv)) for cv in (0.0, 0.71))
     assert spread.step_time_breakdown_s["attention"] / fixed.step_time_breakdown_s["attention"] == pytest.approx(
         443.1 / 369.0, rel=1e-3)
+    fixed, spread = serve(mlperf("dgx-h100")), serve(mlperf("dgx-h100", output_tokens_cv=0.71))
     assert spread.tokens_per_s_per_gpu < fixed.tokens_per_s_per_gpu
     srv0 = serve(mlperf("dgx-h100", arrival="poisson"))
     srv1 = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=0.71))
     assert srv1.load["max_rate_per_replica_per_s"] < srv0.load["max_rate_per_replica_per_s"]
     assert any("443 tokens of context" in a for a in spread.assumptions)   # 222 + 1.5041 x 147
     assert not any("output lengths vary" in a for a in fixed.assumptions)
+
+
+def test_kv_budget_covers_the_mean_context_in_flight():
+    from gpucluster_lib.inference.memory import reserved_tokens_per_sequence
+
+    # max(L_in + L_out, L_in + (1 + c^2) L_out / 2): the full length of a mean request up to c = 1
+    assert reserved_tokens_per_sequence(222, 294) == pytest.approx(516.0)          # 222 + 294
+    assert reserved_tokens_per_sequence(222, 294, 0.71) == pytest.approx(516.0)    # 443 in flight < 516
+    assert reserved_tokens_per_sequence(222, 294, 2.0) == pytest.approx(957.0)     # 222 + 5 x 147 > 516
+    # Llama 2 70B at FP8 on TP 2: KV 80 layers x 2 x (8 / 2) heads x 128 x 1 byte = 81,920 B/token per GPU,
+    # FP32 logits 32,000 / 2 x 4 = 64,000 B (models.yaml, Touvron et al. 2023 Table 1)
+    for cv, tokens in ((0.0, 516), (2.0, 957)):
+        est = serve(mlperf("dgx-h100", ttft_slo_s=1e6, tpot_slo_s=1e6, output_tokens_cv=cv))
+        assert est.kv_cache_bytes_per_token_per_gpu == 81_920
+        assert est.memory_per_gpu_bytes["kv_cache"] == pytest.approx(est.batch * (81_920 * tokens + 64_000))
+        spread = [f for f in est.findings if f.code == "inference-length-spread-exceeds-reserve"]
+        assert len(spread) == (1 if cv > 1 else 0)
+    assert spread[0].field == "inference.output_tokens_cv" and "957 tokens" in spread[0].message
+    # the KV a decode step reads at c = 2 is what memory holds: attention at 957 / 516 of the c = 0 context
+    a, b = (serve(mlperf("dgx-h100", batch_size=256, output_tokens_cv=cv)) for cv in (0.0, 2.0))
+    assert b.memory_per_gpu_bytes["kv_cache"] / a.memory_per_gpu_bytes["kv_cache"] == pytest.approx(
+        (81_920 * 957 + 64_000) / (81_920 * 516 + 64_000))
+    assert b.step_time_breakdown_s["attention"] / a.step_time_breakdown_s["attention"] == pytest.approx(
+        957 / 369, rel=1e-3)                                                      # 369 = 222 + 294 / 2
 
 
 # ----------------------------------------------------------------- serve() with Poisson arrivals

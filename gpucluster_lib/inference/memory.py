@@ -17,7 +17,17 @@ Terms (per GPU, bytes):
 
 The engine may use ``memory_utilization`` of the HBM. Each sequence reserves KV for its
 full length ``input + output`` (TensorRT-LLM's *guaranteed no evict* scheduling), so
-``max_batch = floor(free / (kv_per_token x (L_in + L_out) + logits))``.
+``max_batch = floor(free / (kv_per_token x R + logits))`` with ``R`` the KV budget of a
+sequence in flight [tokens]. When every request is alike, ``R = L_in + L_out``. When output
+lengths spread (``output_tokens_cv`` = c, standard deviation over the mean), the sequences in
+flight are a length-biased sample and hold ``L_in + (1 + c^2) L_out / 2`` tokens of context on
+average (:func:`~gpucluster_lib.inference.latency.mean_context_in_flight`; Cox 1962, *Renewal
+Theory*): a long request holds more than ``L_in + L_out`` near its end, the short ones beside it
+less, and the paged cache (Kwon et al. 2023, vLLM's PagedAttention; TensorRT-LLM's paged KV
+cache) hands the pages of finished requests to growing ones. So ``R = max(L_in + L_out,
+L_in + (1 + c^2) L_out / 2)``: for c <= 1 the full length of a mean request covers the mean
+context; for c > 1 the mean context is larger, and the budget follows it, so the cache always
+holds the KV a decode step reads (finding ``inference-length-spread-exceeds-reserve``).
 """
 
 from __future__ import annotations
@@ -26,6 +36,7 @@ import math
 from dataclasses import dataclass
 
 from gpucluster_lib.inference.efficiency import ServingEfficiency
+from gpucluster_lib.inference.latency import mean_context_in_flight
 from gpucluster_lib.inference.precision import ACTIVATION_BYTES
 from gpucluster_lib.units import GIB
 from gpucluster_lib.workloads.transformer import TransformerArch
@@ -89,9 +100,15 @@ class MemoryPlan:
                 "total": self.capacity_bytes}
 
 
+def reserved_tokens_per_sequence(input_tokens: float, output_tokens: float, output_tokens_cv: float = 0.0) -> float:
+    """KV budget of a sequence in flight, ``max(L_in + L_out, L_in + (1 + c^2) L_out / 2)`` [tokens] (module doc)."""
+    return max(float(input_tokens) + float(output_tokens),
+               mean_context_in_flight(input_tokens, output_tokens, output_tokens_cv))
+
+
 def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_bytes: float, kv_bytes: float,
                 input_tokens: int, output_tokens: int, eff: ServingEfficiency,
-                max_num_tokens: int | None = None) -> MemoryPlan:
+                max_num_tokens: int | None = None, output_tokens_cv: float = 0.0) -> MemoryPlan:
     """Memory per GPU and the largest batch that fits (see module doc for each term).
 
     Parameters
@@ -103,6 +120,8 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     input_tokens, output_tokens : per request [tokens]
     eff : memory_utilization [fraction] and runtime_overhead_gib [GiB]
     max_num_tokens : tokens per engine step [tokens]; default max(8192, input_tokens)
+    output_tokens_cv : spread of output lengths, standard deviation over the mean [-]; it sets the
+        KV budget of a sequence in flight when it exceeds 1 (module doc)
 
     Returns
     -------
@@ -115,7 +134,8 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens))
     runtime = eff.runtime_overhead_gib * GIB
     kv_tok = kv_cache_bytes_per_token_per_gpu(arch, tp, kv_bytes)
-    per_seq = kv_tok * (input_tokens + output_tokens) + arch.vocab_size / tp * LOGIT_BYTES
+    per_seq = (kv_tok * reserved_tokens_per_sequence(input_tokens, output_tokens, output_tokens_cv)
+               + arch.vocab_size / tp * LOGIT_BYTES)
     free = usable - weights - workspace - runtime
     max_batch = int(free // per_seq) if free > 0 else 0
     return MemoryPlan(capacity, usable, weights, workspace, runtime, kv_tok, per_seq, max_batch)

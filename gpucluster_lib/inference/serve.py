@@ -31,7 +31,7 @@ from gpucluster_lib.inference.latency import (
     mixed_step_times,
     prefill_time,
 )
-from gpucluster_lib.inference.memory import MemoryPlan, memory_plan
+from gpucluster_lib.inference.memory import MemoryPlan, memory_plan, reserved_tokens_per_sequence
 from gpucluster_lib.inference.precision import (
     DEFAULT_KV_PRECISION,
     KV_BYTES,
@@ -254,7 +254,8 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
                  fabric_gbps: float | None = None, prof: CalibrationProfile | None = None) -> _TpResult:
     inf = scenario.inference
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
-                      kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff)
+                      kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff,
+                      output_tokens_cv=inf.output_tokens_cv)
     rhw = _replica_hardware(scenario, hw, catalog, tp, peak, fabric_gbps)
     eff = _calibrated(eff, scenario, prof, rhw, tp <= hw.gpus_per_node)
     fits = mem.max_batch >= 1
@@ -463,7 +464,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
                    memory_plan(arch, memory_gib=float(acc["memory_gib"]), tp=t, weight_bytes=weight_bytes,
                                kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
-                               eff=eff).max_batch >= 1]
+                               eff=eff, output_tokens_cv=inf.output_tokens_cv).max_batch >= 1]
         smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
         fix = []
         if fitting:
@@ -484,7 +485,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             "inference-batch-exceeds-memory", "error",
             f"batch_size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
             f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
-            f"{inf.input_tokens + inf.output_tokens} tokens",
+            f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv):,.0f} tokens"
+            + (" of context on average" if inf.output_tokens_cv > 1 else ""),
             fix=f"use batch_size <= {mem.max_batch}, a larger tensor_parallel or a smaller KV precision",
             field="inference.batch_size"))
     elif best.capacity is None and peak is not None and inf.arrival == "poisson":
@@ -504,6 +506,17 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
             fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
+    if inf.output_tokens_cv > 1 and best.fits:
+        ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
+        findings.append(Finding(
+            "inference-length-spread-exceeds-reserve", "warning",
+            f"output lengths spread by {inf.output_tokens_cv:g} times their mean: a sequence in flight holds "
+            f"{ctx:,.0f} tokens of context on average, more than the {inf.input_tokens + inf.output_tokens:,} "
+            f"tokens of a mean request, so the KV cache is budgeted at {ctx:,.0f} tokens a sequence "
+            f"({mem.max_batch} sequences per replica) and the longest requests rely on the pages that "
+            f"finished ones free",
+            fix="check the spread of output lengths (MLPerf Llama 2 70B: 0.71), or cap the output length",
+            field="inference.output_tokens_cv"))
 
     # no SLO-meeting batch: report the fastest (smallest) batch, flagged meets_slo = False
     idx = best.chosen if best.chosen is not None else 0
