@@ -121,6 +121,8 @@ def test_output_length_spread_slows_decode_and_lowers_the_max_rate():
     srv1 = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=0.71))
     assert srv1.load["max_rate_per_replica_per_s"] < srv0.load["max_rate_per_replica_per_s"]
     assert any("443 tokens of context" in a for a in spread.assumptions)   # 222 + 1.5041 x 147
+    # Allen-Cunneen: against equal lengths (factor 1/2) the slot wait grows by 1 + c^2 = 1 + 0.71^2 = 1.50
+    assert any("slot is 1 + 0.71² = 1.50 times that with equal lengths" in a for a in spread.assumptions)
     assert not any("output lengths vary" in a for a in fixed.assumptions)
 
 

@@ -303,7 +303,8 @@ def _spread_assumption(inf: Any) -> str:
     ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
     return (f"output lengths vary (standard deviation {inf.output_tokens_cv:g} of the mean): a sequence in flight "
             f"holds {ctx:,.0f} tokens of context on average (longer requests stay longer in the batch), and the "
-            f"KV-slot wait grows by (1 + {inf.output_tokens_cv:g}²) / 2")
+            f"wait for a free KV-cache slot is 1 + {inf.output_tokens_cv:g}² = {1 + inf.output_tokens_cv ** 2:.2f} "
+            f"times that with equal lengths (Allen-Cunneen approximation)")
 
 
 def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int) -> dict[str, Any]:
