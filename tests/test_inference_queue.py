@@ -181,15 +181,24 @@ def test_offline_is_unchanged_and_poisson_is_at_most_offline():
 # second" (Server); v4.1 H200 Offline: mlperf_log_detail.txt "result_tokens_per_second" (no summary stored).
 # The same hardware gained 12.5% (H100) and 12.9% (H200) offline from v4.0 to v4.1 software (TensorRT-LLM):
 # a hardware model sits between the two rounds.
+MLPERF_TARGET = 0.10        # the target: every MLPerf row within 10% of the published tokens/s
+_TP2_AND_SERVER = ("the extra cost of a TP 2 replica (published 18-24% per GPU, model 12%) and the published server "
+                   "steps slower per sequence than offline, neither modelled (docs/inference.md)")
 MLPERF_ROWS = [
-    ("v4.0", "dgx-h100", 2, "offline", 21_805.8, 0.10),  # DGX-H100_H100-SXM-80GBx8_TRT Offline (validation row 141)
-    ("v4.0", "dgx-h100", 2, "poisson", 20_556.4, 0.16),  # same, Server (row 142); p99 TTFT 0.568 s, TPOT 156 ms
-    ("v4.0", "dgx-h200", 1, "offline", 27_738.3, 0.10),  # H200-SXM-141GBx8_TRT Offline
-    ("v4.0", "dgx-h200", 1, "poisson", 26_485.4, 0.10),  # H200-SXM-141GBx8_TRT Server; p99 TPOT 195 ms (binding)
-    ("v4.1", "dgx-h100", 2, "offline", 24_524.9, 0.10),  # DGX-H100_H100-SXM-80GBx8_TRT Offline
-    ("v4.1", "dgx-h100", 2, "poisson", 21_605.79, 0.11),  # same, Server; p99 TTFT 0.461 s, p99 TPOT 175 ms
-    ("v4.1", "dgx-h200", 1, "offline", 31_302.7, 0.14),  # H200-SXM-141GBx8_TRT Offline
+    ("v4.0", "dgx-h100", 2, "offline", 21_805.8),  # DGX-H100_H100-SXM-80GBx8_TRT Offline (validation row 141)
+    pytest.param("v4.0", "dgx-h100", 2, "poisson", 20_556.4,  # same, Server (row 142); p99 TTFT 0.568 s, TPOT 156 ms
+                 marks=pytest.mark.xfail(strict=True, reason="measured +15.6%: " + _TP2_AND_SERVER)),
+    ("v4.0", "dgx-h200", 1, "offline", 27_738.3),  # H200-SXM-141GBx8_TRT Offline
+    ("v4.0", "dgx-h200", 1, "poisson", 26_485.4),  # H200-SXM-141GBx8_TRT Server; p99 TPOT 195 ms (binding)
+    ("v4.1", "dgx-h100", 2, "offline", 24_524.9),  # DGX-H100_H100-SXM-80GBx8_TRT Offline
+    ("v4.1", "dgx-h100", 2, "poisson", 21_605.79),  # same, Server; p99 TTFT 0.461 s, p99 TPOT 175 ms (+10.0%)
+    pytest.param("v4.1", "dgx-h200", 1, "offline", 31_302.7,  # H200-SXM-141GBx8_TRT Offline
+                 marks=pytest.mark.xfail(strict=True, reason=(
+                     "measured -13.0%: v4.1 software gained 12.9% over v4.0 on the same H200, which a hardware "
+                     "model sits between (v4.0 row -1.8%)"))),
 ]
+#: regression guard, not the target: today's worst row is the v4.0 DGX H100 Server at +15.6%
+MLPERF_REGRESSION_GUARD = 0.16
 # Spread of output lengths in the MLPerf set: the v4.0 server logs give latency percentiles (p50, p90, p95,
 # p97, p99, p99.9, min, max) with a nearly constant TPOT (p90 / p50 = 1.07), so latency ~ TTFT + L_out TPOT;
 # integrating the piecewise-linear quantile function gives sd / (mean - TTFT) = 0.712 (DGX H100: mean 40.06 s,
@@ -198,12 +207,24 @@ MLPERF_ROWS = [
 MLPERF_OUTPUT_CV = 0.71
 
 
-@pytest.mark.parametrize(("round_", "server", "tp", "arrival", "published", "tolerance"), MLPERF_ROWS)
-def test_mlperf_llama2_70b_rows(round_, server, tp, arrival, published, tolerance):
+def mlperf_predicted(server, tp, arrival):
+    """Predicted tokens/s of 8 GPUs in MLPerf's Offline (no SLO) or Server (Poisson, p99 SLOs) scenario."""
     est = serve(mlperf(server, tp, arrival=arrival, output_tokens_cv=MLPERF_OUTPUT_CV) if arrival == "poisson"
                 else mlperf(server, tp, ttft_slo_s=1e6, tpot_slo_s=1e6, output_tokens_cv=MLPERF_OUTPUT_CV))
-    predicted = est.tokens_per_s_per_gpu * 8
-    assert predicted == pytest.approx(published, rel=tolerance)
+    return est.tokens_per_s_per_gpu * 8
+
+
+@pytest.mark.parametrize(("round_", "server", "tp", "arrival", "published"), MLPERF_ROWS)
+def test_mlperf_llama2_70b_rows(round_, server, tp, arrival, published):
+    assert mlperf_predicted(server, tp, arrival) == pytest.approx(published, rel=MLPERF_TARGET)
+
+
+def test_mlperf_rows_regression_guard():
+    # not the target (10%, above): every row, the expected failures included, stays below today's worst error
+    rows = [p.values if hasattr(p, "values") else p for p in MLPERF_ROWS]
+    errors = {f"{r} {s} {a}": mlperf_predicted(s, tp, a) / pub - 1 for r, s, tp, a, pub in rows}
+    worst = max(errors, key=lambda k: abs(errors[k]))
+    assert abs(errors[worst]) < MLPERF_REGRESSION_GUARD, f"{worst}: {errors[worst]:+.1%}"
 
 
 def test_h200_server_is_bound_by_the_tpot_percentile_as_published():

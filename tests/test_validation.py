@@ -1,10 +1,12 @@
 """Predicted against published training runs: the tolerances of the training-time engine.
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100; the efficiency set in
-data/efficiency.yaml was fitted on them): median |step-time error| <= 4% (the target; measured
-3.8%, docs/validation.md) and every row < 13% (measured 12.1%; the target of 10% is not met).
-External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100 weak scaling; never used
-for fitting): median < 7%, every row < 15% (the target; measured 4.1% / 13.8%).
+data/efficiency.yaml was fitted on them): the targets are median |step-time error| <= 4% (measured
+3.8%, docs/validation.md) and every row <= 10% (measured 12.1%: not met, marked as an expected
+failure, so it turns into an unexpected pass once met). A separate regression guard keeps every row
+below 13%, so today's error does not grow. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B,
+Megatron-Core H100 weak scaling; never used for fitting): the targets median <= 7% and every row
+<= 15% (measured 4.1% / 13.8%).
 """
 
 from __future__ import annotations
@@ -32,18 +34,28 @@ def test_calibration_median_error_at_most_4_percent(table):
     assert cal["error"].abs().median() <= 0.04  # the target: median <= 4%
 
 
-def test_calibration_every_row_below_13_percent(table):
+@pytest.mark.xfail(strict=True, reason=(
+    "target not met: megatron-17 +12.1%, mpt-95 -11.8%, mpt-99 +10.7%, mpt-94 +10.5% (530B ZeRO-3 at the memory "
+    "limit, and FSDP's gather schedule with and without recomputation; docs/validation.md)"))
+def test_calibration_every_row_within_10_percent(table):
+    cal = table[table["set"] == "calibration"]
+    worst = cal.loc[cal["error"].abs().idxmax()]
+    assert cal["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"  # the target
+
+
+def test_calibration_regression_guard_every_row_below_13_percent(table):
+    # not the target (10%, above): today's worst row is megatron-17 at +12.1%; this keeps it from growing
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
     assert cal["error"].abs().max() < 0.13, f"{worst['run_id']}: {worst['error']:+.1%}"
 
 
-def test_external_runs_guard(table):
+def test_external_runs_within_target(table):
     ext = table[table["set"] == "external"]
     assert len(ext) >= 15  # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows
-    assert ext["error"].abs().median() < 0.07  # held-out target: median <= 7%
+    assert ext["error"].abs().median() <= 0.07  # held-out target: median <= 7%
     worst = ext.loc[ext["error"].abs().idxmax()]
-    assert ext["error"].abs().max() < 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # every row <= 15%
+    assert ext["error"].abs().max() <= 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # every row <= 15%
 
 
 def test_published_conversions_by_hand():
