@@ -15,6 +15,8 @@ from gpucluster_lib.charts.training import (
 )
 from gpucluster_lib.scenario import load_scenario
 from gpucluster_lib.training import estimate, scaling, search_plans
+from gpucluster_lib.ui import tab_training
+from gpucluster_lib.ui.common import AppState
 from gpucluster_lib.units import GIB
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -66,9 +68,6 @@ def test_top_plans_frame_and_validation_chart():
 
 
 def test_panel_updates_and_shows_errors():
-    pytest.importorskip("gpucluster_lib.ui.common")  # the lead's UI framework
-    from gpucluster_lib.ui import tab_training
-    from gpucluster_lib.ui.common import AppState
 
     panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
     assert "TP8 PP8x2 DP16" in panel.summary.value
@@ -88,9 +87,6 @@ def test_panel_updates_and_shows_errors():
 
 
 def test_panel_deadline_button():
-    pytest.importorskip("gpucluster_lib.ui.common")
-    from gpucluster_lib.ui import tab_training
-    from gpucluster_lib.ui.common import AppState
 
     panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
     days = panel.est.training_days
@@ -101,9 +97,6 @@ def test_panel_deadline_button():
 
 
 def test_panel_framework_and_tp_overlap_inputs():
-    pytest.importorskip("gpucluster_lib.ui.common")
-    from gpucluster_lib.ui import tab_training
-    from gpucluster_lib.ui.common import AppState
 
     panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
     assert panel.framework.value == "megatron" and panel.tp_overlap.value == "default"
