@@ -432,3 +432,24 @@ def test_mfu_above_the_published_ceiling_is_flagged():
         assert flagged == (est.mfu > 0.65), path.name
         seen.add(flagged)
     assert seen == {True, False}  # the examples exercise both branches
+
+
+def test_plan_ranking_ties_go_to_the_earlier_plan():
+    # two plans with the same tokens/s and memory (indices 5 and 6 of 200 enumerated plans): the earlier in
+    # enumeration order ranks first, whether the table keeps the best 50 or every plan
+    from gpucluster_lib.training.estimate import _top
+
+    tps, mem, fits = np.full(200, 1.0), np.full(200, 10.0), np.ones(200, dtype=bool)
+    tps[[5, 6]] = 5.0
+    tps[100:110] = 4.0
+    assert list(_top(fits, tps, mem, 50)[:3]) == [5, 6, 100]
+    assert list(_top(fits, tps, mem, None)[:3]) == [5, 6, 100]
+    # Llama 3 70B on 512 H100: TP4 PP2 DP64 without recomputation ties with selective recomputation (free beside
+    # a fused attention kernel, same memory); "none" is enumerated first and wins in both searches
+    s = load_scenario(LLAMA70)
+    best50, best_all = (search_plans(s, limit=n).table.iloc[:2] for n in (50, None))
+    for t in (best50, best_all):
+        assert list(t["recompute"]) == ["none", "selective"]
+        assert t["tokens_per_s"].iloc[0] == t["tokens_per_s"].iloc[1]
+        assert t["memory_gib"].iloc[0] == t["memory_gib"].iloc[1]
+    assert best50.iloc[0].equals(best_all.iloc[0])
