@@ -444,6 +444,11 @@ def test_plan_ranking_ties_go_to_the_earlier_plan():
     tps[100:110] = 4.0
     assert list(_top(fits, tps, mem, 50)[:3]) == [5, 6, 100]
     assert list(_top(fits, tps, mem, None)[:3]) == [5, 6, 100]
+    # a cut through tying plans keeps the earlier ones: the best one alone is plan 5, and the best 50 are the
+    # first 50 of the full ranking (5, 6, 100..109, then the plans at 1.0 from index 0 on)
+    assert list(_top(fits, tps, mem, 1)) == [5]
+    assert list(_top(fits, tps, mem, 50)) == list(_top(fits, tps, mem, None)[:50])
+    assert list(_top(fits, tps, mem, 50)[12:15]) == [0, 1, 2]
     # Llama 3 70B on 512 H100: TP4 PP2 DP64 without recomputation ties with selective recomputation (free beside
     # a fused attention kernel, same memory); "none" is enumerated first and wins in both searches
     s = load_scenario(LLAMA70)

@@ -246,18 +246,23 @@ def _top(fits: np.ndarray, tps: np.ndarray, mem: np.ndarray, limit: int | None) 
     enumeration order among plans that tie on all three (e.g. selective recomputation, free with
     a fused attention kernel, beside none)."""
     n = len(tps)
+
+    def fastest(idx: np.ndarray, k: int) -> np.ndarray:
+        # the k fastest of idx and every plan tying with the k-th (argpartition cuts ties arbitrarily);
+        # the sort below orders them and the cut to ``limit`` keeps the earlier ones
+        kth = np.partition(-tps[idx], k - 1)[k - 1]
+        return idx[-tps[idx] <= kth]
+
     if limit is None or n <= limit:
         sel = np.arange(n)
     else:
         fit_idx = np.flatnonzero(fits)
         if len(fit_idx) >= limit:
-            sel = fit_idx[np.argpartition(-tps[fit_idx], limit - 1)[:limit]]
+            sel = fastest(fit_idx, limit)
         else:
-            rest = np.flatnonzero(~fits)
-            k = limit - len(fit_idx)
-            sel = np.concatenate([fit_idx, rest[np.argpartition(-tps[rest], k - 1)[:k]]])
+            sel = np.concatenate([fit_idx, fastest(np.flatnonzero(~fits), limit - len(fit_idx))])
     order = np.lexsort((sel, mem[sel], -tps[sel], ~fits[sel]))
-    return sel[order]
+    return sel[order][:limit]
 
 
 def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any], tokens: float | None,
