@@ -99,3 +99,24 @@ def test_plan_search_space_contains_every_published_plan(table):
         for k, v in codes.items():
             hit &= space[k] == v[0]
         assert hit.any(), f"{run_id}: {plan.label()} is not in the search space"
+
+
+def test_nemotron_figures_of_the_generated_doc_by_hand():
+    # docs/validation.md's Nemotron-4 section takes its figures from scripts/make_validation_doc.py, not by hand
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
+    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    f = mod.nemotron_figures()
+    # parameters: 32 x (6144 x (6144 + 2 x 1024) + 6144^2 + 2 x 6144 x 24576 + 2 x 6144) + 2 x 256000 x 6144 + 6144
+    # = 15,628,376,064 (Nemotron-4 15B: 32 layers, h 6144, 48 heads / 8 KV heads of 128, squared-ReLU FFN 24,576)
+    params = 32 * (6144 * (6144 + 2 * 1024) + 6144**2 + 2 * 6144 * 24576 + 2 * 6144) + 2 * 256000 * 6144 + 6144
+    assert f["grad_bytes"] == pytest.approx(params / 8 * 4)            # fp32 gradients at TP8: 7.81 GB
+    assert f["buckets"] == 79                                           # ceil(7.81 GB / 100 MB)
+    assert f["bucket_latency_s"][96] == pytest.approx(2 * 95 * 8e-6 * 79)    # 0.120 s
+    assert f["bucket_latency_s"][288] == pytest.approx(2 * 287 * 8e-6 * 79)  # 0.363 s
+    assert f["nic_gb_s"] == pytest.approx(400 / 8 * 0.80)               # 400 Gb/s at Hopper's fabric efficiency
+    assert f["pts_old"] == pytest.approx((f["o96"].step_time_s / 0.57 - 1) * 100)
