@@ -396,3 +396,28 @@ def test_pack_racks_keeps_devices_whole():
     # a device above the cap on its own still gets a rack (the budget's findings report it)
     assert len(pack_racks([RackDevice("switch", "x", "big", 50, 50_000.0)], 40, 40_000.0)) == 1
     assert pack_racks([], 40, 40_000.0) == ()
+
+
+def test_an_infrastructure_device_no_rack_holds_is_an_error_finding(cat):
+    # RoCE example in 16U racks: 16 - 2 reserved = 14 usable U, below one 16U Arista 7808R3
+    # (switches.csv, Arista 7800R3 white paper Table 1). The topology has 171 + 144 compute and
+    # 36 + 9 storage chassis = 360; each is counted in a rack of its own, the other 188U of
+    # 2U/4U/1U devices fill ceil(188 / 14) = 14 racks: 374 infrastructure racks
+    s = load_scenario("gpucluster_lib/data/scenarios/roce-24k-h100.yaml").replace(facility__rack_units=16)
+    b = budget(s, cat)
+    (f,) = [f for f in b.findings if f.code == "facility-infra-device-over-rack-limit"]
+    assert f.severity == "error" and f.field == "facility.rack_units"
+    # one group per model, with its roles
+    assert "360 x arista-7808r3 (compute leaf, compute spine, storage leaf, storage spine) of 16U" in f.message
+    assert "of 16U" in f.message and "14 usable units" in f.message
+    assert "at least 18U" in f.fix  # 16U chassis + 2U reserved
+    assert b.infra_racks == 360 + 14
+    # power: a given 35 kW network in one 1U share, above the 30 kW rack limit (air cooling 30 kW too)
+    b = budget(superpod(storage_power_kw=0).replace(hardware__head_nodes=0), cat, network_power_w=35_000,
+               network_rack_units=1)
+    (f,) = [f for f in b.findings if f.code == "facility-infra-device-over-rack-limit"]
+    assert "35.0 kW" in f.message and "30.0 kW" in f.message
+    assert f.field == "facility.rack_power_limit_kw" and "at least 35 kW" in f.fix
+    assert b.infra_racks == 1
+    # the superpod's own devices all fit a rack: no such finding
+    assert not [f for f in budget(superpod(), cat).findings if f.code == "facility-infra-device-over-rack-limit"]

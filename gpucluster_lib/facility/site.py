@@ -457,6 +457,8 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     devices = _infra_devices(topo, net_ru, net_w, store, appliances, storage_w, fac.storage_power_kw is None, heads)
     shared_fits = compute_racks == 1 and infra_ru <= free_u and infra_w <= free_w
     layout = () if infra_ru <= 0 or shared_fits else pack_racks(devices, usable_u, rack_cap_w)
+    if layout:
+        _over_rack_findings(devices, usable_u, fac, rack_cap_w, fit.power_limit_w <= fit.cooling_limit_w, findings)
     infra_racks = len(layout)
     vendor_infra = _vendor_infra_racks(scenario, hw.server, n, fit)
     if vendor_infra:
@@ -573,6 +575,45 @@ def _infra_devices(topo: TopologyDesign | None, net_ru: int, net_w: float, store
     out += [RackDevice("head", "head node", "head-node", pa.HEAD_NODE_RACK_UNITS, pa.HEAD_NODE_PEAK_W, i)
             for i in range(heads)]
     return out
+
+
+def _over_rack_findings(devices: list[RackDevice], usable_u: int, fac: Any, cap_w: float, power_binds: bool,
+                        findings: list[Finding]) -> None:
+    """An error finding for the infrastructure devices that no rack of the facility holds:
+    taller than the usable units, or above the rack's power and cooling cap on their own
+    (:func:`~gpucluster_lib.hardware.rack.pack_racks` gives each a rack of its own)."""
+    tall: dict[str, list[RackDevice]] = {}
+    hot: dict[str, list[RackDevice]] = {}
+    for d in devices:
+        if d.height_u > usable_u:
+            tall.setdefault(d.model, []).append(d)
+        if d.power_w > cap_w + 1e-6:
+            hot.setdefault(d.model, []).append(d)
+
+    def name(model: str, ds: list[RackDevice]) -> str:
+        roles = list(dict.fromkeys(d.role for d in ds))
+        return f"{len(ds):,} x {model}" + ("" if roles == [model] else f" ({', '.join(roles)})")
+
+    if tall:
+        need = max(d.height_u for ds in tall.values() for d in ds)
+        what = "; ".join(f"{name(m, ds)} of {max(d.height_u for d in ds)}U"
+                         for m, ds in tall.items())
+        findings.append(Finding("facility-infra-device-over-rack-limit", "error",
+                                f"{what}: taller than the {usable_u} usable units of a rack "
+                                f"({fac.rack_units}U less {fac.reserved_rack_units}U reserved); each is counted "
+                                f"in a rack of its own that cannot hold it",
+                                fix=f"racks of at least {need + fac.reserved_rack_units}U (facility.rack_units)",
+                                field="facility.rack_units"))
+    if hot:
+        need_kw = max(d.power_w for ds in hot.values() for d in ds) / W_PER_KW
+        what = "; ".join(f"{name(m, ds)} of {max(d.power_w for d in ds) / W_PER_KW:,.1f} kW"
+                         for m, ds in hot.items())
+        key = "facility.rack_power_limit_kw" if power_binds else "facility.rack_cooling_limit_kw"
+        findings.append(Finding("facility-infra-device-over-rack-limit", "error",
+                                f"{what}: above the {cap_w / W_PER_KW:,.1f} kW a rack's power and cooling carry; "
+                                f"each is counted in a rack of its own that cannot carry it",
+                                fix=f"raise {key} to at least {math.ceil(need_kw)} kW (or better cooling, "
+                                    f"facility.cooling)", field=key))
 
 
 def _vendor_infra_racks(scenario: Scenario, server: dict[str, Any] | None, nodes: int, fit: RackFit) -> int:
