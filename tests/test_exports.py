@@ -236,6 +236,31 @@ def test_every_example_exports_the_budgets_racks(path):
         assert all(1 <= x.position and x.position + x.height_u - 1 <= r.u_height for x in r.devices), r.name
 
 
+def test_a_device_the_shared_rack_cannot_hold_is_refused_not_dropped():
+    # reference design: one 4U DGX A100 in a 42U rack with 2U reserved -> 36U free; its
+    # compute switch, management switch and head node (1U each) leave 33U. A budget that
+    # (wrongly) keeps 34 more 1U devices there: 33 fit, the 34th must not vanish from the export.
+    import dataclasses
+    import types
+
+    from gpucluster_lib.errors import GpuClusterError
+    from gpucluster_lib.hardware.rack import RackDevice as BudgetDevice
+
+    d = Design(load_scenario(REF))
+    b = d.facility
+    assert b.infra_racks == 0 and len(b.infra_devices) == 3
+    extra = tuple(BudgetDevice("head", "head node", "head-node", 1, 750.0, i) for i in range(1, 35))
+    fake = types.SimpleNamespace(facility=dataclasses.replace(b, infra_devices=b.infra_devices + extra),
+                                 node=d.node, operations=d.operations, scenario=d.scenario, network=d.network)
+    with pytest.raises(GpuClusterError, match=r"head35 \(head-node, 1U\) does not fit the one compute rack, "
+                                              r"which has 0U free"):
+        rack_layout(fake)
+    # 33 extra devices fill the rack to its 40 usable units
+    fake.facility = dataclasses.replace(b, infra_devices=b.infra_devices + extra[:33])
+    (rack,) = rack_layout(fake)
+    assert rack.used_u == 42
+
+
 def _cli(*argv: str) -> int:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
         return main(list(argv))

@@ -7,7 +7,10 @@ packed them (``Budget.infra_layout``, whole devices): every switch of the networ
 (compute fabric leaves, spines and cores under the cable list's names, storage and
 management switches), the storage appliances and the head nodes, bottom up in each rack.
 When the budget shares one rack (``infra_racks == 0``) the infrastructure goes into the
-compute rack's free units. So the export and the budget always count the same racks.
+compute rack's free units; a device that does not fit there is refused (``GpuClusterError``),
+never left out. So the export and the budget always count the same racks, device for device.
+A device the facility's racks cannot hold (the budget's ``facility-infra-device-over-rack-limit``
+finding) is drawn in a rack of its own, as tall as the device.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import html
 from dataclasses import dataclass
 
 from gpucluster_lib.design import Design
+from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.hardware.rack import RackDevice as BudgetDevice
 
 #: Fill colours of the elevation drawing by device kind.
@@ -111,30 +115,35 @@ def rack_layout(design: Design) -> list[Rack]:
 
     switch_names = {(role, m, i): n for n, role, m, i in switches}
 
-    def place(devs: list[RackDevice], item: tuple[str, str, str, str, int], limit: int) -> bool:
-        """Put ``item`` at the lowest free units of the rack below ``limit``."""
+    def place(devs: list[RackDevice], item: tuple[str, str, str, str, int], limit: int, where: str) -> None:
+        """Put ``item`` at the lowest free units of the rack below ``limit``; refuse it when none
+        are free (the budget counted it in this rack, so leaving it out would lose a device)."""
         name, kind, role, m, h = item
         used = {u for d in devs for u in range(d.position, d.position + d.height_u)}
         for u in range(1, limit - h + 2):
             if all(x not in used for x in range(u, u + h)):
                 devs.append(RackDevice(name, kind, role, m, u, h))
-                return True
-        return False
+                return
+        free = limit - len({u for u in used if u <= limit})
+        raise GpuClusterError(f"rack export: {name} ({m}, {h}U) does not fit {where}, which has {free}U free; "
+                              f"the facility budget counted it there. Give the rack "
+                              f"more units (facility.rack_units) or fewer reserved ones "
+                              f"(facility.reserved_rack_units)")
 
     infra_racks: list[list[RackDevice]] = []
     if not b.infra_layout and racks:  # the budget keeps them in the one compute rack's free units
         for dev in b.infra_devices:
-            place(racks[-1], named(dev), u_height)
+            place(racks[-1], named(dev), u_height, "the one compute rack")
     usable = u_height - reserved
-    for contents in b.infra_layout:  # the budget's racks, device for device, bottom up
+    for r, contents in enumerate(b.infra_layout):  # the budget's racks, device for device, bottom up
         devs: list[RackDevice] = []
         for dev in sorted(contents, key=lambda x: (-x.height_u, x.kind, x.role, x.index)):
-            place(devs, named(dev), max(usable, dev.height_u))
+            place(devs, named(dev), max(usable, dev.height_u), f"infrastructure rack {r + 1}")
         infra_racks.append(devs)
     infra_racks += [[] for _ in range(b.infra_racks - len(infra_racks))]  # a vendor layout's spare racks
     # a rack-scale system (GB200 NVL72: 48U) is its own rack, taller than the facility's default
     compute_u = max(u_height, int(node.rack_units) * (1 if b.rack_fit.basis == "rack-scale" else 0))
-    out = [Rack(f"rack{i + 1:03d}", compute_u if i < len(racks) else u_height,
+    out = [Rack(f"rack{i + 1:03d}", compute_u if i < len(racks) else max([u_height] + [x.height_u for x in d]),
                 tuple(sorted(d, key=lambda x: x.position))) for i, d in enumerate(racks + infra_racks)]
     return out
 
