@@ -284,6 +284,29 @@ def test_growth_table_matches_budget(cat):
     assert g["facility_mw"].is_monotonic_increasing
 
 
+def test_growth_table_counts_infrastructure_racks_as_full_racks_hold_them(cat):
+    # The reviewer's layout: one 38U device in one rack, a 4U one in a second (42U of devices).
+    # Superpod, 140 DGX A100 at 4 a rack (35 compute racks), no storage or head nodes, a given
+    # 1 kW network of 42U. Twice the nodes: ceil(42 / 140 x 280) = 84U, i.e. 2 x 38U + 2 x 4U,
+    # which whole devices fill into 38 | 38 | 4 + 4 = 3 racks (84 / 38 -> 3). Counting 21U a
+    # rack (42U over the 2 racks, the partly filled one included) gave 84 / 21 = 4.
+    import dataclasses
+
+    from gpucluster_lib.hardware.rack import RackDevice, pack_racks
+
+    s = superpod(storage_power_kw=0).replace(hardware__head_nodes=0)
+    b = budget(s, cat, network_power_w=1_000.0, network_rack_units=42)
+    layout = (((RackDevice("switch", "network", "big", 38, 500.0),), (RackDevice("switch", "network", "small", 4,
+                                                                                     500.0),)))
+    b = dataclasses.replace(b, infra_layout=layout, infra_devices=tuple(x for r in layout for x in r))
+    g = growth_table(b, [140, 280], s, cat).set_index("nodes")
+    assert g.loc[140, "racks"] == 35 + 2
+    doubled = [RackDevice("switch", "network", m, h, 500.0, i) for i in range(2) for m, h in (("big", 38),
+                                                                                            ("small", 4))]
+    assert len(pack_racks(doubled, 40, 30_000.0)) == 3  # the packer agrees with the hand count
+    assert g.loc[280, "racks"] == 70 + 3  # 280 / 4 = 70 compute racks
+
+
 def test_the_network_design_passed_in_is_used(cat):
     # a Design passes its network stage: the budget reads that design's power and rack units
     net = types.SimpleNamespace(nodes=140, network_power_w=140_000.0, network_rack_units=35)

@@ -730,7 +730,8 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     The node, rack fit, PUE, storage rule and head nodes come from ``b``. Network power:
     it scales linearly with the node count (an approximation: real fabrics grow in steps;
     the Network tab's growth chart counts them). Infrastructure racks hold as many units
-    each as the budget's packing of whole devices achieved (``Budget.infra_layout``).
+    each as the budget's full racks of whole devices hold (``Budget.infra_layout`` without
+    its least filled rack).
 
     Returns
     -------
@@ -778,9 +779,12 @@ def growth_table(b: Budget, node_counts: np.ndarray | list[int], scenario: Scena
     usable_u = max(1, b.rack_units - (scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS))
     cap_w = b.rack_power_kw * W_PER_KW if scenario is None else min(b.rack_fit.power_limit_w, b.rack_fit.cooling_limit_w)
     infra_ru = net_ru + storage_ru + head_ru
-    if b.infra_layout:  # whole devices fill a rack less than fully (two 16U chassis in 40U): as packed
-        packed_u = sum(x.height_u for rack in b.infra_layout for x in rack)
-        usable_u = min(usable_u, packed_u / len(b.infra_layout))
+    if len(b.infra_layout) > 1:
+        # whole devices fill a rack less than fully (two 16U chassis in 40U): as the budget's
+        # full racks are packed. The least filled rack holds what was left over, so it is not
+        # counted: with it, 38U + 4U would read 21U a rack and twice the devices 4 racks, not 3.
+        fills = sorted(sum(x.height_u for x in rack) for rack in b.infra_layout)[1:]
+        usable_u = min(usable_u, sum(fills) / len(fills))
     reserved = scenario.facility.reserved_rack_units if scenario else pa.RESERVED_RACK_UNITS
     free_u = b.rack_units - min(reserved, b.rack_units - node.rack_units) - n * node.rack_units
     free_w = cap_w - pa.MGMT_SWITCH_W - n * node.peak_power_w
