@@ -78,7 +78,7 @@ def test_reference_appendix_percentage_and_currency():
     # facility.energy_price_per_kwh 0.12 in the scenario's currency (costs.currency USD)
     assert re.search(r"Facility: Energy price per kWh\n+0\.12 USD/kWh", text)
     # 1 node + 1 head node in one rack: the power section reads in the singular
-    assert "1 node (1 for the job and 0 hot spares) fill 1 compute rack at" in text
+    assert "1 node (1 for the job and 0 hot spares) fills 1 compute rack at" in text
 
 
 def test_edited_app_title_names_the_accelerator_as_the_catalogue_does():
@@ -92,3 +92,20 @@ def test_edited_app_title_names_the_accelerator_as_the_catalogue_does():
     # 64 DGX A100 x 8 GPUs = 512; accelerators.csv name of a100-sxm4-80gb
     assert title == "GPT-3 175B on 512 NVIDIA A100 SXM4 80GB (edited from GPT-3 175B on 1024 A100)"
     assert "a100-sxm4" not in title
+
+
+def test_appendix_counts_of_one_take_the_singular():
+    import types
+
+    from gpucluster_lib.report.document import _COUNT_UNITS, _scenario_inputs
+
+    s = load_scenario(EXAMPLES / "reference-8x-a100.yaml")
+
+    def shown(scenario, name):
+        return dict((k, v) for k, v, _ in _scenario_inputs(types.SimpleNamespace(scenario=scenario)))[name]
+
+    # a one-stage pipeline split lists one entry, two stages two entries
+    assert shown(s.replace(parallelism__pipeline_layers=[80]), "Parallelism: Pipeline layers") == "1 entry"
+    assert shown(s.replace(parallelism__pipeline_layers=[40, 40]), "Parallelism: Pipeline layers") == "2 entries"
+    assert shown(s.replace(parallelism__micro_batch_size=1), "Parallelism: Micro batch size") == "1 sequence"
+    assert _COUNT_UNITS["entries"] == "entry"  # not "entrie" (the plural less its last letter)

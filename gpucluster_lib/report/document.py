@@ -281,7 +281,7 @@ def _facility_section(d: Design) -> Section:
     cooling = {"air": "air", "rear_door": "rear-door heat exchangers", "liquid": "direct liquid cooling"}
     text = _p(
         f"{plural(f.nodes_installed, 'node')} ({f.nodes:,} for the job and {plural(f.spare_nodes, 'hot spare')}) "
-        f"fill {plural(f.compute_racks, 'compute rack')} at {f.nodes_per_rack} per rack, plus "
+        f"{'fills' if f.nodes_installed == 1 else 'fill'} {plural(f.compute_racks, 'compute rack')} at {f.nodes_per_rack} per rack, plus "
         f"{plural(f.infra_racks, 'rack')} of network, storage and head nodes: {plural(f.racks, 'rack')} in "
         f"{plural(f.rows, 'row')} on {f.floor_area_m2:,.0f} m².",
         f"What limits a rack is its {f.binding_constraint}: {f.rack_power_kw:,.1f} kW per compute rack.",
@@ -582,7 +582,9 @@ def _price_name(key: str, d: Design) -> str:
     return PRICE_NAMES.get(key, humanize_key(key))
 
 
-_COUNT_UNITS = {"sequences", "tokens", "days", "requests", "images", "entries", "nodes", "GPUs"}
+#: Count units of the scenario fields and their singular ("1 entry", not "1 entrie").
+_COUNT_UNITS = {"sequences": "sequence", "tokens": "token", "days": "day", "requests": "request", "images": "image",
+                "entries": "entry", "nodes": "node", "GPUs": "GPU"}
 
 
 def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
@@ -606,7 +608,7 @@ def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
         if isinstance(value, dict):
             text = ", ".join(f"{humanize_text(str(k))} {format_value(v)}" for k, v in value.items())
         elif isinstance(value, (list, tuple)):
-            text = f"{len(value)} entries"
+            text = plural(len(value), "entry", "entries")
         elif isinstance(value, str):
             text = humanize_text(value.replace("_", " "))
         elif unit == "%":  # a scenario percentage is written as one (99 = 99 %), not as a fraction
@@ -615,7 +617,7 @@ def _scenario_inputs(d: Design) -> list[tuple[str, str, str]]:
             text = format_value(value, unit.replace("currency", d.scenario.costs.currency))
         else:
             if value == 1 and unit in _COUNT_UNITS:
-                unit = unit[:-1]  # "1 sequence", not "1 sequences"
+                unit = _COUNT_UNITS[unit]  # "1 sequence", not "1 sequences"
             text = value_text(value, unit)
         rows.append((humanize_key(path), text, "the scenario"))
     return rows
