@@ -161,6 +161,21 @@ def test_netbox_files_have_the_import_forms_required_fields(llama):
     assert {r["rack"] for r in devices} <= racks and len(racks) == llama.facility.racks
 
 
+def test_netbox_storage_vendor_hides_only_an_unknown_id(llama):
+    from gpucluster_lib.exports.netbox import storage_vendor
+
+    cat = llama.catalog
+    assert storage_vendor(cat, "ddn-ai400x2") == "DDN"  # storage.csv row ddn-ai400x2, column vendor
+    assert storage_vendor(cat, "no-such-system") == "Generic"  # outside the catalogue: its default sizing
+
+    class Broken:  # any other error of the lookup is a bug and must surface
+        def get(self, table, id_):
+            raise TypeError("broken catalogue")
+
+    with pytest.raises(TypeError, match="broken catalogue"):
+        storage_vendor(Broken(), "ddn-ai400x2")
+
+
 def test_netbox_cables_end_on_interfaces_of_the_device_types(llama):
     files = netbox_files(llama)
     types = {}

@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from gpucluster_lib.design import Design
+from gpucluster_lib.errors import UnknownIdError
 from gpucluster_lib.exports.racks import rack_layout
 
 #: Required columns of NetBox's CSV import forms (SiteImportForm, RackImportForm,
@@ -75,6 +76,15 @@ def _compute_port(p: int) -> str:
     return f"fabric{p}"
 
 
+def storage_vendor(cat: Any, model: str) -> str:
+    """The vendor of a storage system in the catalogue; "Generic" for one outside it (the
+    default sizing's systems). Any other error is a bug and is not hidden."""
+    try:
+        return str(cat.get("storage", model).get("vendor") or "Generic")
+    except UnknownIdError:
+        return "Generic"
+
+
 def netbox_files(design: Design, site_name: str | None = None) -> dict[str, str]:
     """{relative path: text} of the NetBox import (see the module docstring)."""
     cat, net, node = design.catalog, design.network, design.node
@@ -108,18 +118,12 @@ def netbox_files(design: Design, site_name: str | None = None) -> dict[str, str]
                  for p in range(int(g.ports))]
         add_type(g.switch_id, str(row.get("vendor") or "Generic").split(" (")[0], max(1, int(g.rack_units_each)),
                  mgmt + sw_if, g.switch_id)
-    def storage_vendor(model: str) -> str:
-        try:
-            return str(cat.get("storage", model).get("vendor") or "Generic")
-        except Exception:  # a storage system outside the catalogue (its default sizing)
-            return "Generic"
-
     store = design.facility.storage
     if store is not None and store.appliances:
-        add_type(store.system, storage_vendor(store.system), int(store.appliance_rack_units), mgmt, store.system)
+        add_type(store.system, storage_vendor(cat, store.system), int(store.appliance_rack_units), mgmt, store.system)
     if store is not None and store.capacity_units:  # the capacity tier's units are racked too
         cap_model = store.capacity_system or "capacity"
-        add_type(cap_model, storage_vendor(cap_model), int(store.capacity_unit_rack_units), mgmt, cap_model)
+        add_type(cap_model, storage_vendor(cat, cap_model), int(store.capacity_unit_rack_units), mgmt, cap_model)
     add_type("head-node", "Generic", 1, mgmt + [{"name": "eth0", "type": "10gbase-t"}], "head-node")
     add_type("patch-panel", "Generic", 1, [], "patch-panel")
 
