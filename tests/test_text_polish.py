@@ -43,6 +43,19 @@ def test_report_text_separates_thousands_but_not_ids_or_versions():
         assert humanize_text(kept) == kept
 
 
+def test_standard_numbers_keep_no_thousands_separator():
+    from gpucluster_lib.report.text import humanize_text
+
+    # UPS standard IEC 62040, ISMS standard ISO/IEC 27001, data-centre standard EN 50600,
+    # telecom cabling ANSI/TIA 56800 (made-up number of 5 digits): numbers, not counts
+    for kept in ("IEC 62040", "IEC 62040-3", "ISO 27001", "ISO/IEC 27001", "ISO/IEC 27001:2022", "EN 50600",
+                 "rated to IEEE 80211 and ANSI/TIA 56800"):
+        assert humanize_text(kept) == kept, kept
+    # a count next to them still gets its separators
+    assert humanize_text("ISO 27001 audit of 12000 nodes") == "ISO 27001 audit of 12,000 nodes"
+    assert humanize_text("TOKEN 12345") == "TOKEN 12,345"  # "EN" only as a word of its own
+
+
 def test_rates_and_acronyms_in_labels():
     assert humanize_key("inference.requests_per_s") == "Inference: Requests per second"  # not "Requests per (s)"
     assert humanize_key("facility.energy_price_per_kwh") == "Facility: Energy price per kWh"

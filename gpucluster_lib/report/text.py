@@ -96,14 +96,22 @@ def humanize_text(text: str) -> str:
         part = _CONSTANT.sub(lambda m: f"the shipped {m.group(1).replace('_', ' ')}", part)
         part = _DOTTED.sub(_dotted, part)
         part = _SNAKE.sub(lambda m: m.group(0).replace("_", " "), part)
-        part = _BARE_COUNT.sub(lambda m: f"{int(m.group(1)):,}", part)  # 406299 plans -> 406,299 plans
+        # 406299 plans -> 406,299 plans; a standard's number (ISO 27001, IEC 62040) stays as it is
+        part = _BARE_COUNT.sub(lambda m: m.group(0) if m.group(1) else f"{int(m.group(2)):,}", part)
         out.append(singular_where_one(part))
     return "".join(out)
 
 
+#: Bodies whose standards are cited by number ("ISO/IEC 27001", "EN 50600", "ASHRAE 90.4").
+STANDARD_BODIES = ("IEC", "ISO", "IEEE", "EN", "ANSI", "TIA", "EIA", "ASHRAE", "NFPA", "UL", "ASTM", "BS", "DIN",
+                   "ETSI", "ITU-T", "NEMA", "JEDEC", "RFC", "OCP")
+
 #: a whole number of five or more digits written without separators, standing on its own
-#: (not part of an id, a version, a date, a decimal or a path); four digits may be a year
-_BARE_COUNT = re.compile(r"(?<![\w.,/:#-])(\d{5,})(?![\w.,/:-])")
+#: (not part of an id, a version, a date, a decimal or a path); four digits may be a year.
+#: Group 1: a standards body before it (then the number is a standard's, not a count).
+_BARE_COUNT = re.compile(r"(\b(?:" + "|".join(re.escape(b) for b in STANDARD_BODIES) + r")(?:[/-](?:"
+                         + "|".join(re.escape(b) for b in STANDARD_BODIES) + r"))*[\s-]+)?"
+                         r"(?<![\w.,/:#-])(\d{5,})(?![\w.,/:-])")
 
 
 def esc(text: Any) -> str:
