@@ -122,3 +122,18 @@ def test_appendix_counts_of_one_take_the_singular():
     assert shown(s.replace(parallelism__pipeline_layers=[40, 40]), "Parallelism: Pipeline layers") == "2 entries"
     assert shown(s.replace(parallelism__micro_batch_size=1), "Parallelism: Micro batch size") == "1 sequence"
     assert _COUNT_UNITS["entries"] == "entry"  # not "entrie" (the plural less its last letter)
+
+
+@pytest.mark.parametrize("name", ["reference-8x-a100", "roce-24k-h100"])
+def test_finding_messages_resolve_their_plurals(name):
+    # the app's findings list and the CLI print the messages as they are: "1 head node", not
+    # "1 head node(s)", in the finding itself
+    d = Design(load_scenario(EXAMPLES / f"{name}.yaml"))
+    texts = [f"{f.message} {f.fix or ''}" for f in d.findings]
+    assert not [t for t in texts if re.search(r"\w\((e?s)\)", t)]
+    if name == "reference-8x-a100":  # 1 head node for 2 roles (hardware.head_nodes 1)
+        (short,) = [f for f in d.findings if f.code == "ops-head-nodes-short"]
+        assert short.message.startswith("1 head node for ")
+        (fit,) = [f for f in d.findings if f.code == "facility-rack-fit"]
+        # (15 kW rack limit - 0.1 kW management switch) // 6.5 kW DGX A100 peak = 2 nodes a rack
+        assert fit.message.startswith("2 nodes per 42U rack, limited by power")

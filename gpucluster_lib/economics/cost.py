@@ -54,6 +54,7 @@ from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.facility import site as facility
 from gpucluster_lib.facility.storage import FALLBACK_STORAGE_CAPACITY_TB, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.network.cabling import load_cabling
@@ -511,8 +512,9 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     network = _network_capex(scenario, cat, prices, topo)
     if spares_n:
         findings.append(Finding("cost-fabric-job-nodes", "info",
-                                f"network fabric sized and priced for the {hw.nodes} job nodes; the {spares_n} spare "
-                                "node(s) use free switch ports or take the failed node's place and cabling",
+                                f"network fabric sized and priced for the {plural(hw.nodes, 'job node')}; a spare node "
+                                f"({spares_n:,} in all) uses a free switch port or takes the failed node's place "
+                                "and cabling",
                                 fix="set costs.network_price if your design wires the spares permanently",
                                 field="reliability.spare_nodes"))
     # storage: the same appliances as the facility budget and the checkpoint write time

@@ -31,6 +31,7 @@ from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.facility.cooling import CoolingPlant, cooling_plant, liquid_fraction
 from gpucluster_lib.facility.storage import StorageDesign, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.hardware.node import NodeDesign, build_node
 from gpucluster_lib.hardware.rack import (  # noqa: F401 (re-exported)
@@ -664,7 +665,7 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
             findings.append(Finding("facility-rack-fit", "info", "; ".join(fit.notes)))
         else:
             findings.append(Finding("facility-rack-fit", "info",
-                                    f"{fit.nodes_per_rack} node(s) per {fac.rack_units}U rack, limited by "
+                                    f"{plural(fit.nodes_per_rack, 'node')} per {fac.rack_units}U rack, limited by "
                                     f"{fit.binding} ({others})" + (f"; {fit.notes[0]}" if fit.notes else "")))
 
 

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, SECONDS_PER_DAY
 
@@ -292,14 +293,14 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         needs = ", ".join(f"{n} {what}" for n, what in ((management, "management"), (control, "control-plane"),
                                                         (login, "login")) if n)
         findings.append(Finding("ops-head-nodes-short", "warning",
-                                f"{heads} head node(s) for {needs} role(s): {recommended} recommended, so services "
+                                f"{plural(heads, 'head node')} for {needs} roles: {recommended} recommended, so services "
                                 "share nodes"
                                 + (" and Kubernetes' etcd has no quorum after one failure" if k8s and heads < 3
                                    else ""),
                                 fix=f"set hardware.head_nodes: {recommended}", field="hardware.head_nodes"))
     else:
         findings.append(Finding("ops-head-nodes", "info",
-                                f"{heads} head node(s): {management} management" + (" (HA pair)" if ha else "")
+                                f"{plural(heads, 'head node')}: {management} management" + (" (HA pair)" if ha else "")
                                 + (f", {control} Kubernetes control plane with stacked etcd" if k8s else "")
                                 + f", {login} login; each {cores} cores and {mem} GB for {nodes} compute nodes",
                                 field="hardware.head_nodes"))
@@ -398,7 +399,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         serving_plan = ServingPlan(n_rep, ops.serving_spare_replicas, total, tp, gpus, s_nodes, lb)
         if ops.serving_spare_replicas == 0:
             findings.append(Finding("ops-serving-no-headroom", "warning",
-                                    f"{n_rep} serving replica(s) exactly meet the demand: one failed replica "
+                                    f"{plural(n_rep, 'serving replica')} exactly {'meets' if n_rep == 1 else 'meet'} the demand: one failed replica "
                                     "drops requests", fix="set operations.serving_spare_replicas: 1",
                                     field="operations.serving_spare_replicas"))
         if s_nodes > nodes:
@@ -408,7 +409,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
                                     field="hardware.nodes"))
         else:
             findings.append(Finding("ops-serving-replicas", "info",
-                                    f"{n_rep} replica(s) for the demand + {ops.serving_spare_replicas} spare = "
+                                    f"{plural(n_rep, 'replica')} for the demand + {ops.serving_spare_replicas} spare = "
                                     f"{total} x {tp} GPU{'' if tp == 1 else 's'} on {s_nodes} node{'' if s_nodes == 1 else 's'}, "
                                     "behind a load balancer",
                                     field="operations.serving_spare_replicas"))
