@@ -137,3 +137,13 @@ def test_finding_messages_resolve_their_plurals(name):
         (fit,) = [f for f in d.findings if f.code == "facility-rack-fit"]
         # (15 kW rack limit - 0.1 kW management switch) // 6.5 kW DGX A100 peak = 2 nodes a rack
         assert fit.message.startswith("2 nodes per 42U rack, limited by power")
+
+
+def test_app_interruptions_chart_names_the_parts_as_the_report_does():
+    from gpucluster_lib.charts import reliability as rc
+
+    d = Design(load_scenario(EXAMPLES / "reference-8x-a100.yaml"))
+    spec = rc.component_chart(d.reliability).to_dict()
+    assert spec["encoding"]["y"]["field"] == "name"  # the bars are labelled with names, not keys
+    names = {row["component"]: row["name"] for row in spec["datasets"][rc.COMPONENTS]}
+    assert names["gpu"] == "GPU" and names["hbm"] == "GPU memory (HBM)" and names["psu"] == "Power supply (PSU)"

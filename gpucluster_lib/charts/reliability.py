@@ -11,6 +11,7 @@ from typing import Any
 import altair as alt
 
 from gpucluster_lib.charts import fill_named
+from gpucluster_lib.charts.report_design import COMPONENT_NAMES  # the report's names of the parts
 
 #: Named datasets of the charts (each chart reads its data by name, filled per update).
 BAND, BAND_NOW, CURVE, COMPONENTS = "days-band", "days-band-scenario", "goodput-curve", "interruptions"
@@ -35,7 +36,8 @@ def curve_rows(curve: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def component_rows(result: Any) -> list[dict[str, Any]]:
     d = result.to_dict() if hasattr(result, "to_dict") else result
-    return [{"component": c, "per_day": _plain(v["interruptions_per_day"])} for c, v in d["components"].items()]
+    return [{"component": c, "name": COMPONENT_NAMES.get(c, c.capitalize()), "per_day": _plain(v["interruptions_per_day"])}
+            for c, v in d["components"].items()]
 
 
 def _band_layers() -> alt.LayerChart:
@@ -92,8 +94,8 @@ def interval_goodput_chart(curve: list[dict[str, Any]]) -> alt.LayerChart:
 def _component_bars() -> alt.Chart:
     return alt.Chart(alt.Data(name=COMPONENTS)).mark_bar(color="#ff7f0e").encode(
         x=alt.X("per_day:Q", title="Interruptions per day"),
-        y=alt.Y("component:N", sort="-x", title=None),
-        tooltip=["component:N", alt.Tooltip("per_day:Q", format=".3f")],
+        y=alt.Y("name:N", sort="-x", title=None),
+        tooltip=[alt.Tooltip("name:N", title="Component"), alt.Tooltip("per_day:Q", format=".3f")],
     ).properties(width=520, height=180, title="Unexpected interruptions by component")
 
 
