@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import IO, Any
 
 from gpucluster_lib.errors import UnknownIdError, closest
 
@@ -76,3 +77,13 @@ def scenario_path(ref: str | os.PathLike[str]) -> Path:
     if p.suffix in SCENARIO_SUFFIXES:
         return example_paths().get(p.stem, p)
     return example_path(p.name)
+
+
+def load_yaml(stream: str | bytes | IO) -> Any:
+    """A shipped data file's YAML (``yaml.safe_load``), read with libyaml's C parser when PyYAML
+    has it: the same safe schema, about 20 times faster (every app kernel reads some fifteen
+    data files at start, 0.3 s with the Python parser on two busy cores). Scenario files keep
+    their own stricter loader (:mod:`gpucluster_lib.scenario`)."""
+    import yaml
+
+    return yaml.load(stream, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - safe

@@ -16,11 +16,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.checks import require_non_negative
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import HOURS_PER_YEAR, KW_PER_MW
 
@@ -69,7 +67,7 @@ def co2e_tonnes(energy_mwh: float, kg_co2e_per_kwh: float) -> float:
 def load_grid_presets(path: str | None = None) -> dict[str, Any]:
     """``data/grid_intensity.yaml``: ``{"default": id, "regions": {id: {kg_co2e_per_kwh, source}}}``."""
     with Path(path or GRID_PATH).open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh)
+        data = load_yaml(fh)
     for rid, row in data["regions"].items():
         if not row.get("source"):
             raise ScenarioError(f"grid_intensity.yaml:{rid}", "every region needs a source")

@@ -44,8 +44,6 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.economics import carbon
 from gpucluster_lib.economics import rent as rent_mod
@@ -60,7 +58,7 @@ from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.network.cabling import load_cabling
 from gpucluster_lib.network.topology import TopologyDesign, design_topology
 from gpucluster_lib.reliability import core as reliability
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import (
     HOURS_PER_DAY,
@@ -163,7 +161,7 @@ def break_even_utilization(annual_own_cost: float, gpus: int, rent_per_gpu_hour:
 def load_cost_defaults(path: str | None = None) -> dict[str, Any]:
     """``data/cost_defaults.yaml`` as a dict (each value with ``value``, ``source``, ``date``)."""
     with Path(path or COST_DEFAULTS_PATH).open(encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return load_yaml(fh)
 
 
 def _speed_key(gbps: float, table: dict[str, Any]) -> dict[str, Any]:

@@ -20,10 +20,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.units import HOURS_PER_YEAR
 
 RENT_PRICES_PATH = data_path("rent_prices.yaml")
@@ -35,7 +33,7 @@ CLOUD_ONLY_FORM_FACTORS = ("TPU",)
 def load_rent_prices(path: str | None = None) -> dict[str, Any]:
     """``data/rent_prices.yaml``: {accelerator id: {cloud_only, on_demand, reserved}}."""
     with open(path or RENT_PRICES_PATH, encoding="utf-8") as fh:
-        return yaml.safe_load(fh) or {}
+        return load_yaml(fh) or {}
 
 
 def is_cloud_only(acc: dict[str, Any]) -> bool:

@@ -13,10 +13,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.errors import CatalogError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 
 CABLING_PATH = data_path("cabling.yaml")
 CABLE_TYPES = ("DAC", "AOC", "fibre-mmf", "fibre-smf", "copper-rj45")
@@ -160,7 +158,7 @@ def load_cabling(path: str | None = None) -> Cabling:
     """Load and validate ``data/cabling.yaml`` (cached)."""
     p = Path(path) if path else CABLING_PATH
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = load_yaml(p.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise CatalogError(p.name, None, None, "cable data file not found") from None
     return parse_cabling(data)

@@ -43,7 +43,6 @@ from statistics import NormalDist
 from typing import Any
 
 import numpy as np
-import yaml
 
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
@@ -51,7 +50,7 @@ from gpucluster_lib.facility import storage as storage_mod
 from gpucluster_lib.facility.storage import size_storage
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
-from gpucluster_lib.resources import data_root
+from gpucluster_lib.resources import data_root, load_yaml
 from gpucluster_lib.scenario import Scenario, parse_redundancy
 from gpucluster_lib.units import (
     GB,
@@ -428,7 +427,7 @@ def days_to_train_band(ideal_days: float, interval_s: float, checkpoint_s: float
 def load_failure_data(path: str | None = None) -> dict[str, Any]:
     """``data/failure_rates.yaml`` as a dict."""
     with Path(path or FAILURE_RATES_PATH).open(encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return load_yaml(fh)
 
 
 COMPONENTS: tuple[str, ...] = ("gpu", "hbm", "software", "network", "nic", "host", "psu")

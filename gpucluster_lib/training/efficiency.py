@@ -16,10 +16,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 
 EFFICIENCY_PATH = data_path("efficiency.yaml")
 
@@ -74,7 +72,7 @@ FIELDS = tuple(f.name for f in dataclasses.fields(Efficiency) if f.name not in (
 @lru_cache(maxsize=2)
 def load_table(path: str | None = None) -> dict[str, Any]:
     with Path(path or EFFICIENCY_PATH).open(encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return load_yaml(fh)
 
 
 def generation_of(accelerator: dict[str, Any]) -> str:

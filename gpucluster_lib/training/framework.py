@@ -13,10 +13,8 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.errors import ScenarioError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 
 FRAMEWORKS_PATH = data_path("training_frameworks.yaml")
 
@@ -53,7 +51,7 @@ class TpOverlap:
 @lru_cache(maxsize=1)
 def _table() -> dict[str, Any]:
     with FRAMEWORKS_PATH.open(encoding="utf-8") as fh:
-        return yaml.safe_load(fh)
+        return load_yaml(fh)
 
 
 def framework_ids() -> list[str]:

@@ -31,10 +31,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import ModelSpec
 
 #: Presets ship with the code (``data/models.yaml``); GPUCLUSTER_DATA only redirects the CSV catalogue.
@@ -226,7 +224,7 @@ def load_presets(path: str | None = None) -> dict[str, dict[str, Any]]:
     """The presets in ``data/models.yaml`` as plain dicts keyed by id."""
     path = Path(path or MODELS_PATH)
     with path.open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
+        data = load_yaml(fh) or {}
     for key, entry in data.items():
         if not entry.get("source"):
             raise ScenarioError(f"models.yaml:{key}", "every preset needs a source")

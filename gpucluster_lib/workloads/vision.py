@@ -36,10 +36,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import ModelSpec
 from gpucluster_lib.units import GB, TERA
 
@@ -91,7 +89,7 @@ class VisionModel:
 @lru_cache(maxsize=2)
 def load_vision_presets(path: str | None = None) -> dict[str, dict[str, Any]]:
     with Path(path or VISION_PATH).open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
+        data = load_yaml(fh) or {}
     for key, entry in data.items():
         if not entry.get("source"):
             raise ScenarioError(f"vision_models.yaml:{key}", "every preset needs a source")
