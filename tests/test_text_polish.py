@@ -147,3 +147,16 @@ def test_app_interruptions_chart_names_the_parts_as_the_report_does():
     assert spec["encoding"]["y"]["field"] == "name"  # the bars are labelled with names, not keys
     names = {row["component"]: row["name"] for row in spec["datasets"][rc.COMPONENTS]}
     assert names["gpu"] == "GPU" and names["hbm"] == "GPU memory (HBM)" and names["psu"] == "Power supply (PSU)"
+
+
+def test_operations_plan_and_cli_resolve_their_plurals(capsys):
+    from gpucluster_lib.cli import main
+
+    d = Design(load_scenario(EXAMPLES / "reference-8x-a100.yaml"))
+    reasons = [item.reason for item in d.operations.security.items]
+    assert not [r for r in reasons if re.search(r"\w\((e?s)\)", r)]
+    # one head node, one management switch (SN2700) in the one-node reference
+    assert any(r.startswith("the design has a management network of 1 switch and ") for r in reasons)
+    assert main(["operations", str(EXAMPLES / "reference-8x-a100.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "; 1 head node (2 recommended)" in out and not re.search(r"\w\((e?s)\)", out)

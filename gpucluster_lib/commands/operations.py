@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design
+from gpucluster_lib.formatting import plural
 
 NAME = "operations"
 ORDER = 75
@@ -21,7 +22,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(plan.to_dict())
         return 0
     st, m = plan.stack, plan.stack.monitoring
-    print(f"{st.os_image}, {st.cluster_manager}, scheduler {st.scheduler}; {st.head_nodes} head node(s) "
+    print(f"{st.os_image}, {st.cluster_manager}, scheduler {st.scheduler}; {plural(st.head_nodes, 'head node')} "
           f"({st.head_nodes_recommended} recommended)")
     for s in st.service_nodes:
         print(f"  {s.name}: {', '.join(s.roles)} ({s.cpu_cores} cores, {s.memory_gb} GB)")

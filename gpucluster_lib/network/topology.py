@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware.node import NodeDesign, build_node
 from gpucluster_lib.hardware.rack import node_rack_fit
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
@@ -795,7 +796,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         if max_ep is not None:
             max_ep *= planes
         findings.append(Finding("topology-planes", "info",
-                                f"{planes} independent planes of {ports_per_node} port(s) per node each: every "
+                                f"{planes} independent planes of {plural(ports_per_node, 'port')} per node each: every "
                                 "count above is one plane's times the planes", "", "network.planes"))
         ports_per_node = node_ports_total
     per_gpu = injection * per_port / link_gbps if n > 1 else injection

@@ -31,6 +31,7 @@ from typing import Any
 
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, SECONDS_PER_DAY, SECONDS_PER_HOUR, TB
 from gpucluster_lib.workloads.transformer import resolve_transformer
@@ -140,7 +141,7 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
         capacity = sized_tb * TB
     elif tier_tb and capacity > tier_tb * TB:
         findings.append(Finding("ops-data-capacity-tier-full", "warning",
-                                f"{ops.dataset_versions} data set version(s) and {archived} archived checkpoints need "
+                                f"{plural(ops.dataset_versions, 'data set version')} and {plural(archived, 'archived checkpoint')} need "
                                 f"{capacity / TB:,.1f} TB, more than the {tier_tb:,.1f} TB capacity tier",
                                 fix="lower operations.dataset_versions or operations.checkpoint_retention_days",
                                 field="operations.checkpoint_retention_days"))
@@ -172,7 +173,7 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
 
     steps = [
         ("Data set", f"{data / TB:,.2f} TB ({basis})" if data else basis),
-        ("Versioning", f"{ops.dataset_versions} version(s) kept on the capacity tier, each immutable and named "
+        ("Versioning", f"{plural(ops.dataset_versions, 'version')} kept on the capacity tier, each immutable and named "
                        "by its content hash; a training run records the version it read"),
         ("Staging", "copy the current version from the capacity tier to the fast tier before the run"
                     + (f": {duration_text(staging)} at {bw / GB:,.0f} GB/s" if staging else "")),

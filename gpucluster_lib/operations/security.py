@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpucluster_lib.findings import Finding
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.scenario import Scenario
 
 
@@ -58,7 +59,7 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
     add("Management network isolation",
         "Keep provisioning and management traffic on its own network and VLANs, reachable only from the head "
         "nodes and an administrators' jump host; no route from the compute or storage fabrics.",
-        f"the design has a management network of {mgmt.get('switches', 0):,} switch(es) and "
+        f"the design has a management network of {plural(mgmt.get('switches', 0), 'switch', 'switches')} and "
         f"{mgmt.get('links', 0):,} links to {hosts:,} hosts; whoever reaches it can reinstall any node",
         "SC-7 boundary protection")
     add("Out-of-band (BMC) network",
@@ -84,7 +85,7 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
             "RBAC with least privilege, TLS between all components, etcd encrypted at rest "
             "(EncryptionConfiguration) and reachable only from the API servers, Pod Security admission "
             "'restricted' for user namespaces.",
-            f"the control plane with etcd runs on {len(stack.control_plane)} head node(s) and holds every secret "
+            f"the control plane with etcd runs on {plural(len(stack.control_plane), 'head node')} and holds every secret "
             "of the cluster", "AC-6 least privilege")
     cap = storage.capacity_tb
     data_tb = getattr(data, "dataset_bytes", None)
@@ -120,7 +121,7 @@ def plan_security(scenario: Scenario, *, hardware: Any, network: Any, storage: A
         add("Tenant isolation for inference",
             "One namespace or partition per tenant, network policies between them, API gateway authentication "
             "and rate limits, MIG or whole GPUs per tenant (no time-slicing across tenants), no shared KV caches.",
-            f"{stack.serving.replicas} serving replica(s) answer outside requests next to the training jobs",
+            f"{plural(stack.serving.replicas, 'serving replica')} {'answers' if stack.serving.replicas == 1 else 'answer'} outside requests next to the training jobs",
             "SC-4 information in shared resources; AC-4 information flow")
     findings: list[Finding] = []
     if stack.slurm and stack.kubernetes:
