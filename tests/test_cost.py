@@ -180,11 +180,12 @@ def test_gpt3_defaults():
     assert r.it_power_kw == pytest.approx(974.018 + 4 * 6.5)
     assert r.racks == 38
     assert r.facility_power_kw == pytest.approx(1000.018 * 1.3)  # PUE 1.3
-    # on its own (no reliability result, no days given) the cost prices no training run
-    assert r.training_days is None and r.training_run_cost is None
     # in a Design the run takes the failure-aware expected days of the reliability assessment
     d = Design(s)
     assert d.cost.training_days == pytest.approx(d.reliability.training_days_expected)
+    # on its own the cost asks the lower layers (reliability, then the training engine): the same run
+    assert r.training_days == pytest.approx(d.cost.training_days)
+    assert r.training_run_cost == pytest.approx(d.cost.training_run_cost)
     assert d.cost.training_gpu_hours == pytest.approx(1024 * d.cost.training_days * 24)
     assert r.assumptions == {}  # every figure from the catalogue (the default storage row is there)
     assert r.price_sources["server"].startswith(("catalogue servers.csv dgx-a100-640gb", "cost_defaults"))

@@ -302,8 +302,8 @@ def test_no_days_are_estimated_without_a_plan_that_fits():
         (None, None, None, None)
     assert not any(f.code == "rel-no-tokens" for f in r.findings)  # the budget is set; the plan is what fails
     assert rel.scaling_table(s, base=r) == []  # no days-to-train band either
-    # the assessment alone never makes days up: without them given there are none
-    assert rel.assess(load_scenario(GPT3)).training_days_ideal is None
+    # stand alone, the assessment asks the training engine, which refuses the days of this plan too
+    assert rel.assess(s).training_days_ideal is None
     assert r.goodput == pytest.approx(Design(load_scenario(GPT3)).reliability.goodput)  # the rest stands
 
 
@@ -582,3 +582,25 @@ def test_a_very_slow_checkpoint_is_a_finding_not_an_internal_error():
 def test_days_band_draws_a_normal_count_where_numpy_refuses_the_mean():
     band = rel.days_to_train_band(1.0e9, 3600.0, 60.0, 600.0, 3600.0, samples=200)  # mean count ~1e12+
     assert all(math.isfinite(v) and v > 1.0e9 for v in band.values())
+
+
+def test_stand_alone_assessment_asks_the_training_engine_for_the_days():
+    # outside a Design the lower layer's one public function gives the failure-free days
+    s = load_scenario(GPT3)
+    r = rel.assess(s)
+    assert r.training_days_ideal == pytest.approx(estimate(s).training_days)
+    assert 25 < r.training_days_ideal < 40  # Narayanan 2021 Sec. 5.1: about 34 days
+    rows = rel.scaling_table(s, node_counts=[64, 128])
+    assert [row["nodes"] for row in rows] == [64, 128]
+    # perfect scaling from the scenario's own 128 nodes: half the nodes, twice the days
+    assert rows[0]["ideal"] == pytest.approx(2 * rows[1]["ideal"])
+
+
+def test_stand_alone_assessment_has_no_days_for_a_plan_that_does_not_fit():
+    # GPT-3 175B with TP 8 x PP 1 on 80 GB A100s: the 175B weights, gradients and Adam states
+    # (16 B x 175e9 / 8 = 350 GB a GPU) cannot fit, so there are no days and no band
+    s = load_scenario(GPT3).replace(parallelism__pipeline=1, parallelism__data=128, parallelism__virtual_stages=1)
+    assert not estimate(s).fits
+    r = rel.assess(s)
+    assert r.training_days_ideal is None and r.training_days_expected is None
+    assert rel.scaling_table(s) == []

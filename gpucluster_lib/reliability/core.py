@@ -44,6 +44,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster_lib import training
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.facility import storage as storage_mod
@@ -627,7 +628,11 @@ def spare_plan(scenario: Scenario, hardware: Any) -> SparePlan:
                      repair_hours=repair_h, confidence=rel.spare_confidence, full_size_availability=full_size)
 
 
-def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: float | None = None,
+FROM_ENGINE: Any = type("FromEngine", (), {"__repr__": lambda self: "FROM_ENGINE"})()
+"""Default of ``assess(training_days_ideal=...)``: ask the training engine (stand-alone use)."""
+
+
+def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any = FROM_ENGINE,
            hardware: Any = None, storage: storage_mod.StorageDesign | None = None,
            spares: SparePlan | None = None) -> ReliabilityResult:
     """Failure-aware reliability assessment of the scenario's training job.
@@ -639,8 +644,10 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         Defaults to :func:`gpucluster_lib.hardware.resolve.catalog_for`.
     training_days_ideal : float, optional
         Failure-free days to train [days] of a plan that fits (a Design passes its training
-        stage's). None: no days to train, no band, no expected days (no token budget, or a
-        plan that does not fit in memory); the assessment never estimates a plan of its own.
+        stage's). Omitted outside a Design: taken from the training engine's one public
+        function (:func:`gpucluster_lib.training.estimate`) when ``training.tokens`` is set and
+        the plan fits in memory; a plan that does not fit gives no days, no band and no
+        expected days.
     hardware, storage, spares : optional
         A Design's upstream results (resolved hardware, the storage design whose checkpoint
         size and write bandwidth are used, the spare plan); computed when omitted.
@@ -712,7 +719,13 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: floa
         psu_f0 = hw.nodes * redundant_group_failures_per_year(n, 0, mtbf, data["repair_hours"])
 
     # days to train
-    ideal = training_days_ideal
+    if training_days_ideal is FROM_ENGINE:
+        ideal = None
+        if scenario.training.tokens is not None:
+            est = training.estimate(scenario, cat, hardware=hw)
+            ideal = est.training_days if getattr(est, "fits", True) else None
+    else:
+        ideal = training_days_ideal
     expected = p10 = p50 = p90 = n_int = None
     if ideal is not None:
         if not ideal > 0:
