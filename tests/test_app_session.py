@@ -138,3 +138,14 @@ def test_a_plan_that_does_not_fit_prints_no_days(session):
     assert " days" not in panels["training"].summary.value
     assert state.design.summary()["training_days"]["value"] is None
     assert "the training plan does not fit in memory" in panels["reliability"].summary.value
+
+
+def test_operations_retention_keeps_the_value_typed_and_refuses_one_out_of_range():
+    from gpucluster_lib.ui import tab_operations
+    state = AppState.from_path(GPT3)
+    panel = tab_operations.OperationsPanel(state)
+    panel.retention.value = 7.5  # fractions are kept (the slider used to truncate to whole days)
+    assert state.scenario.operations.retention_days == 7.5
+    panel.retention.value = 40_000.0  # over the field's bound of 36,500 days (100 years)
+    assert state.scenario.operations.retention_days == 7.5  # refused: the design keeps the last valid value
+    assert "36" in panel.msg.value and "retention" in panel.msg.value.lower()

@@ -15,6 +15,7 @@ import pytest
 from gpucluster_lib.ui import (
     tab_hardware,
     tab_inference,
+    tab_operations,
     tab_power,
     tab_reliability,
     tab_topology,
@@ -26,9 +27,10 @@ GPT3 = Path(__file__).resolve().parent.parent / "gpucluster_lib" / "data" / "sce
 PANELS = {
     "hardware": tab_hardware.HardwarePanel, "power": tab_power.PowerPanel, "training": tab_training.TrainingPanel,
     "network": tab_topology.TopologyPanel, "inference": tab_inference.InferencePanel,
-    "reliability": tab_reliability.ReliabilityPanel,
+    "reliability": tab_reliability.ReliabilityPanel, "operations": tab_operations.OperationsPanel,
 }
-INPUTS = (widgets.Dropdown, widgets.BoundedIntText, widgets.BoundedFloatText, widgets.IntSlider, widgets.Checkbox,
+INPUTS = (widgets.Dropdown, widgets.BoundedIntText, widgets.BoundedFloatText, widgets.FloatText, widgets.IntSlider,
+          widgets.Checkbox,
           widgets.ToggleButtons, widgets.SelectMultiple)
 #: inputs read by a button rather than on change (the button's own test covers them)
 BY_BUTTON = {("training", "deadline")}
@@ -43,6 +45,8 @@ def _other_value(w: widgets.Widget):
         return next(v for v in values if v != w.value)
     if isinstance(w, widgets.Checkbox):
         return not w.value
+    if not hasattr(w, "min"):  # an unbounded box: the scenario's bounds check what is typed
+        return w.value * 2 if w.value else 1.0
     lo, hi = w.min, w.max
     for v in (w.value * 2 if w.value else (lo + hi) / 2, w.value + (w.step or 1), w.value / 2, lo, hi):
         v = type(w.value)(v) if isinstance(w.value, int) else v

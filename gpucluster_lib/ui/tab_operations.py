@@ -71,8 +71,9 @@ class OperationsPanel:
                                           value=ops.scheduler, description="Scheduler")
         self.spares = widgets.IntSlider(value=ops.serving_spare_replicas, min=0, max=8, description="Spare replicas",
                                         continuous_update=False)
-        self.retention = widgets.IntSlider(value=int(ops.retention_days), min=1, max=400,
-                                           description="Metrics days", continuous_update=False)
+        # a text box, not a slider: the scenario takes fractions and up to 100 years, and a value
+        # out of range is refused with the field's message instead of being clamped silently
+        self.retention = widgets.FloatText(value=ops.retention_days, description="Metrics kept [days]")
         self.backup = widgets.Dropdown(options=[("off-site copy", "offsite"), ("snapshots", "snapshot"),
                                                 ("none", "none")], value=ops.backup, description="Backup")
         for w in (self.scheduler, self.spares, self.retention, self.backup):
@@ -116,7 +117,7 @@ class OperationsPanel:
         with self.binding.quiet():
             self.scheduler.value = ops.scheduler
             self.spares.value = ops.serving_spare_replicas
-            self.retention.value = int(ops.retention_days)
+            self.retention.value = ops.retention_days
             self.backup.value = ops.backup
         self.refresh()
 

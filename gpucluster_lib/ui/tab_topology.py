@@ -168,9 +168,11 @@ class TopologyPanel:
 
 def growth_inputs(scenario, catalog) -> tuple:
     """What the growth chart reads: the network stage's inputs (network, facility, hardware, the
-    extra catalogue files) without the node count, which the chart varies itself."""
+    extra catalogue files) without the node count, which the chart varies itself. The catalogue
+    itself is kept (it compares by identity): an id could be reused by a later catalogue once
+    the earlier one is freed."""
     hw = dataclasses.replace(scenario.hardware, nodes=None, gpus=None)
-    return (id(catalog), scenario.catalog, scenario.network, scenario.facility, hw)
+    return (catalog, scenario.catalog, scenario.network, scenario.facility, hw)
 
 
 def _summary_html(d) -> str:
