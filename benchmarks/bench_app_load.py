@@ -103,7 +103,7 @@ def main() -> int:
             return 1
         time.sleep(15)  # the pool kernel finishes running the notebook
         base = mem()
-        print(f"baseline (server + {args.pool} preheated kernel(s)): {base:,.0f} MB")
+        print(f"baseline (server + {args.pool} preheated kernel(s)): {base:,.0f} MB (server {rss_mb([proc.pid]):,.0f} MB)")
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=ARGS)
 
@@ -156,7 +156,7 @@ def main() -> int:
                       f"{statistics.median(per_page) if per_page else float('nan'):,.0f} MB RSS (median of "
                       f"{len(per_page)}); kernels back to the pool "
                       f"{gone_s:,.0f} s after the last page closed; then {count()} kernel(s), "
-                      f"{after:,.0f} MB ({after - base:+,.0f} MB against the baseline)")
+                      f"{after:,.0f} MB ({after - base:+,.0f} MB against the baseline; server {rss_mb([proc.pid]):,.0f} MB)")
                 if rendered < total or not back or gone_s > CLOSED_BOUND_S or after > base * 1.15:
                     failed = True
 

@@ -135,3 +135,37 @@ def test_kernel_processes_of_a_server_from_proc():
     finally:
         child.kill()
         child.wait()
+
+
+def test_a_kernel_that_has_run_the_notebook_leaves_nothing_of_its_page_behind():
+    """The admission slot's timer must not hold the page's renderer (its executor keeps every
+    widget's state, 2 MB with the chart bundle): the server grew by that much per visit."""
+    import gc
+    import weakref
+
+    async def scenario():
+        km = PoolStandIn()
+        content = await km._initialize("app.ipynb")
+        renderer = weakref.ref(content["renderer"])
+        km.notebook_done["k0"].set()
+        await content["task"]
+        del content
+        gc.collect()
+        assert renderer() is None
+
+    asyncio.run(scenario())
+
+
+def test_memory_is_reclaimed_once_after_a_burst_of_shutdowns(monkeypatch):
+    calls = []
+
+    async def scenario():
+        km = PoolStandIn(reclaim_delay_s=0.01)
+        monkeypatch.setattr(km, "reclaim_memory", lambda: calls.append(1))
+        for _ in range(5):  # twenty pages closing together: one collection, not twenty
+            km._schedule_reclaim()
+        await asyncio.sleep(0.1)
+
+    asyncio.run(scenario())
+    assert calls == [1]
+    PoolStandIn().reclaim_memory()  # gc + malloc_trim: runs wherever the C library has no malloc_trim too
