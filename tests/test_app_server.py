@@ -6,10 +6,18 @@ tests/browser/test_app_sessions.py checks the same with the real server and brow
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 from datetime import timedelta
 from types import SimpleNamespace
 
 from gpucluster_lib.ui.server import CappedKernelManager, kernel_pids, rss_mb, utcnow
+
+
+def run_alone(coro) -> None:
+    """``asyncio.run`` in a thread of its own: the browser tests' Playwright session keeps an
+    event loop running in the main thread for the whole test session, where asyncio.run refuses."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        pool.submit(asyncio.run, coro).result()
 
 
 class Renderer:
@@ -88,7 +96,7 @@ def test_kernels_start_and_run_the_notebook_a_few_at_a_time():
         await _settle()
         assert km.peak == 2 and len(km.fake_kernels) == 5 and km._queued == 0
 
-    asyncio.run(scenario())
+    run_alone(scenario())
 
 
 def test_a_page_taking_a_kernel_mid_run_keeps_its_slot_until_the_notebook_has_run():
@@ -109,7 +117,7 @@ def test_a_page_taking_a_kernel_mid_run_keeps_its_slot_until_the_notebook_has_ru
         await waiting
         assert len(km.fake_kernels) == 2
 
-    asyncio.run(scenario())
+    run_alone(scenario())
 
 
 def test_a_page_finding_the_pool_empty_queues_a_pool_fill_for_itself():
@@ -119,7 +127,7 @@ def test_a_page_finding_the_pool_empty_queues_a_pool_fill_for_itself():
         assert km.get_pool_size("app.ipynb") == 1  # not one more for each question
         await asyncio.gather(*km.pool)
 
-    asyncio.run(scenario())
+    run_alone(scenario())
 
 
 def test_kernel_processes_of_a_server_from_proc():
@@ -153,7 +161,7 @@ def test_a_kernel_that_has_run_the_notebook_leaves_nothing_of_its_page_behind():
         gc.collect()
         assert renderer() is None
 
-    asyncio.run(scenario())
+    run_alone(scenario())
 
 
 def test_memory_is_reclaimed_once_after_a_burst_of_shutdowns(monkeypatch):
@@ -166,6 +174,6 @@ def test_memory_is_reclaimed_once_after_a_burst_of_shutdowns(monkeypatch):
             km._schedule_reclaim()
         await asyncio.sleep(0.1)
 
-    asyncio.run(scenario())
+    run_alone(scenario())
     assert calls == [1]
     PoolStandIn().reclaim_memory()  # gc + malloc_trim: runs wherever the C library has no malloc_trim too
