@@ -228,6 +228,11 @@ class InferenceSpec:
     output_tokens_cv: float = f(0.0, ge=0, le=10, doc="spread of output lengths: standard deviation over the mean "
                                                      "(0: every request generates output_tokens; MLPerf Llama 2 70B: 0.71)")
     batch_size: int | None = f(None, gt=0, le=1_000_000, doc="fixed batch (sequences or images); searched when absent")
+    kv_cache_scheduling: Literal["no_evict", "max_utilization"] = f(
+        "no_evict", doc="no_evict: each sequence reserves KV for its full length; max_utilization: pages on demand, "
+                        "the cache holds the mean context in flight (TensorRT-LLM capacity policies)")
+    max_num_tokens: int | None = f(None, gt=0, le=16_777_216, unit="tokens",
+                                   doc="engine token budget per step (prefill and decode tokens); default 8192")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)
     video_fps: float | None = f(None, gt=0, le=1000)

@@ -28,6 +28,16 @@ cache) hands the pages of finished requests to growing ones. So ``R = max(L_in +
 L_in + (1 + c^2) L_out / 2)``: for c <= 1 the full length of a mean request covers the mean
 context; for c > 1 the mean context is larger, and the budget follows it, so the cache always
 holds the KV a decode step reads (finding ``inference-length-spread-exceeds-reserve``).
+
+KV-cache scheduling (``inference.kv_cache_scheduling``). The reservation above is TensorRT-LLM's
+``GUARANTEED_NO_EVICT`` capacity policy (``no_evict``, the default here). Its ``MAX_UTILIZATION``
+policy (``max_utilization``; TensorRT-LLM ``executor::CapacitySchedulerPolicy::kMAX_UTILIZATION``,
+the default of NVIDIA's MLPerf harness: ``--trtllm_batch_sched_policy`` = ``max_util`` in
+``code/harness/harness_llm/main_llm.cc``, mlcommons/inference_results_v4.1) reserves nothing ahead:
+it admits requests while pages are free and pauses one when the pool runs out (vLLM's preemption
+does the same: Kwon et al. 2023, SOSP, Sec. 4.5). The pool then has to hold only the context in
+flight, ``R = L_in + (1 + c^2) L_out / 2`` per sequence on average; pauses (and their recomputed
+prompts) are not modelled, so this is the batch the pool holds at its mean.
 """
 
 from __future__ import annotations
@@ -100,15 +110,29 @@ class MemoryPlan:
                 "total": self.capacity_bytes}
 
 
-def reserved_tokens_per_sequence(input_tokens: float, output_tokens: float, output_tokens_cv: float = 0.0) -> float:
-    """KV budget of a sequence in flight, ``max(L_in + L_out, L_in + (1 + c^2) L_out / 2)`` [tokens] (module doc)."""
+#: KV-cache capacity policies (TensorRT-LLM ``CapacitySchedulerPolicy``; module doc).
+KV_CACHE_SCHEDULING = ("no_evict", "max_utilization")
+
+
+def reserved_tokens_per_sequence(input_tokens: float, output_tokens: float, output_tokens_cv: float = 0.0,
+                                 scheduling: str = "no_evict") -> float:
+    """KV budget of a sequence in flight [tokens] (module doc).
+
+    ``no_evict``: ``max(L_in + L_out, L_in + (1 + c^2) L_out / 2)``; ``max_utilization``: the mean
+    context in flight ``L_in + (1 + c^2) L_out / 2`` alone.
+    """
+    if scheduling not in KV_CACHE_SCHEDULING:
+        raise ValueError(f"scheduling must be one of {KV_CACHE_SCHEDULING}, got {scheduling!r}")
+    if scheduling == "max_utilization":
+        return mean_context_in_flight(input_tokens, output_tokens, output_tokens_cv)
     return max(float(input_tokens) + float(output_tokens),
                mean_context_in_flight(input_tokens, output_tokens, output_tokens_cv))
 
 
 def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_bytes: float, kv_bytes: float,
                 input_tokens: int, output_tokens: int, eff: ServingEfficiency,
-                max_num_tokens: int | None = None, output_tokens_cv: float = 0.0) -> MemoryPlan:
+                max_num_tokens: int | None = None, output_tokens_cv: float = 0.0,
+                kv_scheduling: str = "no_evict") -> MemoryPlan:
     """Memory per GPU and the largest batch that fits (see module doc for each term).
 
     Parameters
@@ -122,6 +146,8 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     max_num_tokens : tokens per engine step [tokens]; default max(8192, input_tokens)
     output_tokens_cv : spread of output lengths, standard deviation over the mean [-]; it sets the
         KV budget of a sequence in flight when it exceeds 1 (module doc)
+    kv_scheduling : ``no_evict`` (reserve each sequence's full length) or ``max_utilization``
+        (pages on demand: the mean context in flight) (module doc)
 
     Returns
     -------
@@ -134,7 +160,7 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens))
     runtime = eff.runtime_overhead_gib * GIB
     kv_tok = kv_cache_bytes_per_token_per_gpu(arch, tp, kv_bytes)
-    per_seq = (kv_tok * reserved_tokens_per_sequence(input_tokens, output_tokens, output_tokens_cv)
+    per_seq = (kv_tok * reserved_tokens_per_sequence(input_tokens, output_tokens, output_tokens_cv, kv_scheduling)
                + arch.vocab_size / tp * LOGIT_BYTES)
     free = usable - weights - workspace - runtime
     max_batch = int(free // per_seq) if free > 0 else 0

@@ -40,7 +40,13 @@ from gpucluster_lib.inference.precision import (
     compute_precision,
     supported_precisions,
 )
-from gpucluster_lib.inference.queueing import LoadPoint, ReplicaCurve, load_point, max_rate
+from gpucluster_lib.inference.queueing import (
+    DEFAULT_TOKEN_BUDGET,
+    LoadPoint,
+    ReplicaCurve,
+    load_point,
+    max_rate,
+)
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
 from gpucluster_lib.scenario import Scenario
@@ -255,11 +261,15 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     inf = scenario.inference
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff,
-                      output_tokens_cv=inf.output_tokens_cv)
+                      output_tokens_cv=inf.output_tokens_cv, max_num_tokens=inf.max_num_tokens,
+                      kv_scheduling=inf.kv_cache_scheduling)
     rhw = _replica_hardware(scenario, hw, catalog, tp, peak, fabric_gbps)
     eff = _calibrated(eff, scenario, prof, rhw, tp <= hw.gpus_per_node)
     fits = mem.max_batch >= 1
-    batches = _batch_grid(max(mem.max_batch, 1), inf.batch_size)
+    fixed = inf.batch_size
+    if fixed is not None and inf.kv_cache_scheduling == "max_utilization":
+        fixed = min(fixed, max(mem.max_batch, 1))   # the engine's cap; the pool sets the batch (module memory)
+    batches = _batch_grid(max(mem.max_batch, 1), fixed)
     parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
                              weights_bytes_per_gpu=mem.weights_bytes, kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token,
                              hw=rhw, gemm_efficiency=gemm_eff, eff=eff, output_tokens_cv=inf.output_tokens_cv)
@@ -285,7 +295,7 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
         else:
             grid_tpot = tpot
         curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots,
-                             service_cv=inf.output_tokens_cv)
+                             token_budget=inf.max_num_tokens or DEFAULT_TOKEN_BUDGET, service_cv=inf.output_tokens_cv)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
         chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
@@ -465,7 +475,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
                    memory_plan(arch, memory_gib=float(acc["memory_gib"]), tp=t, weight_bytes=weight_bytes,
                                kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
-                               eff=eff, output_tokens_cv=inf.output_tokens_cv).max_batch >= 1]
+                               eff=eff, output_tokens_cv=inf.output_tokens_cv, max_num_tokens=inf.max_num_tokens,
+                               kv_scheduling=inf.kv_cache_scheduling).max_batch >= 1]
         smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
         fix = []
         if fitting:
@@ -481,15 +492,31 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"{acc['id']} offers {mem.usable_bytes / GB:.1f} GB ({eff.memory_utilization:.0%} of "
             f"{float(acc['memory_gib']):g} GiB)",
             fix="use " + " or ".join(fix), field="inference.tensor_parallel"))
+    elif (inf.batch_size is not None and inf.batch_size > mem.max_batch
+          and inf.kv_cache_scheduling == "max_utilization"):
+        findings.append(Finding(
+            "inference-batch-limited-by-kv-pool", "warning",
+            f"batch_size {inf.batch_size} is the engine's cap, but the KV cache pool ({mem.free_for_kv_bytes / GB:.1f} GB "
+            f"per GPU) holds about {mem.max_batch} sequences of "
+            f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv, 'max_utilization'):,.0f}"
+            f" tokens of context on average: the batch runs at {mem.max_batch}, and requests beyond it wait or are "
+            "paused when the pool runs out",
+            fix=f"use batch_size <= {mem.max_batch} or a larger tensor_parallel", field="inference.batch_size"))
     elif inf.batch_size is not None and inf.batch_size > mem.max_batch:
         findings.append(Finding(
             "inference-batch-exceeds-memory", "error",
             f"batch_size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
             f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
-            f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv):,.0f} tokens"
+            f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv, inf.kv_cache_scheduling):,.0f} tokens"
             + (" of context on average" if inf.output_tokens_cv > 1 else ""),
             fix=f"use batch_size <= {mem.max_batch}, a larger tensor_parallel or a smaller KV precision",
             field="inference.batch_size"))
+    elif inf.max_num_tokens is not None and inf.max_num_tokens < inf.input_tokens:
+        findings.append(Finding(
+            "inference-prompt-exceeds-token-budget", "error",
+            f"a prompt of {inf.input_tokens:,} tokens does not fit the engine's budget of {inf.max_num_tokens:,} tokens "
+            "per step: the model prefills each prompt whole, within one step",
+            fix=f"use max_num_tokens >= {inf.input_tokens}", field="inference.max_num_tokens"))
     elif best.capacity is None and peak is not None and inf.arrival == "poisson":
         i0 = 0
         findings.append(Finding(
