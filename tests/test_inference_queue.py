@@ -242,6 +242,32 @@ def test_mlperf_rows_regression_guard():
     assert abs(errors[worst]) < MLPERF_REGRESSION_GUARD, f"{worst}: {errors[worst]:+.1%}"
 
 
+# Published step times, [sequences in decode, step s]: Server from Little's law on the summary (decode sequences =
+# completed samples/s per replica x (mean latency - mean TTFT); step = those sequences / completed tokens/s per
+# replica), Offline the engine batch over its tokens/s per replica. v4.0 DGX H100 (4 replicas): 70.42 x (40.055 -
+# 0.382) / 4 = 698 at 698 / (20,556.4 / 4) = 135.9 ms; 896 / (21,805.8 / 4) = 164.4 ms. v4.0 H200 (8): 90.35 x
+# (48.395 - 0.413) / 8 = 542 at 163.7 ms; 806 / (27,738.3 / 8) = 232.5 ms. v4.1 H200: 100.35 x (35.855 - 0.198)
+# / 8 = 447 at 122.4 ms; 806 / (31,302.7 / 8) = 206.0 ms. (v4.1 DGX H100: 831 at 153.9 ms, 896 at 146.1 ms: the
+# server step is the slower one, no line through both.)
+PUBLISHED_STEPS = [("v4.0 DGX H100 Server", (698, 0.1359), (896, 0.1644), 1024, 4, 20_556.4),
+                   ("v4.0 H200 Server", (542, 0.1637), (806, 0.2325), 896, 8, 26_485.4),
+                   ("v4.1 H200 Server", (447, 0.1224), (806, 0.2060), 896, 8, 29_228.22)]
+
+
+@pytest.mark.parametrize(("row", "server_point", "offline_point", "slots", "replicas", "published"), PUBLISHED_STEPS)
+def test_the_queue_on_the_published_step_times_meets_the_server_rows(row, server_point, offline_point, slots,
+                                                                     replicas, published):
+    # the queue alone: fed the straight line through the published server and offline steps (not the timing
+    # model), the Poisson max rate at the p99 SLOs lands within the target of the published server tokens/s
+    (b1, t1), (b2, t2) = server_point, offline_point
+    slope = (t2 - t1) / (b2 - b1)
+    batches = np.arange(1, slots + 1)
+    # 0.03 s: one 222-token prompt on an idle replica, 222 x 2 x 68.7e9 FLOP / (1,978.9e12 x 0.45) = 34 ms at TP 1
+    curve = ReplicaCurve(batches, t1 + slope * (batches - b1), 0.03, 222, 294, slots, service_cv=MLPERF_OUTPUT_CV)
+    at = max_rate(curve, 2.0, 0.2)
+    assert at.output_tokens_per_s * replicas == pytest.approx(published, rel=MLPERF_TARGET)
+
+
 def test_h200_server_is_bound_by_the_tpot_percentile_as_published():
     # published H200 Server: p99 TPOT 194.99 ms against the 200 ms limit, p99 TTFT 0.753 s of 2 s
     at = serve(mlperf("dgx-h200", 1, arrival="poisson", output_tokens_cv=MLPERF_OUTPUT_CV)).load["at_max_rate"]

@@ -34,7 +34,7 @@ Model (per replica; rates in requests/s, times in s)
    (0: every request decodes ``L_out`` tokens; MLPerf's Llama 2 70B set: 0.71, from the published
    latency percentiles of three server runs, see docs/inference.md).
 4. **Prefill**: each step admits prompts up to the engine's token budget ``K`` less the decode
-   tokens (TensorRT-LLM ``max_num_tokens`` 8192; chunked prefill, Agrawal et al. 2024
+   tokens (``inference.max_num_tokens``; TensorRT-LLM's default 8192; chunked prefill, Agrawal et al. 2024
    Sarathi-Serve), i.e. ``m = (K - b) / L_in`` prompts per step. Prompts queue as M/D/1 with
    service ``T(b) / m`` and utilisation ``rho = lambda T(b) / m``: Pollaczek-Khinchine mean wait
    ``W = rho s / (2 (1 - rho))`` (Gross et al. 2008, the M/G/1 queue) and the exponential tail
