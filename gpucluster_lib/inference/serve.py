@@ -509,7 +509,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
             f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv, inf.kv_cache_scheduling):,.0f} tokens"
             + (" of context on average" if inf.output_tokens_cv > 1 else ""),
-            fix=f"use batch_size <= {mem.max_batch}, a larger tensor_parallel or a smaller KV precision",
+            fix=(f"use batch_size <= {mem.max_batch}, a larger tensor_parallel, a smaller KV precision, or "
+                 "kv_cache_scheduling max_utilization when the engine takes KV pages on demand"),
             field="inference.batch_size"))
     elif inf.max_num_tokens is not None and inf.max_num_tokens < inf.input_tokens:
         findings.append(Finding(
