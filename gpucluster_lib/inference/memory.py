@@ -34,8 +34,9 @@ KV-cache scheduling (``inference.kv_cache_scheduling``). The reservation above i
 policy (``max_utilization``; TensorRT-LLM ``executor::CapacitySchedulerPolicy::kMAX_UTILIZATION``,
 the default of NVIDIA's MLPerf harness: ``--trtllm_batch_sched_policy`` = ``max_util`` in
 ``code/harness/harness_llm/main_llm.cc``, mlcommons/inference_results_v4.1) reserves nothing ahead:
-it admits requests while pages are free and pauses one when the pool runs out (vLLM's preemption
-does the same: Kwon et al. 2023, SOSP, Sec. 4.5). The pool then has to hold only the context in
+it packs as many requests as the pages allow "at the risk of having to pause requests if the KV
+cache size limit is reached" (TensorRT-LLM, docs/source/performance/perf-best-practices.md, "Batch
+Scheduler Policy"; vLLM's preemption does the same: Kwon et al. 2023, SOSP, Sec. 4.5). The pool then has to hold only the context in
 flight, ``R = L_in + (1 + c^2) L_out / 2`` per sequence on average; pauses (and their recomputed
 prompts) are not modelled, so this is the batch the pool holds at its mean.
 """
