@@ -373,40 +373,31 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     return train, recompute, t_tp, t_cp, t_ep, f_act
 
 
-def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    a, e, fw = ctx.arch, ctx.eff, ctx.framework
-    q = plan_arrays(plans)
-    tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
-    rc, sp, zero, dopt, tpo, lf, ll, lm = (q[k] for k in ("rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm"))
+#: What :func:`_pipeline` returns, in this order.
+PIPELINE_KEYS = ("t_emb", "t_out", "t_p2p", "phi", "raw_max", "which", "n_b", "extra_b", "t_max", "bubble", "t_pipe")
 
-    h, s, V = float(a.hidden_size), float(a.seq_length), float(a.vocab_size)
+
+def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer) -> dict[str, np.ndarray]:
+    """The pipeline schedule of one step [s]: embedding, output layer and point-to-point time per
+    micro-batch, the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
+    factor), which stage it is (0 first, 1 middle, 2 last) and its layers, the bubble and
+    ``t_pipe = m t_max + bubble`` [2, 10] (see the module docstring).
+
+    ``q``: plan arrays; ``M``: tokens per micro-batch per GPU; ``m``: micro-batches; ``t_layer``:
+    one layer's time per micro-batch. Elementwise: the arrays may have any shapes that broadcast
+    (the plan search passes plan dimensions on separate axes).
+    """
+    a, e, fw = ctx.arch, ctx.eff, ctx.framework
+    tp, pp, dp, cp, vp, lf, ll, lm = (q[k] for k in ("tp", "pp", "dp", "cp", "vp", "lf", "ll", "lm"))
+    h, V = float(a.hidden_size), float(a.vocab_size)
     B = ctx.memory_bw
     em = e.memory_efficiency
     P, eg = ctx.peak_flops, e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
-    gpn = float(ctx.gpus_per_node)
     L = float(a.layers)
-
-    m = gbs / (dp * mb)  # micro-batches per step per pipeline
-    s_loc = s / cp
-    M = mb * s_loc
-
-    # the per-layer terms depend on (tp, cp, ep, mb, rc, sp, tpo) only: computed once per distinct
-    # combination and gathered back (a search has ~10^5 plans but ~10^3 such combinations)
-    key = (((((tp * 1025.0 + cp) * 1025.0 + ep) * 8193.0 + mb) * 3.0 + rc) * 2.0 + sp) * 2.0 + tpo
-    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    parts = _layer_terms(ctx, tp[first], cp[first], ep[first], mb[first], rc[first], sp[first], tpo[first])
-    train, recomp, t_tp, t_cp, t_ep = (np.asarray(x, dtype=float)[inverse] for x in parts[:5])
-    f_act = parts[5]
-    a_mem = _layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
-                          rc[first], f_act)
-    per_layer_act, rebuilt_act = (np.asarray(x, dtype=float)[inverse] for x in a_mem)
-    t_layer = train + recomp + t_tp + t_cp + t_ep
-
     # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last
     t_emb = 3.0 * BYTES_16 * M * h / (B * em)
     t_out = 3.0 * _gemm_time(M, h, V / tp, P, eg, ctx.gemm, B, em) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
 
-    # ---- pipeline stages ---------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
     net_bw = ctx.nic_bw * e.network_efficiency
     dom = float(ctx.nvlink_domain)
@@ -429,6 +420,54 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
     bubble = (t_sum - t_max) / vp
     t_pipe = m * t_max + bubble
+
+    return {"t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi, "raw_max": raw_max, "which": which,
+            "n_b": n_b, "extra_b": extra_b, "t_max": t_max, "bubble": bubble, "t_pipe": t_pipe}
+
+
+def _step_time(ctx: Context, t_pipe, t_dp, t_opt):
+    """Step time and its fixed-fraction overhead [s] from the pipeline, the exposed data-parallel
+    communication and the optimizer. Non-decreasing in each term (the plan search's bound reads
+    ``t_dp = t_opt = 0``)."""
+    base = t_pipe + t_dp + t_opt
+    overhead = ctx.eff.step_overhead * base
+    return base + overhead, overhead
+
+
+def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    a, e, fw = ctx.arch, ctx.eff, ctx.framework
+    q = plan_arrays(plans)
+    tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
+    rc, sp, zero, dopt, tpo, lf, ll, lm = (q[k] for k in ("rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm"))
+
+    s = float(a.seq_length)
+    B = ctx.memory_bw
+    em = e.memory_efficiency
+    gpn = float(ctx.gpus_per_node)
+    L = float(a.layers)
+
+    m = gbs / (dp * mb)  # micro-batches per step per pipeline
+    s_loc = s / cp
+    M = mb * s_loc
+
+    # the per-layer terms depend on (tp, cp, ep, mb, rc, sp, tpo) only: computed once per distinct
+    # combination and gathered back (a search has ~10^5 plans but ~10^3 such combinations)
+    key = (((((tp * 1025.0 + cp) * 1025.0 + ep) * 8193.0 + mb) * 3.0 + rc) * 2.0 + sp) * 2.0 + tpo
+    uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    parts = _layer_terms(ctx, tp[first], cp[first], ep[first], mb[first], rc[first], sp[first], tpo[first])
+    train, recomp, t_tp, t_cp, t_ep = (np.asarray(x, dtype=float)[inverse] for x in parts[:5])
+    f_act = parts[5]
+    a_mem = _layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
+                          rc[first], f_act)
+    per_layer_act, rebuilt_act = (np.asarray(x, dtype=float)[inverse] for x in a_mem)
+    t_layer = train + recomp + t_tp + t_cp + t_ep
+
+    pl = _pipeline(ctx, q, M, m, t_layer)
+    t_emb, t_out, t_p2p, phi, raw_max, which, n_b, extra_b, t_max, bubble, t_pipe = (pl[k] for k in PIPELINE_KEYS)
+    nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
+    net_bw = ctx.nic_bw * e.network_efficiency
+    dom = float(ctx.nvlink_domain)
+    single = pp == 1
 
     # ---- data parallel -------------------------------------------------------------
     lp = layer_params(ctx, tp, ep)
@@ -480,9 +519,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     p_opt = np.where(sharded, p_gpu / n_dp, p_gpu)
     t_opt = p_opt * e.optimizer_bytes_per_param / (B * em)
 
-    base = t_pipe + t_dp + t_opt
-    overhead = e.step_overhead * base
-    step = base + overhead
+    step, overhead = _step_time(ctx, t_pipe, t_dp, t_opt)
 
     breakdown = {
         "compute": m * (n_b * train + extra_b),
@@ -498,20 +535,45 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         "overhead": overhead,
     }
 
-    # ---- memory: first stage, stage 1 (most in flight among the middle), last stage ------
-    common = _MemoryCommon(ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last,
-                           per_layer_act, rebuilt_act)
-    m0 = common.stage(np.where(single, L, lf), 0.0, True, single)
-    m1 = common.stage(q["l1"], 1.0, False, False)
-    mL = common.stage(ll, pp - 1.0, False, True)
-    t0, t1, tL = m0["total"], np.where(pp > 2, m1["total"], -1.0), np.where(pp > 1, mL["total"], -1.0)
-    pick = np.where((tL > t0) & (tL >= t1), 2, np.where(t1 > t0, 1, 0))
-    memory = {k: np.where(pick == 0, m0[k], np.where(pick == 1, m1[k], mL[k])) for k in m0}
-    mem_stage = np.where(pick == 0, 0.0, np.where(pick == 1, 1.0, pp - 1.0))
+    memory, mem_stage = plan_memory(ctx, q, per_layer_act, rebuilt_act)
     return {"step_time_s": step, "micro_batches": m, "breakdown": breakdown, "memory": memory,
             "fits": memory["total"] <= ctx.memory_capacity, "memory_stage": mem_stage,
             "bottleneck_stage": np.where(which == 0, 0.0, np.where(which == 2, pp - 1.0, 1.0)),
             "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
+
+
+def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:
+    """Memory per GPU [B] by part of the stages that can need the most: the first, stage 1 (the
+    middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last
+    (PP > 1).
+
+    ``q``: plan arrays; ``per_layer`` / ``rebuilt``: one layer's activation bytes
+    (:func:`_layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
+    plan search passes plan dimensions on separate axes).
+    """
+    a = ctx.arch
+    tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
+    L = float(a.layers)
+    single = pp == 1
+    lp = layer_params(ctx, tp, ep)
+    emb_p, out_p = embedding_params(ctx, tp)
+    out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
+    common = _MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
+                           vp, lp, emb_p, out_last, per_layer, rebuilt)
+    return (common.stage(np.where(single, L, q["lf"]), 0.0, True, single), common.stage(q["l1"], 1.0, False, False),
+            common.stage(q["ll"], pp - 1.0, False, True))
+
+
+def plan_memory(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Memory per GPU [B] by part of the pipeline stage that needs the most of
+    :func:`stage_memories` (its ``total`` is the largest stage total), and that stage's index."""
+    pp = q["pp"]
+    m0, m1, mL = stage_memories(ctx, q, per_layer, rebuilt)
+    t0, t1, tL = m0["total"], np.where(pp > 2, m1["total"], -1.0), np.where(pp > 1, mL["total"], -1.0)
+    pick = np.where((tL > t0) & (tL >= t1), 2, np.where(t1 > t0, 1, 0))
+    memory = {k: np.where(pick == 0, m0[k], np.where(pick == 1, m1[k], mL[k])) for k in m0}
+    mem_stage = np.where(pick == 0, 0.0, np.where(pick == 1, 1.0, pp - 1.0))
+    return memory, mem_stage
 
 
 def module_shares(ctx: Context) -> tuple[float, ...]:

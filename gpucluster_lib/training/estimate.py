@@ -37,11 +37,12 @@ from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.plans import (
     Plan,
-    enumerate_plans,
     layout_findings,
     plan_from_codes,
+    plan_space,
     resolve_plan,
 )
+from gpucluster_lib.training.search import candidates
 from gpucluster_lib.training.vision import estimate_training
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch, load_presets, resolve_transformer
@@ -344,16 +345,26 @@ SEARCH_CACHE_SIZE = 8
 _SEARCHES: dict[tuple, SearchResult] = {}
 
 
-def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: int | None) -> SearchResult:
+def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: int | None,
+            exhaustive: bool = False) -> SearchResult:
+    """Rank every valid plan; only the plans that can reach the table are evaluated
+    (:mod:`gpucluster_lib.training.search`), unless ``exhaustive`` (every plan evaluated: the
+    reference the fast path is tested against; also the fallback)."""
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
-    plans = enumerate_plans(spec, ctx.arch, ctx.gpus, tp_limit)
-    n = len(plans["tp"])
+    space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
+    n = space.size
     if n == 0:
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
-    res = evaluate(ctx, plans)
+    found = candidates(ctx, space, limit) if limit is not None and n > limit and not exhaustive else None
+    if found is not None:
+        plans, res, fitting = found
+    else:
+        plans = space.plans()
+        res = evaluate(ctx, plans)
+        fitting = int(np.count_nonzero(res["fits"]))
     return SearchResult(table=_rank_table(ctx, plans, res, tokens, limit), enumerated=n,
-                        fitting_count=int(np.count_nonzero(res["fits"])), layers=ctx.arch.layers)
+                        fitting_count=fitting, layers=ctx.arch.layers)
 
 
 def _fixed_fields(spec: ParallelismSpec) -> str:

@@ -340,6 +340,45 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     Megatron's distributed optimizer on / off (ZeRO 0); TP communication overlap on / off
     (TP > 1 with sequence parallelism); sequence parallelism on / off (TP > 1).
     """
+    return plan_space(spec, arch, gpus, tp_limit).plans()
+
+
+@dataclass(frozen=True)
+class PlanSpace:
+    """Every valid plan of a search as a pair (base row, switch row), not expanded.
+
+    ``base``: TP, PP with its stage layout (``lf``, ``ll``, ``lm``, ``l1``) and interleaving
+    (``vp``), DP, CP, EP, micro-batch and global batch, one row per combination (length
+    ``nb``); ``switches``: recomputation, ZeRO stage, distributed optimizer, sequence
+    parallelism and TP overlap (length ``ns``); ``allowed[i, j]``: whether switch row ``j`` is
+    valid with base row ``i``. The plans in enumeration order are the allowed pairs in
+    row-major order (:meth:`plans`).
+    """
+
+    base: dict[str, np.ndarray]
+    switches: dict[str, np.ndarray]
+    allowed: np.ndarray
+
+    @property
+    def size(self) -> int:
+        """Valid plans [plans]."""
+        return int(np.count_nonzero(self.allowed))
+
+    def plans(self, ib: np.ndarray | None = None, js: np.ndarray | None = None) -> dict[str, np.ndarray]:
+        """Plan arrays (:data:`_KEYS`) of the pairs (``ib[k]``, ``js[k]``), all valid ones in
+        enumeration order when omitted."""
+        if ib is None or js is None:
+            ib, js = np.nonzero(self.allowed)
+        b, w = self.base, self.switches
+        tp = b["tp"][ib]
+        return {"tp": tp, "pp": b["pp"][ib], "dp": b["dp"][ib], "cp": b["cp"][ib], "ep": b["ep"][ib],
+                "mb": b["mb"][ib], "gbs": b["gbs"][ib], "vp": b["vp"][ib], "rc": w["rc"][js],
+                "sp": w["sp"][js] & (tp > 1), "zero": w["zero"][js], "dopt": w["dopt"][js], "tpo": w["tpo"][js],
+                "lf": b["lf"][ib], "ll": b["ll"][ib], "lm": b["lm"][ib], "l1": b["l1"][ib]}
+
+
+def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int) -> PlanSpace:
+    """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`)."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
@@ -366,9 +405,7 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
                 if (v > 1 and p == 1) or v > max(1, min(st)) or (len(set(st)) == 1 and (L // p) % v):
                     continue
                 rows.append((p, lf, ll, lm, l1, v))
-    if not rows:
-        return {k: np.zeros(0, dtype=np.int64) for k in (*_KEYS,)}
-    pipe = np.array(rows, dtype=np.int64)
+    pipe = np.array(rows, dtype=np.int64).reshape(-1, 6)
 
     cols = _expand({}, "tp", tps)
     cols = _expand(cols, "cp", cps)
@@ -411,23 +448,17 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     tpos = [bool(spec.tp_comm_overlap)] if spec.tp_comm_overlap is not None else [False, True]
     opts = np.array([(r, z, d, q, o) for r in rcs for z in zeros for d in dopts for q in sps for o in tpos
                      if not (d and z > 0)  # ZeRO >= 1 already shards the optimizer states
-                     and not (o and not q)], dtype=np.int64)  # TP overlap needs sequence parallelism
-    cols = _expand(cols, "opt", np.arange(len(opts)))
-    o = opts[cols["opt"]]
-    tp_, pp_ = cols["tp"], pipe[cols["pipe"], 0]
-    ok = ~((o[:, 1] == 3) & (pp_ > 1))  # ZeRO-3 only without pipelining
-    ok &= (tp_ > 1) | ((o[:, 3] == sps[0]) & (o[:, 4] == 0))  # TP1: one row, no SP, no TP overlap
-    cols = _keep(cols, ok)
-    o = opts[cols.pop("opt")]
-    cols["rc"], cols["zero"], cols["dopt"] = o[:, 0], o[:, 1], o[:, 2].astype(bool)
-    cols["sp"], cols["tpo"] = o[:, 3].astype(bool) & (cols["tp"] > 1), o[:, 4]
-
+                     and not (o and not q)], dtype=np.int64).reshape(-1, 5)  # TP overlap needs sequence parallelism
     prow = pipe[cols.pop("pipe")]
-    out = {"tp": cols["tp"], "pp": prow[:, 0], "dp": cols["dp"], "cp": cols["cp"], "ep": cols["ep"],
-           "mb": cols["mb"], "gbs": cols["gbs"], "vp": prow[:, 5], "rc": cols["rc"], "sp": cols["sp"].astype(bool),
-           "zero": cols["zero"], "dopt": cols["dopt"].astype(bool), "tpo": cols["tpo"],
-           "lf": prow[:, 1], "ll": prow[:, 2], "lm": prow[:, 3], "l1": prow[:, 4]}
-    return out
+    base = {"tp": cols["tp"], "pp": prow[:, 0], "dp": cols["dp"], "cp": cols["cp"], "ep": cols["ep"],
+            "mb": cols["mb"], "gbs": cols["gbs"], "vp": prow[:, 5], "lf": prow[:, 1], "ll": prow[:, 2],
+            "lm": prow[:, 3], "l1": prow[:, 4]}
+    switches = {"rc": opts[:, 0], "zero": opts[:, 1], "dopt": opts[:, 2].astype(bool), "sp": opts[:, 3].astype(bool),
+                "tpo": opts[:, 4]}
+    allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
+    # TP 1: one row, no SP, no TP overlap
+    allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
+    return PlanSpace(base, switches, allowed)
 
 
 _KEYS = ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp", "rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm", "l1")

@@ -1,0 +1,140 @@
+"""The plan search evaluates only the plans that can reach its ranked table: it must give the
+table, the counts and the best plan of the exhaustive search (every plan evaluated), and pick
+the plans the physics says must win on scenarios small enough to reason about by hand.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import numpy as np
+import pytest
+
+from gpucluster_lib.resources import example_paths
+from gpucluster_lib.scenario import ParallelismSpec, from_dict, load_scenario
+from gpucluster_lib.training import build_context
+from gpucluster_lib.training.plans import plan_space
+
+# the module, not the function of the same name that gpucluster_lib.training exports
+est = importlib.import_module("gpucluster_lib.training.estimate")
+search = importlib.import_module("gpucluster_lib.training.search")
+
+#: GPT-2 small (Radford et al. 2019, Table 2: 12 layers, d_model 768; 12 heads of 64, GPT-2's
+#: released config) at a 1,024-token context: 124M parameters.
+TINY = {"kind": "transformer", "layers": 12, "hidden_size": 768, "attention_heads": 12, "kv_heads": 12,
+        "ffn_hidden_size": 3072, "ffn_type": "gelu", "vocab_size": 50257, "seq_length": 1024}
+
+
+def scenario(model: dict, nodes: int = 1, server: str = "dgx-h100", par: dict | None = None,
+             training: dict | None = None):
+    return from_dict({"model": model, "hardware": {"server": server, "nodes": nodes},
+                      "parallelism": {"auto": True, **(par or {})}, "training": {"tokens": 1e11, **(training or {})}})
+
+
+def both(s, limit: int, spec: ParallelismSpec | None = None):
+    """(fast, exhaustive) search results of scenario ``s``, and how many plans the fast one evaluated."""
+    ctx = build_context(s)[0]
+    spec = spec or s.parallelism
+    space = plan_space(spec, ctx.arch, ctx.gpus, min(ctx.nvlink_domain, ctx.gpus))
+    found = search.candidates(ctx, space, limit)
+    assert found is not None, "the fast search fell back to evaluating every plan"
+    fast = est._search(ctx, spec, s.training.tokens, limit)
+    full = est._search(ctx, spec, s.training.tokens, limit, exhaustive=True)
+    return fast, full, len(found[0]["tp"])
+
+
+def assert_same(fast, full):
+    assert fast.enumerated == full.enumerated
+    assert fast.fitting == full.fitting
+    assert fast.best == full.best
+    # every column of every kept row, exactly (floats included): the same numbers, the same order
+    assert list(fast.table.columns) == list(full.table.columns)
+    assert fast.table.equals(full.table)
+
+
+def test_tiny_model_trains_fastest_with_data_parallelism_only():
+    # 124M parameters x 16 bytes (mixed-precision Adam, Rajbhandari 2020 Sec. 3.1) = 2 GB: every
+    # plan fits one 80 GB H100 without sharding. All plans do the same FLOPs on the same 8 GPUs;
+    # tensor, pipeline and context parallelism only add communication and bubbles and shrink the
+    # GEMMs, so TP 1, PP 1, CP 1 (DP 8) must rank first.
+    s = scenario(TINY, par={"global_batch_size": 256})
+    fast, full, evaluated = both(s, limit=50)
+    assert_same(fast, full)
+    best = fast.best
+    assert (best.tensor, best.pipeline, best.context, best.data) == (1, 1, 1, 8)
+    assert fast.fitting == fast.enumerated  # nothing this small runs out of memory
+    assert evaluated < fast.enumerated / 4
+
+
+def test_memory_limited_model_fits_only_with_pipelining():
+    # Llama 2 7B (6.74e9 parameters, Touvron 2023 Table 1) with TP 1 and no ZeRO / distributed
+    # optimizer holds 16 bytes per parameter: 107.8e9 B = 100.4 GiB > the 80 GiB of an H100, so no
+    # PP 1 plan fits; PP 2 halves that to 50.2 GiB, which leaves room for activations.
+    s = scenario({"preset": "llama2-7b"}, par={"tensor": 1, "zero_stage": 0, "distributed_optimizer": False,
+                                               "global_batch_size": 64})
+    fast, full, _ = both(s, limit=50)
+    assert_same(fast, full)
+    assert fast.best.pipeline >= 2
+    every = est._search(build_context(s)[0], s.parallelism, s.training.tokens, None).table  # all plans
+    assert (every["pp"] == 1).any() and not every.loc[every["pp"] == 1, "fits"].any()
+    assert every["fits"].sum() == fast.fitting > 0
+
+
+def test_fewer_fitting_plans_than_rows_fills_the_table_with_the_fastest_that_do_not_fit():
+    # the same memory-limited model, a table longer than the fitting plans: every fitting plan is
+    # listed first, then the non-fitting ones by speed, as in the exhaustive ranking
+    s = scenario({"preset": "llama2-7b"}, par={"tensor": 1, "zero_stage": 0, "distributed_optimizer": False,
+                                               "global_batch_size": 64})
+    fast, full, _ = both(s, limit=600)
+    assert 0 < fast.fitting < 600 < fast.enumerated
+    assert_same(fast, full)
+    assert fast.table["fits"].iloc[:fast.fitting].all() and not fast.table["fits"].iloc[fast.fitting:].any()
+
+
+@pytest.mark.parametrize("model, server, nodes, par, training", [
+    ({"preset": "mixtral-8x7b"}, "dgx-h100", 4, {}, {}),  # experts: EP and its all-to-alls
+    ({"preset": "llama2-13b"}, "dgx-h100", 8, {"global_batch_size": 256}, {"framework": "deepspeed"}),  # ZeRO-3 prefetch
+    ({"preset": "llama2-7b"}, "dgx-h100", 4, {}, {"framework": "fsdp"}),
+    ({"preset": "llama3-8b"}, "dgx-h100", 2, {}, {"precision": "fp8", "flash_attention": False}),
+    ({"preset": "gpt3-175b"}, "dgx-a100-640gb", 16, {}, {}),  # no global batch given: one per DP x micro-batch
+    ({"preset": "bloom-176b"}, "dgx-h100", 24, {"global_batch_size": 2048}, {}),  # tied embeddings, 70 layers
+])
+def test_fast_search_equals_exhaustive_search(model, server, nodes, par, training):
+    fast, full, evaluated = both(scenario(model, nodes, server, par, training), limit=100)
+    assert_same(fast, full)
+    assert evaluated < fast.enumerated / 2
+
+
+def test_shipped_example_plan_table_equals_exhaustive_search():
+    # Llama 3 70B on 512 H100: the Training tab's table and the automatic plan
+    s = load_scenario(example_paths()["llama3-70b-512-h100"])
+    fast, full, evaluated = both(s, limit=est.SEARCH_TABLE_ROWS)
+    assert_same(fast, full)
+    assert evaluated < fast.enumerated / 20
+
+
+def test_step_time_bound_holds_for_every_plan_with_deepspeed_prefetch():
+    # the bound leaves out the exposed data-parallel time; DeepSpeed's ZeRO-3 prefetch computes it
+    # as a sum over modules minus the compute, the case where rounding could take it below zero
+    s = scenario({"preset": "llama2-13b"}, nodes=2, par={"global_batch_size": 128}, training={"framework": "deepspeed"})
+    ctx = build_context(s)[0]
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    ib, js = np.nonzero(space.allowed)
+    res = est.evaluate(ctx, space.plans(ib, js))
+    bd = search.bounds(ctx, space)
+    assert (res["step_time_s"] >= bd["step_lower"][ib, js]).all()
+    assert np.array_equal(res["fits"], bd["fits"][ib, js])  # the factorised fit is the evaluated one
+    assert (res["breakdown"]["dp_comm"][res["step_time_s"] > 0] < res["step_time_s"]).all()
+
+
+def test_a_wrong_bound_is_caught_and_every_plan_evaluated(monkeypatch):
+    # a bound above the true step time would drop plans that belong in the table: the evaluated
+    # plans contradict it, the fast path gives up, and the search evaluates every plan instead
+    s = scenario({"preset": "llama3-8b"}, nodes=2, par={"global_batch_size": 256})
+    ctx = build_context(s)[0]
+    right = est._search(ctx, s.parallelism, s.training.tokens, 50, exhaustive=True)
+    real = search._step_time
+    monkeypatch.setattr(search, "_step_time", lambda c, t, d, o: (2.0 * real(c, t, d, o)[0], None))
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    assert search.candidates(ctx, space, 50) is None
+    assert_same(est._search(ctx, s.parallelism, s.training.tokens, 50), right)
