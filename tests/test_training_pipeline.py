@@ -111,6 +111,18 @@ def test_zero3_model_states_read_16_bytes_per_parameter_over_dp():
     assert m["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-3)
 
 
+def test_deepspeed_zero3_gathers_two_neighbouring_modules_not_two_layers():
+    # DeepSpeed ZeRO-3 gathers per weight module: the one computing and the next one in flight
+    # (PartitionedParameterCoordinator, deepspeed/runtime/zero/stage3.py v0.3.13). GPT-3 175B layer:
+    # 12 h^2 + 13 h = 12 x 12288^2 + 13 x 12288 = 1,812,099,072 parameters; the largest neighbouring pair,
+    # FC1 + FC2, holds 8/12 of them: 2/3 x 1,812,099,072 x 2 bytes = 2,416,132,096 B (FSDP: 2 layers)
+    base = dict(model="gpt3-175b", nodes=48, tensor=1, pipeline=1, micro_batch_size=4, zero_stage=3)
+    ds = estimate(scen(**base, training={"framework": "deepspeed"}))
+    assert ds.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2_416_132_096, rel=1e-9)
+    fsdp = estimate(scen(**base, training={"framework": "fsdp"}))
+    assert fsdp.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2 * 1_812_099_072 * 2, rel=1e-9)
+
+
 # ----------------------------------------------------------------------------- overlap
 
 

@@ -62,7 +62,8 @@ TP only with sequence parallelism, the score term vanishes with selective recomp
 fused attention kernel, and full recomputation keeps only ``2 s b h`` per layer; the first
 stage i holds ``min(p - i, m)`` micro-batches in flight [2], times ``1 + (p-1)/(p v)`` when
 interleaved [3]; the last stage also holds one micro-batch of fp32 logits. ZeRO-3's gathered
-parameters of the current and the prefetched layer are their own line (``gather_buffers``), so
+parameters of the current and the prefetched unit (a layer; for DeepSpeed a weight module, [12])
+are their own line (``gather_buffers``), so
 that weights + gradients + optimizer states read as ZeRO's ``16 P / N_d`` [4]. Plus CUDA
 context, communication buffers and fragmentation.
 
@@ -588,6 +589,24 @@ def module_shares(ctx: Context) -> tuple[float, ...]:
     return tuple(x / sum(n) for x in n)
 
 
+def gather_buffer_layers(ctx: Context) -> float:
+    """ZeRO-3's gathered parameters at their peak, in layers' worth of parameters [layers].
+
+    FSDP gathers one wrapped unit (a layer) while the next one is prefetched: 2. DeepSpeed
+    (``zero3_prefetch: module``) gathers per weight module: the module computing and the next one in
+    flight, the largest sum of two neighbours of :func:`module_shares` [12]. A prefetch takes
+    parameters up to ``stage3_prefetch_bucket_size`` (5e7 elements), one weight of these layers;
+    each module's gathered copy is released after its use in the forward (its next use is more than
+    ``stage3_max_reuse_distance``, 1e9 parameters, away); every fetch waits for the work in flight
+    (``fetch_sub_module`` ends in ``torch.cuda.synchronize``), so no third module is gathered while
+    one computes (``PartitionedParameterCoordinator``, deepspeed/runtime/zero/stage3.py, v0.3.13).
+    GPT-3's 4h FFN: FC1 + FC2 = 4/12 + 4/12 = 2/3 of a layer."""
+    if ctx.framework.zero3_prefetch != "module":
+        return 2.0
+    w = module_shares(ctx)
+    return max(w[j] + w[(j + 1) % len(w)] for j in range(len(w)))
+
+
 def _prefetch_pass(ctx: Context, compute, comm, step: int):
     """One pass over a layer's modules when each module's parameters are fetched one module ahead
     [s]: ``sum_j max(c w_j, g w_(j+step))`` (``c``, ``g``: the layer's compute and communication
@@ -617,8 +636,9 @@ class _MemoryCommon:
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
         self.per_layer, self.rebuilt = per_layer, rebuilt
         self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
-        # ZeRO-3 keeps the gathered parameters of the current and the prefetched layer [4]
-        self.gather = np.where(zero == 3, 2.0 * lp * BYTES_16, 0.0)
+        # ZeRO-3 keeps the gathered parameters of the current and the prefetched unit [4]: two layers
+        # (FSDP wraps each layer), or for DeepSpeed two adjacent weight modules [12]
+        self.gather = np.where(zero == 3, gather_buffer_layers(ctx) * lp * BYTES_16, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
         self.frag = e.fragmentation
 
