@@ -543,10 +543,10 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
             "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
 
 
-def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:
-    """Memory per GPU [B] by part of the stages that can need the most: the first, stage 1 (the
-    middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last
-    (PP > 1).
+def _memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[_MemoryCommon, tuple]:
+    """The terms shared by every pipeline stage's memory, and the arguments of
+    :meth:`_MemoryCommon.stage` for the stages that can need the most: the first, stage 1 (the
+    middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last (PP > 1).
 
     ``q``: plan arrays; ``per_layer`` / ``rebuilt``: one layer's activation bytes
     (:func:`_layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
@@ -561,8 +561,16 @@ def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     common = _MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt)
-    return (common.stage(np.where(single, L, q["lf"]), 0.0, True, single), common.stage(q["l1"], 1.0, False, False),
-            common.stage(q["ll"], pp - 1.0, False, True))
+    return common, ((np.where(single, L, q["lf"]), 0.0, True, single), (q["l1"], 1.0, False, False),
+                    (q["ll"], pp - 1.0, False, True))
+
+
+def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:
+    """Memory per GPU [B] by part of the stages that can need the most: the first, stage 1 (the
+    middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last
+    (PP > 1). Arguments as :func:`_memory_stages`."""
+    common, stages = _memory_stages(ctx, q, per_layer, rebuilt)
+    return tuple(common.stage(*args) for args in stages)
 
 
 def plan_memory(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -644,16 +652,30 @@ class _MemoryCommon:
 
     def stage(self, layers, index, has_embedding, has_output):
         """Memory of pipeline stage ``index`` holding ``layers`` layers [B], by part."""
+        held = self.held(layers, index, has_embedding, has_output)
+        other, total = self.on_top(held["model"] + held["activations"])
+        return {"weights": held["weights"], "gradients": held["gradients"],
+                "optimizer_states": held["optimizer_states"], "gather_buffers": held["gather_buffers"],
+                "activations": held["activations"], "other": other, "total": total}
+
+    def held(self, layers, index, has_embedding, has_output):
+        """Model states (with ZeRO-3's gather buffers: ``model``) and activations of pipeline stage
+        ``index`` holding ``layers`` layers [B], by part."""
         pp, m, vp = self.pp, self.m, self.vp
         params = layers * self.lp + np.where(has_embedding, self.emb_p, 0.0) + np.where(has_output, self.out_last, 0.0)
         states = model_state_bytes(params, self.n_dp, self.zero, self.dopt)
         in_flight = np.minimum(np.maximum(pp - index, 1.0), m) * np.where(vp > 1, 1.0 + (pp - 1.0) / (pp * vp), 1.0)
         acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
         model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather
-        other = self.fixed + self.frag * (model + acts)
         return {"weights": states["weights"], "gradients": states["gradients"],
                 "optimizer_states": states["optimizer_states"], "gather_buffers": self.gather + 0.0 * params,
-                "activations": acts, "other": other, "total": model + acts + other}
+                "activations": acts, "model": model}
+
+    def on_top(self, held):
+        """CUDA context, communication buffers and fragmentation on top of ``held`` bytes of model
+        states and activations, and the total [B]; non-decreasing in ``held`` (fragmentation >= 0)."""
+        other = self.fixed + self.frag * held
+        return other, held + other
 
 
 def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) -> dict[str, np.ndarray]:

@@ -277,20 +277,24 @@ def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any],
     mem = res["memory"]["total"]
     fits = np.asarray(res["fits"], dtype=bool)
     idx = _top(fits, tps, mem, limit)
-    df = pd.DataFrame({k: np.asarray(plans[k])[idx] for k in PLAN_KEYS})
-    df["step_time_s"] = step[idx]
-    df["tokens_per_s"] = tps[idx]
-    df["mfu"] = fl.model_flops_per_token(a) * tps[idx] / ctx.gpus / ctx.peak_flops
-    df["memory_gib"] = mem[idx] / GIB
-    df["fits"] = fits[idx]
-    df["bubble_s"] = res["breakdown"]["bubble"][idx]
-    df["training_days"] = (tokens / tps[idx] / SECONDS_PER_DAY) if tokens else np.nan
+    cols: dict[str, Any] = {k: np.asarray(plans[k])[idx] for k in PLAN_KEYS}
+    kept_tps, kept_gib, kept_fits = tps[idx], mem[idx] / GIB, fits[idx]
+    cols["step_time_s"] = step[idx]
+    cols["tokens_per_s"] = kept_tps
+    cols["mfu"] = fl.model_flops_per_token(a) * kept_tps / ctx.gpus / ctx.peak_flops
+    cols["memory_gib"] = kept_gib
+    cols["fits"] = kept_fits
+    cols["bubble_s"] = res["breakdown"]["bubble"][idx]
+    cols["training_days"] = (tokens / kept_tps / SECONDS_PER_DAY) if tokens else np.full(len(idx), np.nan)
     cap = ctx.memory_capacity / GIB
-    df["reason"] = ["" if ok else f"needs {m:.1f} GiB of {cap:.1f} GiB" for ok, m in zip(df["fits"], df["memory_gib"], strict=False)]
-    df["recompute"] = [("none", "selective", "full")[int(r)] for r in df["rc"]]
-    df["layers_per_stage"] = [_layout_text(a.layers, int(p), int(f), int(last), int(mid))
-                              for p, f, last, mid in zip(df["pp"], df["lf"], df["ll"], df["lm"], strict=False)]
-    return df.reset_index(drop=True)
+    cols["reason"] = ["" if ok else f"needs {m:.1f} GiB of {cap:.1f} GiB"
+                      for ok, m in zip(kept_fits.tolist(), kept_gib.tolist(), strict=True)]
+    cols["recompute"] = [("none", "selective", "full")[int(r)] for r in cols["rc"].tolist()]
+    layouts: dict[tuple, str] = {}  # a table has few distinct stage layouts
+    cols["layers_per_stage"] = [
+        layouts.setdefault(key, _layout_text(a.layers, *key))
+        for key in zip(*(np.asarray(cols[k], dtype=np.int64).tolist() for k in ("pp", "lf", "ll", "lm")), strict=True)]
+    return pd.DataFrame(cols)
 
 
 def _layout_text(layers: int, pp: int, lf: int, ll: int, lm: int) -> str:
@@ -345,17 +349,24 @@ SEARCH_CACHE_SIZE = 8
 _SEARCHES: dict[tuple, SearchResult] = {}
 
 
+#: Below this many plans per table row, evaluating every plan is quicker than bounding them.
+EXHAUSTIVE_PLANS_PER_ROW = 4
+
+
 def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: int | None,
-            exhaustive: bool = False) -> SearchResult:
+            exhaustive: bool | None = None) -> SearchResult:
     """Rank every valid plan; only the plans that can reach the table are evaluated
-    (:mod:`gpucluster_lib.training.search`), unless ``exhaustive`` (every plan evaluated: the
-    reference the fast path is tested against; also the fallback)."""
+    (:mod:`gpucluster_lib.training.search`) unless ``exhaustive``: True evaluates every plan (the
+    reference the bounded search is tested against, and its fallback), None (default) does so
+    for a search of at most :data:`EXHAUSTIVE_PLANS_PER_ROW` plans per row kept."""
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
     n = space.size
     if n == 0:
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
+    if exhaustive is None:
+        exhaustive = limit is None or n <= EXHAUSTIVE_PLANS_PER_ROW * limit
     found = candidates(ctx, space, limit) if limit is not None and n > limit and not exhaustive else None
     if found is not None:
         plans, res, fitting = found

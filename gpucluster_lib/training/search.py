@@ -43,11 +43,11 @@ from gpucluster_lib.training.core import (
     _concat,
     _layer_memory,
     _layer_terms,
+    _memory_stages,
     _pipeline,
     _step_time,
     evaluate,
     plan_arrays,
-    stage_memories,
 )
 from gpucluster_lib.training.plans import PlanSpace
 
@@ -66,9 +66,26 @@ def _rows(values: dict[str, np.ndarray], keys: tuple[str, ...]) -> tuple[np.ndar
     return np.stack([c[first] for c in cols], axis=1), inverse.reshape(-1)
 
 
+def _largest_fitting(total_of, cap: float) -> float:
+    """The largest float ``x >= 0`` with ``total_of(x) <= cap``, for a non-decreasing ``total_of``
+    (``-1`` when not even 0 fits): a bisection over the bit patterns of the non-negative floats,
+    which are ordered as the floats are."""
+    lo, hi = np.float64(0.0).view(np.int64), np.float64(np.inf).view(np.int64)
+    if not total_of(np.float64(0.0)) <= cap:
+        return -1.0
+    while hi - lo > 1:  # total_of(lo) <= cap < total_of(hi)
+        mid = lo + (hi - lo) // 2
+        if total_of(np.int64(mid).view(np.float64)) <= cap:
+            lo = mid
+        else:
+            hi = mid
+    return float(np.int64(lo).view(np.float64))
+
+
 def bounds(ctx: Context, space: PlanSpace) -> dict[str, np.ndarray]:
-    """Whether each (base row, switch row) pair fits in memory, and a lower bound on its step
-    time [s] (arrays of shape ``allowed``)."""
+    """Whether each (switch row, base row) pair fits in memory, and a lower bound on its step
+    time [s] (arrays of shape ``(switch rows, base rows)``, the transpose of ``space.allowed``:
+    the base rows are the long axis, kept innermost so that every array operation runs along it)."""
     b = plan_arrays(space.base)  # the engine's dtypes: floats
     w = space.switches
     nb = len(b["tp"])
@@ -81,34 +98,42 @@ def bounds(ctx: Context, space: PlanSpace) -> dict[str, np.ndarray]:
 
     # the per-layer terms read (tp, cp, ep, mb) of the base row: once per distinct combination
     lk, lk_of = _rows(space.base, ("tp", "cp", "ep", "mb"))
-    tp_k, cp_k, ep_k, mb_k = (lk[:, i:i + 1].astype(float) for i in range(4))
-    sp_t = tk[None, :, 1].astype(bool) & (tp_k > 1)  # sequence parallelism needs TP > 1
-    parts = _layer_terms(ctx, tp_k, cp_k, ep_k, mb_k, tk[None, :, 0], sp_t, tk[None, :, 2].astype(float))
-    shape = (len(lk), len(tk))
+    tp_k, cp_k, ep_k, mb_k = (lk[None, :, i].astype(float) for i in range(4))
+    sp_t = tk[:, 1:2].astype(bool) & (tp_k > 1)  # sequence parallelism needs TP > 1
+    parts = _layer_terms(ctx, tp_k, cp_k, ep_k, mb_k, tk[:, 0:1], sp_t, tk[:, 2:3].astype(float))
+    shape = (len(tk), len(lk))
     train, recomp, t_tp, t_cp, t_ep = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in parts[:5])
-    t_layer = (train + recomp + t_tp + t_cp + t_ep)[lk_of]  # (nb, time switch rows)
+    t_layer = (train + recomp + t_tp + t_cp + t_ep)[:, lk_of]  # (time switch rows, base rows)
 
-    sp_r = rs[None, :, 1].astype(bool) & (tp_k > 1)
-    per_layer, rebuilt = (np.broadcast_to(np.asarray(x, dtype=float), (len(lk), len(rs)))[lk_of]
-                          for x in _layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[None, :, 0], parts[5]))
+    sp_r = rs[:, 1:2].astype(bool) & (tp_k > 1)
+    per_layer, rebuilt = (np.broadcast_to(np.asarray(x, dtype=float), (len(rs), len(lk)))[:, lk_of]
+                          for x in _layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[:, 0:1], parts[5]))
 
-    # memory on three axes: base row, (zero, dopt), (rc, sp)
-    q3 = {k: v.reshape(nb, 1, 1) for k, v in b.items()}
-    q3["zero"] = zd[:, 0].reshape(1, -1, 1)
-    q3["dopt"] = zd[:, 1].astype(bool).reshape(1, -1, 1)
-    # the plan's memory is the largest stage total (plan_memory): it fits when every stage does
-    m0, m1, mL = stage_memories(ctx, q3, per_layer[:, None, :], rebuilt[:, None, :])
-    cap, pp = ctx.memory_capacity, q3["pp"]
-    fits3 = (m0["total"] <= cap) & ((m1["total"] <= cap) | (pp <= 2)) & ((mL["total"] <= cap) | (pp <= 1))
-    fits = fits3[:, zd_of, rs_of]
+    # memory on three axes: (zero, dopt), (rc, sp), base row
+    q3 = {k: v.reshape(1, 1, nb) for k, v in b.items()}
+    q3["zero"] = zd[:, 0].reshape(-1, 1, 1)
+    q3["dopt"] = zd[:, 1].astype(bool).reshape(-1, 1, 1)
+    # the plan's memory is the largest stage total (plan_memory): it fits when every stage does. A
+    # stage's total is its model states and activations plus what comes on top of them, which does
+    # not decrease as they grow: it fits when they are at most the largest amount that fits.
+    common, stages = _memory_stages(ctx, q3, per_layer[None], rebuilt[None])
+    ceiling = _largest_fitting(lambda x: common.on_top(x)[1], ctx.memory_capacity)
+    pp = q3["pp"]
+    fit_stage = []
+    for args in stages:
+        held = common.held(*args)
+        fit_stage.append(held["model"] + held["activations"] <= ceiling)
+    fits3 = fit_stage[0] & (fit_stage[1] | (pp <= 2)) & (fit_stage[2] | (pp <= 1))
 
-    # the step with no data-parallel and no optimizer time: base row x (rc, sp, tpo)
-    q2 = {k: v.reshape(nb, 1) for k, v in b.items()}
+    # the step with no data-parallel and no optimizer time: (rc, sp, tpo) x base row
+    q2 = {k: v.reshape(1, nb) for k, v in b.items()}
     m = q2["gbs"] / (q2["dp"] * q2["mb"])
     M = q2["mb"] * (s / q2["cp"])
     t_pipe = _pipeline(ctx, q2, M, m, t_layer)["t_pipe"]
     lower = _step_time(ctx, t_pipe, 0.0, 0.0)[0] * (1.0 - BOUND_SLACK)
-    return {"fits": fits, "step_lower": lower[:, tk_of]}
+    tokens = space.base["gbs"][None, :] * ctx.arch.seq_length  # per step, as the table ranks them
+    return {"fits": fits3[zd_of, rs_of], "step_lower": lower[tk_of],
+            "tps_upper": (tokens / lower)[tk_of]}  # tokens/s no plan of the pair exceeds
 
 
 def candidates(ctx: Context, space: PlanSpace, limit: int) -> tuple[dict[str, np.ndarray], dict[str, Any], int] | None:
@@ -116,15 +141,14 @@ def candidates(ctx: Context, space: PlanSpace, limit: int) -> tuple[dict[str, np
     order, with the count of every plan that fits: ``(plans, evaluation, fitting)``; None when
     an evaluated plan contradicts the factorised fit or the bound (then evaluate every plan)."""
     bd = bounds(ctx, space)
-    allowed = space.allowed
+    allowed = np.ascontiguousarray(space.allowed.T)  # (switch rows, base rows), as the bounds
     fit_cells = bd["fits"] & allowed
     fitting = int(np.count_nonzero(fit_cells))
-    tokens = space.base["gbs"][:, None] * ctx.arch.seq_length  # per step, as the table ranks them
-    upper = (tokens / bd["step_lower"]).reshape(-1)  # tokens/s no plan of the cell exceeds
+    upper = bd["tps_upper"].reshape(-1)
     done = _Evaluated(ctx, space)
 
     def reachable(cells: np.ndarray, k: int) -> np.ndarray:
-        """Flat indices of the cells (a mask) whose plans can be among the ``k`` fastest of them:
+        """Flat indices of the pairs (a mask) whose plans can be among the ``k`` fastest of them:
         evaluated in batches from the best bound down until no unevaluated bound reaches the
         ``k``-th fastest plan evaluated so far."""
         idx = np.flatnonzero(cells)
@@ -152,13 +176,15 @@ def candidates(ctx: Context, space: PlanSpace, limit: int) -> tuple[dict[str, np
         chosen = reachable(fit_cells, limit)
     else:
         chosen = np.union1d(np.flatnonzero(fit_cells), reachable(allowed & ~bd["fits"], limit - fitting))
-    chosen = np.sort(chosen)  # enumeration order: allowed pairs in row-major order
-    res = done.take(chosen)
+    js, ib = np.unravel_index(chosen, allowed.shape)
+    order = np.argsort(ib * allowed.shape[0] + js)  # enumeration order: base row, then switch row
+    res = done.take(chosen[order])
     cells = np.concatenate(done.cells)  # every plan evaluated checks both premises
     fits_all = np.concatenate([np.asarray(r["fits"], dtype=bool) for r in done.results])
     step_all = np.concatenate([r["step_time_s"] for r in done.results])
-    ok = np.array_equal(fits_all, bd["fits"].reshape(-1)[cells]) and bool(np.all(step_all >= bd["step_lower"].reshape(-1)[cells]))
-    return (space.plans(*np.unravel_index(chosen, allowed.shape)), res, fitting) if ok else None
+    ok = np.array_equal(fits_all, bd["fits"].reshape(-1)[cells]) \
+        and bool(np.all(step_all >= bd["step_lower"].reshape(-1)[cells]))
+    return (space.plans(ib[order], js[order]), res, fitting) if ok else None
 
 
 class _Evaluated:
@@ -170,8 +196,10 @@ class _Evaluated:
         self.results: list[dict[str, Any]] = []
 
     def add(self, cells: np.ndarray) -> np.ndarray:
-        """Evaluate the plans of ``cells``; their tokens/s, as the ranked table computes them."""
-        plans = self.space.plans(*np.unravel_index(cells, self.space.allowed.shape))
+        """Evaluate the plans of ``cells`` (flat indices of (switch row, base row) pairs); their
+        tokens/s, as the ranked table computes them."""
+        js, ib = np.unravel_index(cells, self.space.allowed.shape[::-1])
+        plans = self.space.plans(ib, js)
         res = evaluate(self.ctx, plans)
         self.cells.append(cells)
         self.results.append(res)
