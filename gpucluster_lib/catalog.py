@@ -466,8 +466,17 @@ def _frame(table: str, rows: Iterable[Mapping[str, Any]], lines: Iterable[int] |
             df[c.name] = df[c.name].astype("Int64")
     df.attrs["table"] = table
     if lines is not None:
-        df.attrs["lines"] = list(lines)
+        df.attrs["lines"] = _Lines(lines)
     return df
+
+
+class _Lines(tuple):
+    """A table's source line numbers, kept in ``DataFrame.attrs``: pandas deep-copies the attrs
+    into the result of every operation (a list of ints per filter, sort or column); this
+    immutable tuple is its own copy."""
+
+    def __deepcopy__(self, memo: dict) -> _Lines:
+        return self
 
 
 def read_table(table: str, path: str | os.PathLike | io.TextIOBase, *, label: str | None = None) -> pd.DataFrame:

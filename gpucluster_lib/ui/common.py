@@ -325,18 +325,26 @@ def _fmt(v: Any) -> tuple[str, bool]:
     return (format_value(v) if num or not isinstance(v, str) else html.escape(v)), num
 
 
-def html_table(df: pd.DataFrame, *, max_rows: int = 200, highlight: Callable[[pd.Series], bool] | None = None,
+def html_table(df: pd.DataFrame, *, max_rows: int = 200, highlight: Callable[[dict], bool] | None = None,
                headers: dict[str, str] | None = None) -> str:
-    """A compact, styled HTML table (numbers right-aligned, thousands separators)."""
+    """A compact, styled HTML table (numbers right-aligned, thousands separators).
+
+    ``highlight`` gets each row as a dict (column -> value). The cells are the values
+    ``DataFrame.iterrows`` gives (one row of ``df.values``: an all-numeric frame as floats), read
+    without building a Series per row (that took about 10 ms per table).
+    """
     headers = headers or {}
     head = "".join(f"<th>{html.escape(headers.get(c, str(c)))}</th>" for c in df.columns)
+    shown = df.head(max_rows)
+    cols = list(shown.columns)
+    years = [str(c).endswith("year") for c in cols]
     rows = []
-    for _, row in df.head(max_rows).iterrows():
-        cls = ' class="gc-picked"' if highlight is not None and highlight(row) else ""
+    for values in shown.values:
+        row = [v.item() if hasattr(v, "item") else v for v in values]
+        cls = ' class="gc-picked"' if highlight is not None and highlight(dict(zip(cols, row, strict=True))) else ""
         cells = []
-        for col, v in row.items():
-            v = v.item() if hasattr(v, "item") else v
-            if str(col).endswith("year") and isinstance(v, (int, float)) and v == v:
+        for year, v in zip(years, row, strict=True):
+            if year and isinstance(v, (int, float)) and v == v:
                 v = str(int(v))  # a year, not a quantity: no thousands separator
             text, num = _fmt(v)
             cells.append(f'<td class="num">{text}</td>' if num else f"<td>{text}</td>")
