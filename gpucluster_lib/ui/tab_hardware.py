@@ -69,6 +69,8 @@ class HardwarePanel:
         self.servers = table_widget()
         self.ranked = pd.DataFrame()
         self._quiet = False
+        #: (catalogue, {accelerator id: (its row, its servers) as HTML}) for the inspected parts
+        self._parts: tuple = (None, {})
         self.all_vendors = tuple(sorted(acc["vendor"].unique()))
         self.chart = chart_widget(accelerator_scatter(pick(state.catalog, PickerFilter()), "bf16"))
         self.chart.embed_options = {**self.chart.embed_options, "renderer": "svg"}
@@ -139,16 +141,28 @@ class HardwarePanel:
         id_ = self.picked.value
         if not id_ or self._quiet:
             return
-        row = self.state.catalog.accelerator(id_)
-        lines = "".join(
-            f"<tr><td>{html.escape(k)}</td><td>{html.escape('–' if v is None else str(v))}</td></tr>"
-            for k, v in row.items())
-        self.detail.value = f'<table class="gc-table">{lines}</table>'
-        srv = servers_for(self.state.catalog, id_)
-        self.servers.value = (html_table(srv[SERVER_COLUMNS]) if len(srv)
-                              else f"<i>No catalogue server or chassis takes {html.escape(id_)}.</i>")
+        self.detail.value, self.servers.value = self._part_html(id_)
         self.chart.spec = accelerator_scatter_spec(self.ranked, self.precision.value, highlight=id_,
                                                    vendors=self.all_vendors)
+
+    def _part_html(self, id_: str) -> tuple[str, str]:
+        """The inspected part's catalogue row and its servers (HTML): they depend only on the part
+        and the catalogue, so a filter change reuses them."""
+        cat = self.state.catalog
+        if self._parts[0] is not cat:
+            self._parts = (cat, {})
+        hit = self._parts[1].get(id_)
+        if hit is None:
+            row = cat.accelerator(id_)
+            lines = "".join(
+                f"<tr><td>{html.escape(k)}</td><td>{html.escape('–' if v is None else str(v))}</td></tr>"
+                for k, v in row.items())
+            srv = servers_for(cat, id_)
+            hit = self._parts[1][id_] = (
+                f'<table class="gc-table">{lines}</table>',
+                html_table(srv[SERVER_COLUMNS]) if len(srv)
+                else f"<i>No catalogue server or chassis takes {html.escape(id_)}.</i>")
+        return hit
 
     def _use(self, _btn: widgets.Button) -> None:
         if self.picked.value:
