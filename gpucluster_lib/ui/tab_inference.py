@@ -7,10 +7,11 @@ import ipywidgets as widgets
 import pandas as pd
 
 from gpucluster_lib.charts.inference import (
-    accelerator_comparison,
-    memory_breakdown,
+    accelerator_comparison_spec,
+    memory_breakdown_spec,
     throughput_latency_spec,
 )
+from gpucluster_lib.design import STAGES, _section
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
@@ -19,11 +20,10 @@ from gpucluster_lib.ui.common import (
     chart_widget,
     guarded,
     html_table,
-    invalidate,
     kv_html,
     message_area,
-    revalidate,
     section,
+    set_shown,
     show_findings,
     table_widget,
     when_shown,
@@ -94,6 +94,9 @@ class InferencePanel:
         self.curve = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_point())
         self.memory = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_bar())
         self.compare = chart_widget(alt.Chart(pd.DataFrame({"x": []})).mark_bar())
+        #: the accelerator comparison (catalogue, what it read of the scenario, its table, its chart):
+        #: computed again only when they change
+        self._comparison: tuple | None = None
         for jc in (self.curve, self.memory, self.compare):  # SVG: text in the DOM (browser tests, copy)
             jc.embed_options = {**jc.embed_options, "renderer": "svg"}
         #: what a failed design empties: no number of an earlier state stays beside the error
@@ -226,10 +229,13 @@ class InferencePanel:
                 ("Memory", f"weights {est.weights_bytes_per_gpu / GB:,.1f} GB per GPU"),
             ])
             show_findings(self.findings, est.findings, empty="")
-            invalidate([self.sweep_table, self.curve, self.compare_table, self.compare])
-            self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
+            self.sweep_table.value = self.compare_table.value = ""
+            for chart in (self.curve, self.compare):  # hidden on purpose: the refresh's guard keeps them so
+                set_shown(chart, False)
+            self.memory.spec = memory_breakdown_spec(est.memory_per_gpu_bytes)
             return
-        revalidate([self.curve, self.compare])
+        for chart in (self.curve, self.compare):
+            set_shown(chart, True)
         ok = "✔ meets" if est.meets_slo else "✖ does not meet"
         self.summary.value = kv_html([
             ("Traffic target", traffic),
@@ -247,11 +253,23 @@ class InferencePanel:
         ])
         show_findings(self.findings, est.findings)
         self.sweep_table.value = html_table(sweep, headers=SWEEP_HEADERS, highlight=lambda r: r["batch"] == est.batch)
-        self.curve.spec = throughput_latency_spec(sweep, est.tpot_slo_s, est.batch)
-        self.memory.chart = memory_breakdown(est.memory_per_gpu_bytes)
-        comparison = compare_accelerators(self.state.scenario, self.state.catalog)
-        self.compare_table.value = html_table(comparison)
-        self.compare.chart = accelerator_comparison(comparison)
+        self.curve.spec = throughput_latency_spec(est.sweep, est.tpot_slo_s, est.batch)
+        self.memory.spec = memory_breakdown_spec(est.memory_per_gpu_bytes)
+        key = self._comparison_key()
+        if self._comparison is None or not (self._comparison[0] is self.state.catalog
+                                            and self._comparison[1] == key):
+            comparison = compare_accelerators(self.state.scenario, self.state.catalog)
+            self._comparison = (self.state.catalog, key, html_table(comparison),
+                                accelerator_comparison_spec(comparison))
+        # set every time: an error in between emptied the table (the same values notify nothing)
+        self.compare_table.value, self.compare.spec = self._comparison[2], self._comparison[3]
+
+    def _comparison_key(self) -> tuple:
+        """What the comparison reads of the scenario: the sections the Design's serving stage and its
+        calibration read (the comparison is that estimate on other accelerators, without the facility)."""
+        s = self.state.scenario
+        return tuple(_section(s, name) for name in (*STAGES["serving"].sections, *STAGES["calibration"].sections)
+                     if name != "catalog")
 
 
 def build(state: AppState) -> widgets.Widget:
