@@ -264,3 +264,22 @@ def test_deepspeed_zero3_fetches_one_module_ahead():
     assert float(_prefetch_pass(ctx, np.array(12.0), np.array(18.0), -1)) == pytest.approx(20.5)
     # compute-bound: the gathers hide entirely (compute 24, gathers 6)
     assert float(_prefetch_pass(ctx, np.array(24.0), np.array(6.0), 1)) == pytest.approx(24.0)
+
+
+def test_deepspeed_zero3_backward_runs_beside_the_reduce_scatter_two_modules_back():
+    """DeepSpeed ZeRO-3 reduces a module's gradients when the next gradient reaches the bucket and first waits
+    for the reduction in flight (stage3.py v0.3.13 reduce_independent_p_g_buckets_and_remove_grads,
+    reduce_ipg_grads): while module j computes, the reduce-scatter of module j+2 runs, and the next module
+    down (j-1) is gathered."""
+    from gpucluster_lib.training.core import _backward_pass
+
+    ctx, _, _ = build_context(from_dict({"model": {"preset": "gpt3-175b"},
+                                         "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 48},
+                                         "training": {"framework": "deepspeed"}}))
+    # shares 3/12, 1/12, 4/12, 4/12 (QKV, projection, FC1, FC2); compute 24, gathers 6, reduce-scatters 18:
+    # QKV max(6, 6 x 4/12 + 18 x 4/12) = 8, projection max(2, 6 x 3/12 + 18 x 4/12) = 7.5,
+    # FC1 max(8, 6 x 1/12 + 18 x 3/12) = 8, FC2 max(8, 6 x 4/12 + 18 x 1/12) = 8: 31.5 (by hand)
+    assert float(_backward_pass(ctx, np.array(24.0), np.array(6.0), np.array(18.0))) == pytest.approx(31.5)
+    # after a recomputed forward (nothing left to gather): max(6, 6) + max(2, 6) + max(8, 4.5) + max(8, 1.5) = 28;
+    # pairing each module with the next one's reduce-scatter instead would give 6 + 4.5 + 8 + 8 = 26.5
+    assert float(_backward_pass(ctx, np.array(24.0), 0.0, np.array(18.0))) == pytest.approx(28.0)

@@ -2,11 +2,12 @@
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100; the efficiency set in
 data/efficiency.yaml was fitted on them): the targets are median |step-time error| <= 4% (measured
-3.8%, docs/validation.md) and every row <= 10% (measured 12.1%: not met, marked as an expected
-failure, so it turns into an unexpected pass once met). A separate regression guard keeps every row
-below 13%, so today's error does not grow. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B,
-Megatron-Core H100 weak scaling; never used for fitting): the targets median <= 7% and every row
-<= 15% (measured 4.1% / 13.8%).
+3.8%, docs/validation.md) and every row <= 10% (measured 11.8%: not met by three MPT rows, marked as an
+expected failure, so it turns into an unexpected pass once met). Every Narayanan row (Megatron-LM and
+DeepSpeed ZeRO-3) is within 10% and guarded so; a separate regression guard keeps every row below 12%,
+so today's error does not grow. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
+weak scaling; never used for fitting): the targets median <= 7% and every row <= 15% (measured 4.1% /
+13.8%).
 """
 
 from __future__ import annotations
@@ -35,19 +36,28 @@ def test_calibration_median_error_at_most_4_percent(table):
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "target not met: megatron-17 +12.1%, mpt-95 -11.8%, mpt-99 +10.7%, mpt-94 +10.5% (530B ZeRO-3 at the memory "
-    "limit, and FSDP's gather schedule with and without recomputation; docs/validation.md)"))
+    "target not met: mpt-95 -11.8%, mpt-99 +10.7%, mpt-94 +10.5% (FSDP's communication is a fitted hidden "
+    "fraction; the rows with recomputation are too slow on compute alone; docs/validation.md)"))
 def test_calibration_every_row_within_10_percent(table):
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
     assert cal["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"  # the target
 
 
-def test_calibration_regression_guard_every_row_below_13_percent(table):
-    # not the target (10%, above): today's worst row is megatron-17 at +12.1%; this keeps it from growing
+def test_narayanan_rows_within_10_percent(table):
+    # Megatron-LM Tables 1-2 and the DeepSpeed ZeRO-3 rows of Table 2 (the target, met since the backward
+    # pairs each module with the reduce-scatter DeepSpeed has in flight): the worst is 530B on 1120 A100, +9.2%
+    nar = table[table["run_id"].str.startswith("megatron-")]
+    assert len(nar) == 22
+    worst = nar.loc[nar["error"].abs().idxmax()]
+    assert nar["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"
+
+
+def test_calibration_regression_guard_every_row_below_12_percent(table):
+    # not the target (10%, above): today's worst row is mpt-95 at -11.8%; this keeps it from growing
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
-    assert cal["error"].abs().max() < 0.13, f"{worst['run_id']}: {worst['error']:+.1%}"
+    assert cal["error"].abs().max() < 0.12, f"{worst['run_id']}: {worst['error']:+.1%}"
 
 
 def test_external_runs_within_target(table):
@@ -141,4 +151,4 @@ def test_a100_fabric_efficiency_is_stated_as_a_fitted_knob_below_the_measured_ra
     assert eff < 0.80
     doc = " ".join((Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text().split())
     assert f"0.75 to {eff:g} of line rate). That is below the 80-90% of line rate" in doc
-    assert f"takes {0.80 / eff:.2f}-{0.90 / eff:.2f} times the time" in doc     # 0.80 / 0.68, 0.90 / 0.68
+    assert f"takes {0.80 / eff:.2f}-{0.90 / eff:.2f} times the time" in doc     # 0.80 / 0.70, 0.90 / 0.70

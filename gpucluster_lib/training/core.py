@@ -48,7 +48,9 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   this by a fixed hidden fraction. ZeRO-3 gathers the parameters twice and reduce-scatters
   the gradients every micro-batch [4]. DeepSpeed fetches one module ahead: each pass over a layer
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
-  shares ``w_j``) [12]; FSDP's exposure is the fitted fraction ``zero3_overlap`` of compute.
+  shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
+  gather and the reduce-scatter of the module two back, ``sum_j max(c w_j, a w_(j-1) + r w_(j+2))``
+  [15]. FSDP's exposure is the fitted fraction ``zero3_overlap`` of compute.
 * Optimizer: Adam state traffic at memory bandwidth. A fixed ``step_overhead`` fraction
   covers data loading, logging and stragglers.
 
@@ -96,6 +98,12 @@ References
         weight of a GPT-3-size layer is larger than that, so one module is in flight ahead of
         the module computing (DeepSpeed configuration documentation, ZeRO
         ``stage3_prefetch_bucket_size``).
+.. [15] DeepSpeed ZeRO-3 gradient reduction with ``overlap_comm`` (the stage-3 default):
+        ``FP16_DeepSpeedZeroOptimizer_Stage3.reduce_independent_p_g_buckets_and_remove_grads``
+        reduces the bucket (``reduce_ipg_grads``, which starts with
+        ``reduction_stream.synchronize()``) when the next gradient would overflow
+        ``reduce_bucket_size`` (5e8 elements); a larger gradient is reduced at the next call
+        (``extra_large_param_to_reduce``), deepspeed/runtime/zero/stage3.py, v0.3.13.
 .. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
         bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
 """
@@ -509,8 +517,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         fwd_c = train / 3.0
         exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass, 1)
                                 + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass, 1)
-                                           + _prefetch_pass(ctx, train - fwd_c, g_pass, -1),
-                                           _prefetch_pass(ctx, train - fwd_c + recomp, 2.0 * g_pass, -1))
+                                           + _backward_pass(ctx, train - fwd_c, 0.0, g_pass),
+                                           _backward_pass(ctx, train - fwd_c + recomp, g_pass, g_pass))
                                 - train - recomp)
     else:
         exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
@@ -595,6 +603,26 @@ def module_shares(ctx: Context) -> tuple[float, ...]:
     mats = 3 if a.ffn_type == "swiglu" else 2
     n = (qkv, q_out * h, (mats - 1) * f * h, f * h)
     return tuple(x / sum(n) for x in n)
+
+
+def _backward_pass(ctx: Context, compute, gather, reduce):
+    """One backward pass over a layer's modules under DeepSpeed ZeRO-3 [s] [12, 15]:
+    ``sum_j max(c w_j, a w_(j-1) + r w_(j+2))`` over QKV, projection, FC1, FC2 (index j, shares
+    ``w``: :func:`module_shares`; the pass runs from FC2 down, indices modulo 4 reach the
+    neighbouring layers). ``c``, ``a``, ``r``: the layer's backward compute, parameter gather and
+    gradient reduce-scatter in this pass (``a`` 0 when the recomputed forward has gathered them).
+
+    While module j computes, the next module down (j-1) is gathered, and the reduce-scatter in
+    flight is that of module j+2, two modules back: a module's gradients are reduced when the
+    next gradient reaches the bucket (``reduce_bucket_size``, 5e8 elements, smaller than these
+    weights), and issuing that reduction first waits for the previous one
+    (``reduction_stream.synchronize()``), so the reduction of j+1 is issued only after module j
+    has been queued and runs behind module j-1 [15]. Compute 24, gathers 6, reduce-scatters 18
+    with shares 3/12, 1/12, 4/12, 4/12: max(6, 2 + 6) + max(2, 1.5 + 6) + max(8, 0.5 + 4.5)
+    + max(8, 2 + 1.5) = 31.5."""
+    w = module_shares(ctx)
+    n = len(w)
+    return sum(np.maximum(compute * w[j], gather * w[(j - 1) % n] + reduce * w[(j + 2) % n]) for j in range(n))
 
 
 def gather_buffer_layers(ctx: Context) -> float:
