@@ -5,6 +5,7 @@ the plans the physics says must win on scenarios small enough to reason about by
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 
 import numpy as np
@@ -122,7 +123,7 @@ def test_step_time_bound_holds_for_every_plan_with_deepspeed_prefetch():
     ib, js = np.nonzero(space.allowed)
     res = est.evaluate(ctx, space.plans(ib, js))
     bd = search.bounds(ctx, space)
-    assert (res["step_time_s"] >= bd["step_lower"][js, ib]).all()  # (switch row, base row)
+    assert (res["step_time_s"] >= bd["step_lower"][bd["tk_of"][js], ib]).all()  # (time switch row, base row)
     assert np.array_equal(res["fits"], bd["fits"][js, ib])  # the factorised fit is the evaluated one
     assert (res["breakdown"]["dp_comm"][res["step_time_s"] > 0] < res["step_time_s"]).all()
 
@@ -138,3 +139,21 @@ def test_a_wrong_bound_is_caught_and_every_plan_evaluated(monkeypatch):
     space = plan_space(s.parallelism, ctx.arch, ctx.gpus, ctx.nvlink_domain)
     assert search.candidates(ctx, space, 50) is None
     assert_same(est._search(ctx, s.parallelism, s.training.tokens, 50, exhaustive=False), right)
+
+
+def test_a_fabric_change_reuses_the_memory_fits_and_still_equals_the_exhaustive_search():
+    # memory holds bytes, it does not move them: no plan's fit depends on the link bandwidths, so a
+    # search at half the fabric bandwidth (an oversubscription or NIC change) reuses the fits of
+    # the first search, and must still give the exhaustive table of the slower fabric
+    s = scenario({"preset": "llama3-8b"}, nodes=2, par={"global_batch_size": 256})
+    ctx = build_context(s)[0]
+    slow = dataclasses.replace(ctx, nic_bw=ctx.nic_bw / 2)
+    tp_limit = min(ctx.nvlink_domain, ctx.gpus)
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, tp_limit)
+    search._FITS.clear()
+    est._search(ctx, s.parallelism, s.training.tokens, 50, exhaustive=False)
+    assert len(search._FITS) == 1
+    fast = est._search(slow, s.parallelism, s.training.tokens, 50, exhaustive=False)
+    assert len(search._FITS) == 1  # reused, not computed again
+    assert_same(fast, est._search(slow, s.parallelism, s.training.tokens, 50, exhaustive=True))
+    assert np.array_equal(search.bounds(slow, space)["fits"], search.bounds(ctx, space)["fits"])

@@ -386,14 +386,15 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
 PIPELINE_KEYS = ("t_emb", "t_out", "t_p2p", "phi", "raw_max", "which", "n_b", "extra_b", "t_max", "bubble", "t_pipe")
 
 
-def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer) -> dict[str, np.ndarray]:
+def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck: bool = True) -> dict[str, np.ndarray]:
     """The pipeline schedule of one step [s]: embedding, output layer and point-to-point time per
     micro-batch, the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
     factor), which stage it is (0 first, 1 middle, 2 last) and its layers, the bubble and
     ``t_pipe = m t_max + bubble`` [2, 10] (see the module docstring).
 
     ``q``: plan arrays; ``M``: tokens per micro-batch per GPU; ``m``: micro-batches; ``t_layer``:
-    one layer's time per micro-batch. Elementwise: the arrays may have any shapes that broadcast
+    one layer's time per micro-batch; ``bottleneck=False`` leaves out which stage is the bottleneck
+    (``which``, ``n_b``, ``extra_b``). Elementwise: the arrays may have any shapes that broadcast
     (the plan search passes plan dimensions on separate axes).
     """
     a, e, fw = ctx.arch, ctx.eff, ctx.framework
@@ -422,16 +423,18 @@ def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer) -> dict[str
     t_last = np.where(single, t_first, ll * t_layer + t_out + t_p2p)
     t_mid = np.where(pp > 2, lm * t_layer + t_p2p, 0.0)
     raw_max = np.maximum(np.maximum(t_first, t_last), t_mid)
-    which = np.where(raw_max == t_last, 2, np.where(raw_max == t_first, 0, 1))  # bottleneck: 0 first, 1 middle, 2 last
-    n_b = np.where(which == 0, np.where(single, L, lf), np.where(which == 2, ll, lm))
-    extra_b = np.where(single, t_emb + t_out, np.where(which == 0, t_emb, np.where(which == 2, t_out, 0.0)))
     t_max = phi * raw_max
     t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
     bubble = (t_sum - t_max) / vp
     t_pipe = m * t_max + bubble
-
-    return {"t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi, "raw_max": raw_max, "which": which,
-            "n_b": n_b, "extra_b": extra_b, "t_max": t_max, "bubble": bubble, "t_pipe": t_pipe}
+    out = {"t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi, "raw_max": raw_max, "t_max": t_max,
+           "bubble": bubble, "t_pipe": t_pipe}
+    if bottleneck:
+        which = np.where(raw_max == t_last, 2, np.where(raw_max == t_first, 0, 1))  # 0 first, 1 middle, 2 last
+        out["which"] = which
+        out["n_b"] = np.where(which == 0, np.where(single, L, lf), np.where(which == 2, ll, lm))
+        out["extra_b"] = np.where(single, t_emb + t_out, np.where(which == 0, t_emb, np.where(which == 2, t_out, 0.0)))
+    return out
 
 
 def _step_time(ctx: Context, t_pipe, t_dp, t_opt):

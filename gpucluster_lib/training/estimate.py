@@ -367,7 +367,12 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
         exhaustive = limit is None or n <= EXHAUSTIVE_PLANS_PER_ROW * limit
-    found = candidates(ctx, space, limit) if limit is not None and n > limit and not exhaustive else None
+    try:  # what made the plan space: a search that differs only in link bandwidths reuses its memory fits
+        key: tuple | None = (spec, tp_limit)
+        hash((ctx, key))
+    except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
+        key = None
+    found = candidates(ctx, space, limit, key) if limit is not None and n > limit and not exhaustive else None
     if found is not None:
         plans, res, fitting = found
     else:

@@ -34,6 +34,7 @@ the caller evaluates every plan.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import numpy as np
@@ -82,10 +83,52 @@ def _largest_fitting(total_of, cap: float) -> float:
     return float(np.int64(lo).view(np.float64))
 
 
-def bounds(ctx: Context, space: PlanSpace) -> dict[str, np.ndarray]:
-    """Whether each (switch row, base row) pair fits in memory, and a lower bound on its step
-    time [s] (arrays of shape ``(switch rows, base rows)``, the transpose of ``space.allowed``:
-    the base rows are the long axis, kept innermost so that every array operation runs along it)."""
+def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs_of, f_act) -> np.ndarray:
+    """Whether each (switch row, base row) pair fits in memory: the engine's memory formulas on
+    the axes (zero, dopt), (rc, sp), base row."""
+    nb = len(b["tp"])
+    s = float(ctx.arch.seq_length)
+    sp_r = rs[:, 1:2].astype(bool) & (tp_k > 1)
+    per_layer, rebuilt = (np.broadcast_to(np.asarray(x, dtype=float), (len(rs), len(lk)))[:, lk_of]
+                          for x in _layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[:, 0:1], f_act))
+
+    # memory on three axes: (zero, dopt), (rc, sp), base row
+    q3 = {k: v.reshape(1, 1, nb) for k, v in b.items()}
+    q3["zero"] = zd[:, 0].reshape(-1, 1, 1)
+    q3["dopt"] = zd[:, 1].astype(bool).reshape(-1, 1, 1)
+    # the plan's memory is the largest stage total (plan_memory): it fits when every stage does. A
+    # stage's total is its model states and activations plus what comes on top of them, which does
+    # not decrease as they grow: it fits when they are at most the largest amount that fits.
+    common, stages = _memory_stages(ctx, q3, per_layer[None], rebuilt[None])
+    ceiling = _largest_fitting(lambda x: common.on_top(x)[1], ctx.memory_capacity)
+    pp = q3["pp"]
+    fit_stage = []
+    for args in stages:
+        held = common.held(*args)
+        fit_stage.append(held["model"] + held["activations"] <= ceiling)
+    fits3 = fit_stage[0] & (fit_stage[1] | (pp <= 2)) & (fit_stage[2] | (pp <= 1))
+
+    fits = fits3[zd_of, rs_of]
+    fits.flags.writeable = False  # kept for the next search of the same plans and memory
+    return fits
+
+
+#: Fits of recent searches, keyed by what the memory reads: the context without its link
+#: bandwidths and the plan space. A change of the fabric (oversubscription, NIC, switch) keeps them.
+FITS_CACHE_SIZE = 8
+_FITS: dict[tuple, np.ndarray] = {}
+
+
+def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str, np.ndarray]:
+    """Whether each (switch row, base row) pair fits in memory (``fits``: shape ``(switch rows, base
+    rows)``, the transpose of ``space.allowed``: the base rows are the long axis, kept innermost so
+    that every array operation runs along it), and a lower bound on the step time [s] and the
+    upper bound it gives on tokens/s (``step_lower``, ``tps_upper``: shape ``(time switch rows,
+    base rows)``; ``tk_of``: the time switch row of each switch row, the recomputation, SP and TP
+    overlap it reads).
+
+    ``key``: what made the plan space (the fixed fields and the TP limit), to reuse the memory
+    fits of a search that differs only in link bandwidths; None: no reuse."""
     b = plan_arrays(space.base)  # the engine's dtypes: floats
     w = space.switches
     nb = len(b["tp"])
@@ -105,85 +148,100 @@ def bounds(ctx: Context, space: PlanSpace) -> dict[str, np.ndarray]:
     train, recomp, t_tp, t_cp, t_ep = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in parts[:5])
     t_layer = (train + recomp + t_tp + t_cp + t_ep)[:, lk_of]  # (time switch rows, base rows)
 
-    sp_r = rs[:, 1:2].astype(bool) & (tp_k > 1)
-    per_layer, rebuilt = (np.broadcast_to(np.asarray(x, dtype=float), (len(rs), len(lk)))[:, lk_of]
-                          for x in _layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[:, 0:1], parts[5]))
-
-    # memory on three axes: (zero, dopt), (rc, sp), base row
-    q3 = {k: v.reshape(1, 1, nb) for k, v in b.items()}
-    q3["zero"] = zd[:, 0].reshape(-1, 1, 1)
-    q3["dopt"] = zd[:, 1].astype(bool).reshape(-1, 1, 1)
-    # the plan's memory is the largest stage total (plan_memory): it fits when every stage does. A
-    # stage's total is its model states and activations plus what comes on top of them, which does
-    # not decrease as they grow: it fits when they are at most the largest amount that fits.
-    common, stages = _memory_stages(ctx, q3, per_layer[None], rebuilt[None])
-    ceiling = _largest_fitting(lambda x: common.on_top(x)[1], ctx.memory_capacity)
-    pp = q3["pp"]
-    fit_stage = []
-    for args in stages:
-        held = common.held(*args)
-        fit_stage.append(held["model"] + held["activations"] <= ceiling)
-    fits3 = fit_stage[0] & (fit_stage[1] | (pp <= 2)) & (fit_stage[2] | (pp <= 1))
+    mem_key = None if key is None else (dataclasses.replace(ctx, nvlink_bw=0.0, nic_bw=0.0), key)
+    fits = _FITS.get(mem_key) if mem_key is not None else None
+    if fits is None:
+        fits = _memory_fits(ctx, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs_of, parts[5])
+        if mem_key is not None:
+            _FITS[mem_key] = fits
+            while len(_FITS) > FITS_CACHE_SIZE:
+                del _FITS[next(iter(_FITS))]
 
     # the step with no data-parallel and no optimizer time: (rc, sp, tpo) x base row
     q2 = {k: v.reshape(1, nb) for k, v in b.items()}
     m = q2["gbs"] / (q2["dp"] * q2["mb"])
     M = q2["mb"] * (s / q2["cp"])
-    t_pipe = _pipeline(ctx, q2, M, m, t_layer)["t_pipe"]
+    t_pipe = _pipeline(ctx, q2, M, m, t_layer, bottleneck=False)["t_pipe"]
     lower = _step_time(ctx, t_pipe, 0.0, 0.0)[0] * (1.0 - BOUND_SLACK)
     tokens = space.base["gbs"][None, :] * ctx.arch.seq_length  # per step, as the table ranks them
-    return {"fits": fits3[zd_of, rs_of], "step_lower": lower[tk_of],
-            "tps_upper": (tokens / lower)[tk_of]}  # tokens/s no plan of the pair exceeds
+    return {"fits": fits, "tk_of": tk_of, "step_lower": lower,
+            "tps_upper": tokens / lower}  # tokens/s no plan of the (time switch row, base row) exceeds
 
 
-def candidates(ctx: Context, space: PlanSpace, limit: int) -> tuple[dict[str, np.ndarray], dict[str, Any], int] | None:
+def candidates(ctx: Context, space: PlanSpace, limit: int,
+               key: tuple | None = None) -> tuple[dict[str, np.ndarray], dict[str, Any], int] | None:
     """The plans that can be among the best ``limit`` of ``space``, evaluated, in enumeration
     order, with the count of every plan that fits: ``(plans, evaluation, fitting)``; None when
-    an evaluated plan contradicts the factorised fit or the bound (then evaluate every plan)."""
-    bd = bounds(ctx, space)
+    an evaluated plan contradicts the factorised fit or the bound (then evaluate every plan).
+    ``key``: as :func:`bounds`."""
+    bd = bounds(ctx, space, key)
     allowed = np.ascontiguousarray(space.allowed.T)  # (switch rows, base rows), as the bounds
+    ns, nb = allowed.shape
     fit_cells = bd["fits"] & allowed
     fitting = int(np.count_nonzero(fit_cells))
+    # the switch rows of each time switch row (padded with -1): the plans that share one bound
+    tk_of = bd["tk_of"]
+    perm = np.argsort(tk_of, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(tk_of[perm]) != 0])
+    sizes = np.diff(np.r_[starts, ns])
+    rows_of = np.full((len(starts), int(sizes.max())), -1)
+    for t, (a, n) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
+        rows_of[t, :n] = perm[a:a + n]
     upper = bd["tps_upper"].reshape(-1)
     done = _Evaluated(ctx, space)
 
+    def cells_of(keys: np.ndarray, cells: np.ndarray) -> np.ndarray:
+        """Flat indices of the pairs in the mask ``cells`` that share the bounds ``keys``."""
+        t, b = np.divmod(keys, nb)
+        j = rows_of[t]
+        ok = j >= 0
+        j = np.where(ok, j, 0)
+        ok &= cells[j, b[:, None]]
+        return (j * nb + b[:, None])[ok]
+
     def reachable(cells: np.ndarray, k: int) -> np.ndarray:
         """Flat indices of the pairs (a mask) whose plans can be among the ``k`` fastest of them:
-        evaluated in batches from the best bound down until no unevaluated bound reaches the
+        evaluated in batches of bounds from the best down until no unevaluated bound reaches the
         ``k``-th fastest plan evaluated so far."""
-        idx = np.flatnonzero(cells)
-        if len(idx) <= k:
-            return idx
-        ub = upper[idx]
-        seen = np.zeros(len(idx), dtype=bool)
+        count = np.add.reduceat(cells[perm].astype(np.int32), starts, axis=0).reshape(-1)  # per bound
+        keys = np.flatnonzero(count)
+        if count.sum() <= k:
+            return cells_of(keys, cells)
+        ub, per_key = upper[keys], count[keys]
+        seen = np.zeros(len(keys), dtype=bool)
         found: list[np.ndarray] = []
-        floor, batch = -np.inf, 2 * k
+        floor, batch = -np.inf, 1.25 * k
         while True:
             todo = np.flatnonzero(~seen & (ub >= floor))
             if len(todo) == 0:
                 break
-            if len(todo) > batch:
-                todo = todo[np.argpartition(-ub[todo], batch - 1)[:batch]]
-            found.append(done.add(idx[todo]))
+            if per_key[todo].sum() > batch:  # the best bounds holding about ``batch`` plans
+                n = min(len(todo), int(np.ceil(2 * batch / per_key[todo].mean())))
+                if n < len(todo):
+                    todo = todo[np.argpartition(-ub[todo], n - 1)[:n]]
+                todo = todo[np.argsort(-ub[todo], kind="stable")]
+                todo = todo[:int(np.searchsorted(np.cumsum(per_key[todo]), batch)) + 1]
+            found.append(done.add(cells_of(keys[todo], cells)))
             seen[todo] = True
             tps = np.concatenate(found)
             if len(tps) >= k:  # the k-th fastest plan overall is at least this fast
                 floor = np.partition(tps, len(tps) - k)[len(tps) - k]
             batch *= 2
-        return idx[seen & (ub >= floor)]
+        return cells_of(keys[seen & (ub >= floor)], cells)
 
     if fitting >= limit:
         chosen = reachable(fit_cells, limit)
     else:
         chosen = np.union1d(np.flatnonzero(fit_cells), reachable(allowed & ~bd["fits"], limit - fitting))
-    js, ib = np.unravel_index(chosen, allowed.shape)
-    order = np.argsort(ib * allowed.shape[0] + js)  # enumeration order: base row, then switch row
+    js, ib = np.divmod(chosen, nb)
+    order = np.argsort(ib * ns + js)  # enumeration order: base row, then switch row
     res = done.take(chosen[order])
     cells = np.concatenate(done.cells)  # every plan evaluated checks both premises
     fits_all = np.concatenate([np.asarray(r["fits"], dtype=bool) for r in done.results])
     step_all = np.concatenate([r["step_time_s"] for r in done.results])
+    j_all, b_all = np.divmod(cells, nb)
     ok = np.array_equal(fits_all, bd["fits"].reshape(-1)[cells]) \
-        and bool(np.all(step_all >= bd["step_lower"].reshape(-1)[cells]))
+        and bool(np.all(step_all >= bd["step_lower"][tk_of[j_all], b_all]))
     return (space.plans(ib[order], js[order]), res, fitting) if ok else None
 
 
