@@ -347,6 +347,8 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
 #: Searches kept by :func:`search_plans`, keyed by (context, fixed fields, tokens, rows kept).
 SEARCH_CACHE_SIZE = 8
 _SEARCHES: dict[tuple, SearchResult] = {}
+#: Plan spaces of the last searches, keyed by what enumeration reads (fixed fields, model, GPUs, TP limit).
+_SPACES: dict[tuple, Any] = {}
 
 
 #: Below this many plans per table row, evaluating every plan is quicker than bounding them.
@@ -360,18 +362,24 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     reference the bounded search is tested against, and its fallback), None (default) does so
     for a search of at most :data:`EXHAUSTIVE_PLANS_PER_ROW` plans per row kept."""
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
-    space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
+    try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
+        key: tuple | None = (spec, tp_limit)
+        space_key = (spec, ctx.arch, ctx.gpus, tp_limit)
+        space = _SPACES.get(space_key)
+    except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
+        key, space_key, space = None, None, None
+    if space is None:
+        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
+        if space_key is not None:
+            _SPACES[space_key] = space
+            while len(_SPACES) > SEARCH_CACHE_SIZE:
+                del _SPACES[next(iter(_SPACES))]
     n = space.size
     if n == 0:
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
         exhaustive = limit is None or n <= EXHAUSTIVE_PLANS_PER_ROW * limit
-    try:  # what made the plan space: a search that differs only in link bandwidths reuses its memory fits
-        key: tuple | None = (spec, tp_limit)
-        hash((ctx, key))
-    except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
-        key = None
     found = candidates(ctx, space, limit, key) if limit is not None and n > limit and not exhaustive else None
     if found is not None:
         plans, res, fitting = found

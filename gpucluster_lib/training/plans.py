@@ -458,6 +458,8 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
     # TP 1: one row, no SP, no TP overlap
     allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
+    for v in (*base.values(), *switches.values(), allowed):
+        v.flags.writeable = False  # a search may keep the space for the next one
     return PlanSpace(base, switches, allowed)
 
 
