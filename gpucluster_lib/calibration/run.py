@@ -11,6 +11,7 @@ and ``notebooks/08_calibration`` run.
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,10 @@ import numpy as np
 from gpucluster_lib.calibration.gemm import GemmCurve, fit_gemm_curve, fit_quality, normalise_dtype
 from gpucluster_lib.calibration.nccl import CalibrationError, LinkFit, NcclTest, fit_alpha_beta
 from gpucluster_lib.calibration.profile import CalibrationProfile
+from gpucluster_lib.errors import excerpt
 
+#: A profile name: also the default file name (NAME.yaml), so no folders, spaces or leading dot.
+PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
 #: Column names accepted for the measured rate (case-insensitive).
 _RATE_NAMES = ("tflops", "tflop/s", "tflop_s", "tflops_per_s", "tflop_per_s")
 #: Catalogue column of each dtype's dense peak.
@@ -133,6 +137,9 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
     """
     if not isinstance(name, str) or not name.strip():
         raise CalibrationError("a calibration profile needs a name (--name)")
+    if not PROFILE_NAME.fullmatch(name.strip()):
+        raise CalibrationError(f"--name: {excerpt(name)} is not a profile name; use letters, digits, '-', '_' and "
+                               "'.' only, such as my-cluster (the file goes to NAME.yaml, or where -o says)")
     if gemm is None and not nccl:
         raise CalibrationError("nothing to calibrate: give a GEMM table (--gemm) and/or nccl-tests output (--nccl)")
     peaks = {normalise_dtype(k): float(v) for k, v in (peaks or {}).items()}
@@ -141,11 +148,23 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
     quality: dict[str, dict[str, float]] = {}
     notes: list[str] = []
     if gemm is not None:
-        table = gemm_frame(gemm)
+        table = gemm_frame(gemm).reset_index(drop=True)
         for dtype, sub in table.groupby("dtype", sort=True):
             if dtype not in peaks:
                 raise CalibrationError(f"GEMM table: no dense {dtype} peak for the measured device; give "
                                        f"--accelerator (a catalogue id) or --peak {dtype}=TFLOPS")
+            shapes = len(set(zip(sub.m, sub.n, sub.k, strict=True)))
+            needed = 5 if exponent is not None else 6   # eff_max, three half-rate sizes, fixed time (+ exponent)
+            if shapes < needed:
+                raise CalibrationError(f"GEMM table: {shapes} {dtype} shape{'s' if shapes > 1 else ''} (m, n, k); "
+                                       f"the curve has {needed} parameters, so measure at least {needed} different "
+                                       "shapes, small and large")
+            over = sub[sub.tflops > peaks[dtype]]
+            if len(over):
+                i = int(over.index[0])
+                raise CalibrationError(f"GEMM table, row {i + 2}: {over.tflops[i]:,.6g} TFLOP/s is above the dense "
+                                       f"{dtype} peak of {peaks[dtype]:,.6g} TFLOP/s; give the measured device's "
+                                       f"peak (--accelerator ID or --peak {dtype}=TFLOPS)")
             curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
                                    source=source or "measured")
             q = fit_quality(curve, sub.m, sub.n, sub.k, sub.tflops)

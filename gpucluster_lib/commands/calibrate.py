@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from gpucluster_lib.commands import print_json
+from gpucluster_lib.errors import excerpt
 
 NAME = "calibrate"
 ORDER = 90
@@ -52,29 +55,51 @@ def _peaks(args: argparse.Namespace) -> dict[str, float]:
     return peaks
 
 
+#: File types the fit-quality chart can be saved as (Altair with vl-convert).
+CHART_SUFFIXES = (".svg", ".png", ".html")
+
+
+def _write(option: str, path: Path, save: Callable[[str], Any]) -> None:
+    from gpucluster_lib.calibration.nccl import CalibrationError
+
+    try:
+        save(str(path))
+    except OSError as exc:
+        raise CalibrationError(f"{option}: cannot write {excerpt(str(path), 240)} ({exc.strerror or exc}); choose a file "
+                               "in a folder that exists and that you can write to") from None
+
+
 def run(args: argparse.Namespace) -> int:
     from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, read_nccl_tests
     from gpucluster_lib.calibration.run import calibrate, read_gemm_table
 
+    if args.ranks is not None and args.ranks < 2:
+        raise CalibrationError(f"--ranks: a collective needs at least 2 ranks, got {args.ranks}")
+    if args.chart and Path(args.chart).suffix.lower() not in CHART_SUFFIXES:
+        raise CalibrationError(f"--chart: cannot save a chart as {excerpt(Path(args.chart).name)}; end the file "
+                               f"name in {', '.join(CHART_SUFFIXES[:-1])} or {CHART_SUFFIXES[-1]}")
     tests = []
     for item in args.nccl:
         level, sep, path = item.partition("=")
         if not sep or level not in LEVELS:
+            if sep and not Path(item).exists() and Path(path).exists():
+                raise CalibrationError(f"--nccl: unknown link level {excerpt(level)}; use "
+                                       f"{' or '.join(f'{lv}=FILE' for lv in LEVELS)}, or the file alone")
             level, path = None, item
         tests.append((read_nccl_tests(path, ranks=args.ranks), level))
     gemm = read_gemm_table(args.gemm) if args.gemm else None
-    if args.ranks is not None and args.ranks < 2:
-        raise CalibrationError(f"--ranks: a collective needs at least 2 ranks, got {args.ranks}")
     result = calibrate(args.name, gemm=gemm, nccl=tests, peaks=_peaks(args), device=args.device, date=args.date,
                        source=args.source)
     out = Path(args.output or f"{result.profile.name}.yaml")
-    result.profile.save(out)
+    if out.is_dir():
+        out = out / f"{result.profile.name}.yaml"
+    _write("-o", out, result.profile.save)
     if args.chart:
         from gpucluster_lib.charts.calibration import calibration_charts
 
         chart = calibration_charts(result)
         if chart is not None:
-            chart.save(args.chart)
+            _write("--chart", Path(args.chart), chart.save)
     if args.json:
         print_json({**result.to_dict(), "written": str(out)})
     else:

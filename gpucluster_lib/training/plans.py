@@ -223,8 +223,11 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
     tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
     if spec.tp_comm_overlap and not (sp and tp > 1):
-        raise ScenarioError("parallelism.tp_comm_overlap", "needs tensor > 1 with sequence parallelism (Megatron "
-                            "pipelines the all-gather / reduce-scatter of sequence-parallel layers)")
+        raise ScenarioError("parallelism.tp_comm_overlap", "needs tensor parallelism with sequence parallelism "
+                            "(Megatron pipelines the all-gather / reduce-scatter of the sequence-parallel layers "
+                            "with the GEMMs); "
+                            + ("raise tensor to 2 or more" if tp == 1 else "set sequence_parallel: true")
+                            + " or remove tp_comm_overlap")
     return Plan(tensor=tp, pipeline=pp, data=dp, context=cp, expert=ep, virtual_stages=vp, micro_batch_size=mb,
                 global_batch_size=gbs, recompute=spec.recompute or "none", sequence_parallel=sp and tp > 1,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
@@ -240,6 +243,9 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
     (:func:`balanced_layout`) is used; :func:`layout_findings` reports it.
     """
     if spec.pipeline_layers is not None:
+        if spec.first_stage_layers is not None or spec.last_stage_layers is not None:
+            raise ScenarioError("parallelism.pipeline_layers", "gives every stage's layers, so first_stage_layers and "
+                                "last_stage_layers cannot be set as well; keep one or the other")
         st = [int(x) for x in spec.pipeline_layers]
         if len(st) != pp:
             raise ScenarioError("parallelism.pipeline_layers", f"gives {len(st)} stages but pipeline is {pp}; "
@@ -247,17 +253,32 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
         if any(x < 0 for x in st) or sum(st) != layers:
             raise ScenarioError("parallelism.pipeline_layers", f"must be non-negative counts adding up to the model's "
                                 f"{layers} layers; they add up to {sum(st)}")
+        if 0 in st:
+            raise ScenarioError("parallelism.pipeline_layers", f"gives stage {st.index(0) + 1} of {pp} no layers; "
+                                "every stage needs at least one layer (use fewer pipeline stages)")
         return None if len(set(st)) == 1 else tuple(st)
     first, last = spec.first_stage_layers, spec.last_stage_layers
     if first is not None or last is not None:
         field = "parallelism.first_stage_layers" if first is not None else "parallelism.last_stage_layers"
         if pp == 1:
-            raise ScenarioError(field, "needs pipeline > 1")
+            raise ScenarioError(field, "sets the layers of one pipeline stage, but the pipeline has a single stage; "
+                                "raise parallelism.pipeline to 2 or more, or remove this key")
         fixed = (first or 0) + (last or 0)
         free = [i for i, v in ((0, first), (pp - 1, last)) if v is None] + list(range(1, pp - 1))
-        if fixed > layers or (not free and fixed != layers):
-            raise ScenarioError(field, f"first {first} and last {last} stage layers do not fit the model's "
-                                f"{layers} layers over {pp} stages")
+        given = " and ".join(f"{v} on the {w} stage" for w, v in (("first", first), ("last", last)) if v is not None)
+        if fixed > layers:
+            raise ScenarioError(field, f"{given} is more than the model's {layers} layers; lower it")
+        if not free and fixed != layers:
+            raise ScenarioError(field, f"with {pp} stages the first and last stages hold every layer, but {given} "
+                                f"add up to {fixed}, not the model's {layers}; make them add up to {layers}")
+        if 0 in (first, last):
+            field = "parallelism.first_stage_layers" if first == 0 else "parallelism.last_stage_layers"
+            raise ScenarioError(field, "is 0, but every pipeline stage needs at least one layer; give 1 or more, "
+                                "or remove this key")
+        if free and layers - fixed < len(free):
+            which = "the first and last stages together" if first is not None and last is not None else "it"
+            raise ScenarioError(field, f"{given} leaves a stage with no layers; each of the {pp} stages needs at "
+                                f"least one layer, so {which} may hold at most {layers - len(free)}")
         st = [0] * pp
         if first is not None:
             st[0] = first

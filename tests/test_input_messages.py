@@ -1,0 +1,120 @@
+"""Bad input to the newer scenario keys and commands: one message naming the field and the fix.
+
+Every expected message here was written by hand from what a user needs to read (the field,
+what is wrong with the value, what to do); each case used to crash with a traceback or to
+print an unclear message (Python's None, a blamed key the user never set).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from gpucluster_lib.calibration.nccl import CalibrationError
+from gpucluster_lib.calibration.run import calibrate
+from gpucluster_lib.cli import main
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.scenario import ParallelismSpec
+from gpucluster_lib.training.plans import resolve_layout
+
+DATA = Path(__file__).parent / "data"
+NCCL = DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"
+
+
+# ----------------------------------------------------------------- pipeline stage layouts (96 layers)
+
+@pytest.mark.parametrize(("par", "pp", "message"), [
+    ({"pipeline_layers": [12] * 8, "first_stage_layers": 10}, 8,
+     "parallelism.pipeline_layers: gives every stage's layers, so first_stage_layers and last_stage_layers cannot "
+     "be set as well; keep one or the other"),
+    ({"first_stage_layers": 3}, 1,
+     "parallelism.first_stage_layers: sets the layers of one pipeline stage, but the pipeline has a single stage; "
+     "raise parallelism.pipeline to 2 or more, or remove this key"),
+    ({"first_stage_layers": 200}, 8,
+     "parallelism.first_stage_layers: 200 on the first stage is more than the model's 96 layers; lower it"),
+    # 2 stages: first + last = 40 + 40 = 80 of 96
+    ({"first_stage_layers": 40, "last_stage_layers": 40}, 2,
+     "parallelism.first_stage_layers: with 2 stages the first and last stages hold every layer, but 40 on the "
+     "first stage and 40 on the last stage add up to 80, not the model's 96; make them add up to 96"),
+    # 8 stages, the last given: the other 7 need one layer each, so the last holds at most 96 - 7 = 89
+    ({"last_stage_layers": 96}, 8,
+     "parallelism.last_stage_layers: 96 on the last stage leaves a stage with no layers; each of the 8 stages "
+     "needs at least one layer, so it may hold at most 89"),
+    # both given on 8 stages: the 6 middle stages need one each, so 96 - 6 = 90 for the two
+    ({"first_stage_layers": 50, "last_stage_layers": 45}, 8,
+     "parallelism.first_stage_layers: 50 on the first stage and 45 on the last stage leaves a stage with no "
+     "layers; each of the 8 stages needs at least one layer, so the first and last stages together may hold at "
+     "most 90"),
+    ({"last_stage_layers": 0}, 8,
+     "parallelism.last_stage_layers: is 0, but every pipeline stage needs at least one layer; give 1 or more, "
+     "or remove this key"),
+    ({"pipeline_layers": [16] * 6 + [0, 0]}, 8,
+     "parallelism.pipeline_layers: gives stage 7 of 8 no layers; every stage needs at least one layer (use fewer "
+     "pipeline stages)"),
+])
+def test_stage_layout_messages(par, pp, message):
+    with pytest.raises(ScenarioError) as err:
+        resolve_layout(ParallelismSpec(pipeline=pp, **par), 96, pp)
+    assert str(err.value) == message
+
+
+def test_a_valid_uneven_layout_still_resolves():
+    # 96 layers, first 10 and last 10 on 8 stages: 76 over the 6 middle stages, 13 + 13 + 13 + 13 + 12 + 12
+    assert resolve_layout(ParallelismSpec(pipeline=8, first_stage_layers=10, last_stage_layers=10), 96, 8) == \
+        (10, 13, 13, 13, 13, 12, 12, 10)
+
+
+# ----------------------------------------------------------------- gpucluster calibrate
+
+def _calibrate(capsys, *argv: str) -> str:
+    rc = main(["calibrate", *argv])
+    captured = capsys.readouterr()
+    assert rc == 2 and captured.out == "" and "Traceback" not in captured.err
+    return captured.err.strip()
+
+
+def test_calibrate_output_paths_are_checked(tmp_path, capsys):
+    missing = tmp_path / "no-such-folder" / "lab.yaml"
+    assert _calibrate(capsys, "--name", "lab", "--nccl", str(NCCL), "-o", str(missing)) == (
+        f"gpucluster calibrate: error: -o: cannot write '{missing}' (No such file or directory); choose a file in "
+        "a folder that exists and that you can write to")
+    assert _calibrate(capsys, "--name", "lab", "--nccl", str(NCCL), "--chart", str(tmp_path / "fit.bmp")) == (
+        "gpucluster calibrate: error: --chart: cannot save a chart as 'fit.bmp'; end the file name in .svg, .png "
+        "or .html")
+    assert not list(tmp_path.iterdir())   # the chart check comes before the profile is written
+    # a name with folders in it would write NAME.yaml outside the working folder
+    assert _calibrate(capsys, "--name", "../../etc/lab", "--nccl", str(NCCL)) == (
+        "gpucluster calibrate: error: --name: '../../etc/lab' is not a profile name; use letters, digits, '-', '_' "
+        "and '.' only, such as my-cluster (the file goes to NAME.yaml, or where -o says)")
+
+
+def test_calibrate_output_folder_gets_name_yaml(tmp_path, capsys):
+    assert main(["calibrate", "--name", "lab", "--nccl", str(NCCL), "-o", str(tmp_path), "--date", "2026-12-01"]) == 0
+    assert (tmp_path / "lab.yaml").is_file()
+
+
+def test_calibrate_option_messages(tmp_path, capsys):
+    assert _calibrate(capsys, "--name", "lab", "--nccl", f"pcie={NCCL}") == (
+        "gpucluster calibrate: error: --nccl: unknown link level 'pcie'; use nvlink=FILE or fabric=FILE, or the "
+        "file alone")
+    # checked before the file is read: the old message said the rank count was unknown
+    assert _calibrate(capsys, "--name", "lab", "--nccl", str(NCCL), "--ranks", "-3") == (
+        "gpucluster calibrate: error: --ranks: a collective needs at least 2 ranks, got -3")
+
+
+def test_calibrate_gemm_table_too_small_or_above_the_peak():
+    one = pd.DataFrame({"m": [4096], "n": [4096], "k": [4096], "dtype": ["bf16"], "tflops": [700.0]})
+    with pytest.raises(CalibrationError) as err:
+        calibrate("lab", gemm=one, peaks={"bf16": 989.4})
+    # eff_max, m_half, n_half, k_half and the fixed time: 5 parameters
+    assert str(err.value) == ("GEMM table: 1 bf16 shape (m, n, k); the curve has 5 parameters, so measure at least "
+                              "5 different shapes, small and large")
+    dims = [256, 512, 1024, 2048, 4096, 8192]
+    fast = pd.DataFrame({"m": dims, "n": dims, "k": dims, "dtype": "bf16", "tflops": [300, 500, 700, 800, 2100, 900]})
+    with pytest.raises(CalibrationError) as err:
+        calibrate("lab", gemm=fast, peaks={"bf16": 989.4})
+    # the fifth data row (CSV row 6 after the header) claims 2,100 TFLOP/s on a 989.4 TFLOP/s device
+    assert str(err.value) == ("GEMM table, row 6: 2,100 TFLOP/s is above the dense bf16 peak of 989.4 TFLOP/s; give "
+                              "the measured device's peak (--accelerator ID or --peak bf16=TFLOPS)")
