@@ -2,34 +2,40 @@
 
 A search ranks every valid plan by time to train, fitting plans first, and keeps the best
 ``limit`` (:func:`gpucluster_lib.training.estimate.search_plans`). Evaluating all of them
-(400,000 plans for Llama 3 70B on a GB200 NVL72 scalable unit) costs about half a second;
+(406,299 plans for Llama 3 70B on a GB200 NVL72 scalable unit) costs about half a second;
 this module gets the identical table, the identical fitting count and the identical best plan
-from far fewer evaluations:
+from about ``1.25 limit`` evaluations:
 
 1. **Factorised memory.** A plan is a base row (TP, PP with its stage layout and interleaving,
    DP, CP, EP, micro-batch, global batch) and a switch row (recomputation, ZeRO stage,
    distributed optimizer, sequence parallelism, TP overlap): :class:`~.plans.PlanSpace`.
    Memory depends on the switches only through (ZeRO, distributed optimizer) and
    (recomputation, sequence parallelism), so the engine's own memory formulas
-   (:func:`~.core.plan_memory`) run with the base rows, the first pair and the second pair on
-   three broadcast axes: each term is computed once per combination of the dimensions it
-   depends on. Only additions, multiplications and divisions are involved, so every plan's
-   memory, and whether it fits, is the same number the full evaluation gives.
+   (:func:`~.core._memory_stages`) run with these two pairs and the base rows on three
+   broadcast axes: each term is computed once per combination of the dimensions it depends on.
+   A plan fits when every stage that can need the most does (its memory is the largest of
+   them, :func:`~.core.plan_memory`). A stage's total is its model states and activations with
+   the CUDA context, buffers and fragmentation on top (:meth:`~.core._MemoryCommon.on_top`),
+   which does not decrease as they grow, so it fits exactly when they are at most the largest
+   amount that fits, found once by bisection over the floats. Only additions, multiplications
+   and divisions are involved: every plan's fit is the one the full evaluation gives.
 2. **A bound on the step time.** The step is the pipeline time plus the exposed data-parallel
    communication plus the optimizer, plus a fixed overhead fraction
-   (:func:`~.core._step_time`, non-decreasing in each term). The last two terms but one are
-   never negative, so the step is at least the step with no data-parallel and no optimizer
-   time, which depends only on the base row and (recomputation, sequence parallelism, TP
-   overlap): a bound on tokens/s for every plan at the cost of a few array operations.
-3. **Exact evaluation of the plans that can reach the table.** The ``k`` plans with the best
-   bound are evaluated (:func:`~.core.evaluate`); the ``k``-th best tokens/s among them is a
-   floor that the ``k``-th best plan overall reaches, so a plan whose bound is below it cannot
-   be in the table. The plans whose bound reaches it are evaluated and ranked exactly as the
-   full search ranks them (:func:`~.estimate._top`, ties by enumeration order).
+   (:func:`~.core._step_time`, non-decreasing in each term). The data-parallel and optimizer
+   terms are never negative, so the step is at least the step without them, which depends only
+   on the base row and (recomputation, sequence parallelism, TP overlap): a bound on tokens/s
+   for every plan at the cost of a few array operations per base row.
+3. **Exact evaluation of the plans that can reach the table.** Plans are evaluated
+   (:func:`~.core.evaluate`) in batches, from the best bound down; the ``k``-th best tokens/s
+   among those evaluated is a floor that the ``k``-th best plan overall reaches, so a plan whose
+   bound is below it cannot be in the table. The loop ends when no unevaluated bound reaches
+   the floor; the plans whose bound does are ranked exactly as the full search ranks them
+   (:func:`~.estimate._top`, ties by enumeration order).
 
 The evaluated plans are checked against both premises (their fit equals the factorised fit,
 their step time is not below the bound); if either fails, :func:`candidates` returns None and
-the caller evaluates every plan.
+the caller evaluates every plan. The memory fits of the last searches are kept, keyed by the
+context without its link bandwidths: a change of the fabric alone keeps every plan's memory.
 """
 
 from __future__ import annotations
@@ -149,7 +155,10 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     t_layer = (train + recomp + t_tp + t_cp + t_ep)[:, lk_of]  # (time switch rows, base rows)
 
     mem_key = None if key is None else (dataclasses.replace(ctx, nvlink_bw=0.0, nic_bw=0.0), key)
-    fits = _FITS.get(mem_key) if mem_key is not None else None
+    try:
+        fits = _FITS.get(mem_key) if mem_key is not None else None
+    except TypeError:  # a context with an unhashable field: no reuse
+        mem_key, fits = None, None
     if fits is None:
         fits = _memory_fits(ctx, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs_of, parts[5])
         if mem_key is not None:
