@@ -157,3 +157,34 @@ def test_a_fabric_change_reuses_the_memory_fits_and_still_equals_the_exhaustive_
     assert len(search._FITS) == 1  # reused, not computed again
     assert_same(fast, est._search(slow, s.parallelism, s.training.tokens, 50, exhaustive=True))
     assert np.array_equal(search.bounds(slow, space)["fits"], search.bounds(ctx, space)["fits"])
+
+
+def test_fast_search_equals_exhaustive_search_with_fields_fixed_at_random():
+    # fixed parallelism fields prune the plan space in every dimension (and a fixed ZeRO-3 or TP 1
+    # changes which switch rows a base row allows): seeded draws of them, of the framework, the
+    # precision and the rows kept, each compared with the exhaustive search
+    import random
+
+    rng = random.Random(15)
+    fields = [("tensor", [1, 2, 4, 8]), ("pipeline", [1, 2, 4]), ("micro_batch_size", [1, 2, 4]),
+              ("recompute", ["none", "selective", "full"]), ("zero_stage", [0, 1, 2, 3]),
+              ("sequence_parallel", [True, False]), ("tp_comm_overlap", [True, False]),
+              ("distributed_optimizer", [True, False]), ("context", [1, 2]), ("global_batch_size", [64, 256, 512])]
+    compared = 0
+    while compared < 10:
+        par = {k: rng.choice(v) for k, v in fields if rng.random() < 0.2}
+        training = {"framework": rng.choice(["megatron", "deepspeed", "fsdp"]), "precision": rng.choice(["bf16", "fp8"])}
+        s = scenario({"preset": rng.choice(["llama3-8b", "llama2-13b", "mixtral-8x7b"])}, rng.choice([1, 2, 4]),
+                     par=par, training=training)
+        ctx = build_context(s)[0]
+        limit = rng.choice([1, 20, 200])
+        try:
+            full = est._search(ctx, s.parallelism, s.training.tokens, limit, exhaustive=True)
+        except est.ScenarioError:  # the fixed fields leave no valid plan
+            continue
+        if full.enumerated <= limit:
+            continue
+        space = plan_space(s.parallelism, ctx.arch, ctx.gpus, min(ctx.nvlink_domain, ctx.gpus))
+        assert search.candidates(ctx, space, limit) is not None  # the bounded search itself, no fallback
+        assert_same(est._search(ctx, s.parallelism, s.training.tokens, limit, exhaustive=False), full)
+        compared += 1
