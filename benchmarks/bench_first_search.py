@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import importlib.util
 import os
 import statistics
 import sys
@@ -55,7 +56,11 @@ def first_search_changes(example: str, rounds: int, cold: bool = False) -> dict[
     from gpucluster_lib.ui.common import AppState
 
     est = importlib.import_module("gpucluster_lib.training.estimate")
-    plan_search = importlib.import_module("gpucluster_lib.training.search")
+    # what the search keeps besides its results (absent before the bounded search: the same bench
+    # then measures the earlier code)
+    kept = [getattr(est, "_SPACES", {})]
+    if importlib.util.find_spec("gpucluster_lib.training.search") is not None:
+        kept.append(importlib.import_module("gpucluster_lib.training.search")._FITS)
     tab = importlib.import_module("gpucluster_lib.ui.tab_topology")
     state = AppState.from_path(example_paths()[example])
     header_mod.Header(state)
@@ -79,8 +84,8 @@ def first_search_changes(example: str, rounds: int, cold: bool = False) -> dict[
             for attr, value in _changes(panel):
                 est._SEARCHES.clear()  # every change is a first search
                 if cold:
-                    est._SPACES.clear()
-                    plan_search._FITS.clear()
+                    for cache in kept:
+                        cache.clear()
                 memo = state.design._memo
                 for stage in ("training", "plans", "reliability"):
                     memo.pop(stage, None)
