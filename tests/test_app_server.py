@@ -177,3 +177,94 @@ def test_memory_is_reclaimed_once_after_a_burst_of_shutdowns(monkeypatch):
     run_alone(scenario())
     assert calls == [1]
     PoolStandIn().reclaim_memory()  # gc + malloc_trim: runs wherever the C library has no malloc_trim too
+
+
+def _niceness(pid: int) -> int:
+    """The nice value of process ``pid`` (field 19 of /proc/<pid>/stat, proc(5))."""
+    return int(open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[16])
+
+
+class HandOutStandIn(PoolStandIn):
+    """Also Voila's hand-out of a pool kernel to a page (``get_rendered_notebook``), over kernels
+    that are real processes, started the way jupyter_client starts them (Popen with the kwargs)."""
+
+    async def get_rendered_notebook(self, notebook_name, **kwargs):
+        content = await self.pool.pop(0)
+        return content["task"], [], content["kernel_id"]
+
+    def fill_if_needed(self, delay=None, notebook_name=None, **kwargs):
+        async def fill():  # Voila's pool fill: start a kernel, run the notebook in it
+            pid = await self.start_kernel(env={"VOILA_PREHEAT": "True"})  # what Voila's fill passes
+            content = await self._initialize(notebook_name, None)
+            self.fake_kernels[content["kernel_id"]].provisioner = SimpleNamespace(pid=pid)
+            return content
+
+        self.pool.append(asyncio.get_running_loop().create_task(fill()))
+
+
+def test_a_refill_kernel_starts_nicer_and_gets_the_normal_priority_once_a_page_takes_it(monkeypatch):
+    import os
+    import subprocess
+    import sys
+
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+    from gpucluster_lib.ui.server import can_restore_priority
+
+    children, asked = [], []
+
+    async def launch(self, *args, env=None, preexec_fn=None, **kwargs):  # jupyter_client's Popen
+        asked.append(preexec_fn)
+        children.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"],
+                                         preexec_fn=preexec_fn))
+        return children[-1].pid
+
+    monkeypatch.setattr(AsyncMappingKernelManager, "start_kernel", launch)
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+
+    async def scenario():
+        km = HandOutStandIn(preheat_niceness=7)
+        km.fill_if_needed()
+        await asyncio.sleep(0.2)
+        pid = children[0].pid
+        if not can_restore_priority():  # it could never get its priority back: not made nicer at all
+            assert asked == [None] and _niceness(pid) == own
+            return
+        assert _niceness(pid) == min(own + 7, 19)  # while nobody waits for it
+        km.fill_if_needed()  # the page's refill, still nicer
+        _task, _cells, kid = await km.get_rendered_notebook("app.ipynb")
+        assert kid == "k0" and _niceness(pid) == own  # a page took it
+        await asyncio.sleep(0.2)
+        assert _niceness(children[1].pid) == min(own + 7, 19)
+        for kid in km.notebook_done:
+            km.notebook_done[kid].set()
+
+    try:
+        run_alone(scenario())
+    finally:
+        for c in children:
+            c.kill()
+            c.wait()
+    assert len(asked) == len(children) >= 1
+
+
+def test_no_niceness_setting_starts_refills_at_the_servers_priority(monkeypatch):
+    from jupyter_server.services.kernels.kernelmanager import AsyncMappingKernelManager
+
+    asked = []
+
+    async def launch(self, *args, **kwargs):
+        asked.append(kwargs.get("preexec_fn"))
+        return "kernel-id"
+
+    monkeypatch.setattr(AsyncMappingKernelManager, "start_kernel", launch)
+
+    async def scenario():
+        km = CappedKernelManager(preheat_niceness=0)
+        await km.start_kernel(env={"VOILA_PREHEAT": "True"})
+        km = CappedKernelManager(preheat_niceness=10)
+        await km.start_kernel(env={})  # not a pool refill: a page waits for it
+        assert km.restore_priority("no-such-kernel") is None  # a kernel already gone: nothing to do
+
+    run_alone(scenario())
+    assert asked == [None, None]

@@ -91,6 +91,11 @@ def shown_scenario(state: AppState, loaded: scn.Scenario | None) -> scn.Scenario
     return s.replace(name=f"{describe(state)} (edited from {loaded.name})", description="")
 
 
+def preparing_html(title: str) -> str:
+    """What a tab shows until its widgets are built (on its first selection)."""
+    return f"<p class='gc-preparing'><i>Preparing the {html.escape(title)} tab…</i></p>"
+
+
 class App:
     def __init__(self, scenario_path: str | Path | None = None):
         examples = example_scenarios()
@@ -108,8 +113,15 @@ class App:
         self.yaml_view = widgets.HTML()
 
         self.modules = tab_modules()
-        self.tabs = widgets.Tab(children=[widgets.VBox([widgets.HTML("<i>loading…</i>")]) for _ in self.modules])
-        self.tabs.titles = tuple(getattr(m, "TITLE", m.__name__) for m in self.modules)
+        titles = tuple(getattr(m, "TITLE", m.__name__) for m in self.modules)
+        # a tab is built on its first selection: until its widgets arrive it says so. The notes and
+        # their holders share one layout and one style (each widget makes its own otherwise: 21
+        # fewer of the page's widget models, which the browser fetches and builds before it shows)
+        layout, style = widgets.Layout(), widgets.widget_string.HTMLStyle()
+        self.tabs = widgets.Tab(children=[
+            widgets.VBox([widgets.HTML(preparing_html(t), layout=layout, style=style)], layout=layout)
+            for t in titles])
+        self.tabs.titles = titles
         self.built: set[int] = set()
 
         self.examples.observe(guarded(self.msg)(self._on_example), names="value")

@@ -28,6 +28,14 @@ make sure they do not pile up; ``notebooks/voila.json`` switches them on:
 * **Closed sessions give their memory back.** After kernel shutdowns settle, the server
   collects their objects and returns the freed heap to the system (:meth:`reclaim_memory`),
   so its own memory comes back to its baseline after any number of visits.
+* **A kernel nobody waits for starts in the background.** A pool refill starts a kernel and
+  runs the notebook in it (about 3 s of a core) while the page that took the previous kernel is
+  still loading; at the same priority the two shared the cores and the page took about 1 s
+  longer. A refill's kernel starts ``preheat_niceness`` steps nicer (lower priority) and is
+  given the server's own priority back the moment a page takes it (:meth:`restore_priority`),
+  whether or not it has finished the notebook by then. Where the system does not allow the
+  server to raise a priority again (no root, ``RLIMIT_NICE`` too low) kernels start at the
+  server's priority, as before.
 * **A cap on kernels.** :class:`CappedKernelManager` refuses to start kernel number
   ``max_kernels + 1`` (the preheated pool included); a page asked for beyond it gets a short
   "workbook is full" page (HTTP 503) instead of a kernel. The pool's refill waits for room
@@ -43,6 +51,7 @@ import ctypes
 import ctypes.util
 import functools
 import gc
+import os
 from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -194,6 +203,49 @@ def _never_empty(get_pool_size: Callable) -> Callable:
     return _get_pool_size
 
 
+def _restoring_priority(get_rendered_notebook: Callable) -> Callable:
+    """Voila's hand-out of a pool kernel to a page, then that kernel's priority back to normal."""
+
+    @functools.wraps(get_rendered_notebook)
+    async def _get_rendered_notebook(self: CappedKernelManager, *args: Any, **kwargs: Any) -> Any:
+        out = await get_rendered_notebook(self, *args, **kwargs)
+        self.restore_priority(out[2])  # (render task, rendered cells, kernel id)
+        return out
+
+    return _get_rendered_notebook
+
+
+def can_restore_priority() -> bool:
+    """Whether this process may set a child's niceness back down to its own (Linux: root, or an
+    ``RLIMIT_NICE`` soft limit of at least ``20 - nice``; setpriority(2))."""
+    if not hasattr(os, "setpriority"):
+        return False
+    if os.geteuid() == 0:
+        return True
+    import resource
+
+    own = os.getpriority(os.PRIO_PROCESS, 0)
+    soft = resource.getrlimit(resource.RLIMIT_NICE)[0]
+    return soft == resource.RLIM_INFINITY or 20 - own <= soft
+
+
+def set_priority(pid: int, niceness: int) -> bool:
+    """Set the niceness of every thread of process ``pid`` (Linux's setpriority acts on one thread;
+    a kernel's threads were all made after it started nicer). False if the process is gone."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except OSError:
+        tids = [pid]
+    done = False
+    for tid in tids:
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, niceness)
+            done = True
+        except (ProcessLookupError, PermissionError):
+            continue
+    return done
+
+
 class CappedKernelManager(AsyncMappingKernelManager):
     """Jupyter Server's kernel manager with a hard cap on live kernels (pool included) and an
     admission queue for kernel starts.
@@ -219,12 +271,19 @@ class CappedKernelManager(AsyncMappingKernelManager):
         "A kernel's admission slot is given back after this long [s] even if its notebook has not "
         "finished running (as VoilaExecutor.timeout bounds each cell)."))
 
+    preheat_niceness = Integer(10, config=True, help=(
+        "How much nicer (lower priority, 0-19) a pool refill's kernel starts and runs the notebook, "
+        "so that it does not slow the page that is loading meanwhile; a page that takes it gives "
+        "it the server's priority back. 0: refills start at the server's priority."))
+
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         if "_initialize" in cls.__dict__:
             cls._initialize = _admitted(cls.__dict__["_initialize"])
         if "get_pool_size" in cls.__dict__:
             cls.get_pool_size = _never_empty(cls.__dict__["get_pool_size"])
+        if "get_rendered_notebook" in cls.__dict__:
+            cls.get_rendered_notebook = _restoring_priority(cls.__dict__["get_rendered_notebook"])
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -233,6 +292,20 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self._admission = asyncio.Semaphore(max(1, self.max_starting))
         self._connected: set[str] = set()  # kernels a page has connected to at least once
         self._reclaim: asyncio.TimerHandle | None = None
+        self._niceness = os.getpriority(os.PRIO_PROCESS, 0) if hasattr(os, "getpriority") else 0
+        self._nice_start = self.preheat_niceness if self.preheat_niceness > 0 and can_restore_priority() else 0
+
+    def kernel_pid(self, kernel_id: str) -> int | None:
+        """The process id of kernel ``kernel_id`` (a local kernel), or None."""
+        if kernel_id not in self:
+            return None
+        return getattr(getattr(self.get_kernel(kernel_id), "provisioner", None), "pid", None)
+
+    def restore_priority(self, kernel_id: str) -> None:
+        """Give kernel ``kernel_id`` the server's own priority (a page has taken it)."""
+        pid = self.kernel_pid(kernel_id)
+        if self._nice_start and pid is not None and set_priority(pid, self._niceness):
+            self.log.debug("Kernel %s back to the server's priority", kernel_id)
 
     def notify_connect(self, kernel_id: str) -> None:
         self._connected.add(kernel_id)
@@ -285,6 +358,8 @@ class CappedKernelManager(AsyncMappingKernelManager):
             if not refill:
                 raise web.HTTPError(503, reason=FULL_REASON.format(n=self.max_kernels))
             await asyncio.sleep(self.pool_wait_s)  # the pool refills once a page's kernel is gone
+        if refill and self._nice_start:  # made nicer in the child, between fork and exec
+            kwargs["preexec_fn"] = functools.partial(os.nice, self._nice_start)
         self._starting += 1
         try:
             return await ensure_async(super().start_kernel(*args, **kwargs))
