@@ -347,7 +347,9 @@ def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: in
 #: Searches kept by :func:`search_plans`, keyed by (context, fixed fields, tokens, rows kept).
 SEARCH_CACHE_SIZE = 8
 _SEARCHES: dict[tuple, SearchResult] = {}
-#: Plan spaces of the last searches, keyed by what enumeration reads (fixed fields, model, GPUs, TP limit).
+#: Plan spaces of the last searches, keyed by what enumeration reads (fixed fields, model, GPUs, TP
+#: limit): a fabric change enumerates nothing again. A few suffice (0.5-5 MB each).
+SPACE_CACHE_SIZE = 4
 _SPACES: dict[tuple, Any] = {}
 
 
@@ -372,7 +374,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
         space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
         if space_key is not None:
             _SPACES[space_key] = space
-            while len(_SPACES) > SEARCH_CACHE_SIZE:
+            while len(_SPACES) > SPACE_CACHE_SIZE:
                 del _SPACES[next(iter(_SPACES))]
     n = space.size
     if n == 0:

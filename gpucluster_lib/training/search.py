@@ -120,8 +120,9 @@ def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs
 
 
 #: Fits of recent searches, keyed by what the memory reads: the context without its link
-#: bandwidths and the plan space. A change of the fabric (oversubscription, NIC, switch) keeps them.
-FITS_CACHE_SIZE = 8
+#: bandwidths and the plan space. A change of the fabric (oversubscription, NIC, switch) keeps them
+#: (one byte per plan each).
+FITS_CACHE_SIZE = 4
 _FITS: dict[tuple, np.ndarray] = {}
 
 
