@@ -118,3 +118,50 @@ def test_calibrate_gemm_table_too_small_or_above_the_peak():
     # the fifth data row (CSV row 6 after the header) claims 2,100 TFLOP/s on a 989.4 TFLOP/s device
     assert str(err.value) == ("GEMM table, row 6: 2,100 TFLOP/s is above the dense bf16 peak of 989.4 TFLOP/s; give "
                               "the measured device's peak (--accelerator ID or --peak bf16=TFLOPS)")
+
+
+# ----------------------------------------------------------------- gpucluster report: checked before any kernel runs
+
+REFERENCE = Path(__file__).resolve().parent.parent / "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"
+
+
+def _report(capsys, *argv: str) -> str:
+    rc = main(["report", *argv])
+    captured = capsys.readouterr()
+    assert rc == 2 and "Traceback" not in captured.err
+    return captured.err.strip()
+
+
+def test_report_output_paths_are_checked_first(tmp_path, capsys):
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    target = blocked / "r.html"   # a folder that cannot be made: its parent is a file
+    assert _report(capsys, str(REFERENCE), "-o", str(target)) == (
+        f"gpucluster report: error: -o: cannot write '{target}' ('{blocked}' is a file, not a folder); choose a file "
+        "in a folder you can write to")
+    assert _report(capsys, str(REFERENCE), str(REFERENCE), "-o", str(blocked), "--no-progress") == (
+        f"gpucluster report: error: -o: '{blocked}' is a file, but several scenarios write one report each into a "
+        "folder; give a folder name (OUTDIR)")
+    assert _report(capsys, str(REFERENCE), "-o", "out.pdf") == (
+        "gpucluster report: error: -o: give the HTML file to write, such as out.html; --pdf writes the PDF beside it")
+    assert _report(capsys, str(REFERENCE), "-o", "out.html", "--timeout", "-5") == (
+        "gpucluster report: error: --timeout: must be a positive number of seconds per notebook cell, got -5")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
+
+
+# ----------------------------------------------------------------- a traffic target beyond any cluster
+
+def test_a_fleet_of_millions_of_nodes_is_a_finding_not_minutes_of_rack_packing():
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.scenario import from_dict
+
+    s = from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+                   "inference": {"requests_per_s": 1.0e8}})   # the schema's largest target
+    serving = Design(s).serving
+    # 10^8 requests/s on 8-GPU nodes: far above the 100,000 nodes that hardware.nodes allows
+    assert serving.nodes > 100_000
+    found = {f.code: f for f in serving.findings}
+    assert found["inference-fleet-beyond-facility-model"].message == (
+        f"the traffic target needs {serving.nodes:,} nodes, more than the 100,000 nodes a scenario's cluster "
+        "may have; its racks and power are a quick estimate of the compute nodes only")
+    assert "inference-quick-estimate" in found

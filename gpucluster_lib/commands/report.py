@@ -38,9 +38,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from gpucluster_lib.report.render import render_batch, render_report
+    from gpucluster_lib.report.render import ReportError, render_batch, render_report
     from gpucluster_lib.resources import scenario_path
 
+    if args.timeout <= 0:
+        raise ReportError(f"--timeout: must be a positive number of seconds per notebook cell, got {args.timeout}")
+    if args.output.lower().endswith(".pdf"):
+        raise ReportError(f"-o: give the HTML file to write, such as {args.output[:-4]}.html; --pdf writes the PDF "
+                          "beside it")
     args.scenarios = [p if Path(p).is_dir() else str(scenario_path(p)) for p in args.scenarios]
 
     single = len(args.scenarios) == 1 and Path(args.scenarios[0]).is_file() and args.output.endswith(".html")

@@ -23,6 +23,11 @@ from gpucluster_lib.hardware.rack import node_rack_fit
 from gpucluster_lib.units import KW_PER_MW, W_PER_KW
 
 
+#: Largest fleet the facility budget sizes node by node [nodes]: the scenario's own limit on
+#: ``hardware.nodes`` (gpucluster_lib.scenario.HardwareSpec); a larger fleet gets the quick estimate.
+MAX_FACILITY_NODES = 100_000
+
+
 def _num(v: Any) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else float(v)
 
@@ -57,6 +62,14 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     gpus = replicas * tp
     racks = it_kw = fac_kw = None
     source = "quick estimate"
+    if nodes > MAX_FACILITY_NODES:
+        use_facility = False  # a node-by-node rack plan of millions of nodes would take minutes and gigabytes
+        findings.append(Finding(
+            "inference-fleet-beyond-facility-model", "warning",
+            f"the traffic target needs {nodes:,} nodes, more than the {MAX_FACILITY_NODES:,} nodes a scenario's "
+            "cluster may have; its racks and power are a quick estimate of the compute nodes only",
+            fix="lower the traffic target (inference.requests_per_s or tokens_per_s), or serve faster per GPU: a "
+                "lower precision, a larger batch, a faster accelerator", field="inference.requests_per_s"))
     if use_facility and nodes:
         if cluster_facility is not None and cluster_facility.nodes == nodes:
             b = cluster_facility  # the fleet is the cluster itself, with its installed hot spares
@@ -85,7 +98,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         fac_kw = it_kw * scenario.facility.pue
         findings.append(Finding(
             "inference-quick-estimate", "info",
-            f"racks and power estimated quickly: {nodes} nodes x {node_w / W_PER_KW:.1f} kW "
+            f"racks and power estimated quickly: {nodes:,} nodes x {node_w / W_PER_KW:.1f} kW "
             f"(node peak power), {npr} nodes per rack ({fit.power_limit_w / W_PER_KW:g} kW, {fac.rack_units}U); "
             f"facility power = IT x PUE {scenario.facility.pue:g}",
             fix="the design's facility budget adds network, storage and head nodes"))

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster_lib.design import Design
-from gpucluster_lib.errors import GpuClusterError, ScenarioError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError, excerpt
 from gpucluster_lib.report.document import (
     Section,
     all_findings_html,
@@ -124,10 +124,6 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
     ``catalog:`` CSVs must lie inside its folder unless ``allow_paths`` (``--allow-paths``),
     which the notebook's kernel is given too.
     """
-    import nbformat
-    import papermill as pm
-    from nbconvert import HTMLExporter
-
     scenario_path = Path(scenario_path).resolve()
     scenario = load_scenario(scenario_path, allow_paths=allow_paths)  # validate before spending a kernel on it
     if pdf:
@@ -135,7 +131,63 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
 
         chromium_path()  # no browser: fail before the notebook runs, with the install command
     out_html = Path(out_html)
-    out_html.parent.mkdir(parents=True, exist_ok=True)
+    created = writable_file(out_html)  # an unwritable -o fails now, not after the notebook has run
+    try:
+        _execute(scenario, scenario_path, out_html, notebook, timeout_s, keep_notebook, allow_paths)
+    except BaseException:
+        if created:
+            out_html.unlink(missing_ok=True)
+        raise
+    if pdf:
+        from gpucluster_lib.report.pdf import html_to_pdf
+
+        html_to_pdf(out_html, out_html.with_suffix(".pdf"))
+    return out_html
+
+
+def writable_file(path: Path, option: str = "-o") -> bool:
+    """Make ``path``'s folder and check that ``path`` can be written (a :class:`ReportError`
+    naming ``option`` if not); True when the check created the (empty) file."""
+    if path.is_dir():
+        raise ReportError(f"{option}: {esc_path(path)} is a folder; give a file in it, such as "
+                          f"{esc_path(path / 'report.html')}")
+    existed = path.exists()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "ab"):
+            pass
+    except OSError as exc:
+        above = next((a for a in path.parents if a.exists()), None)
+        reason = f"{esc_path(above)} is a file, not a folder" if above is not None and not above.is_dir() else (
+            exc.strerror or str(exc))
+        raise ReportError(f"{option}: cannot write {esc_path(path)} ({reason}); choose a file in a folder you can "
+                          "write to") from None
+    return not existed
+
+
+def writable_folder(path: Path, option: str = "-o") -> None:
+    """Make the folder ``path`` (a :class:`ReportError` naming ``option`` if it cannot be)."""
+    if path.exists() and not path.is_dir():
+        raise ReportError(f"{option}: {esc_path(path)} is a file, but several scenarios write one report each "
+                          "into a folder; give a folder name (OUTDIR)")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportError(f"{option}: cannot make the folder {esc_path(path)} ({exc.strerror or exc}); choose a "
+                          "folder you can write to") from None
+
+
+def esc_path(path: Path) -> str:
+    """A path quoted for a message (long ones shortened)."""
+    return excerpt(str(path), 240)
+
+
+def _execute(scenario: Any, scenario_path: Path, out_html: Path, notebook: str | os.PathLike, timeout_s: int,
+             keep_notebook: bool, allow_paths: bool) -> None:
+    import nbformat
+    import papermill as pm
+    from nbconvert import HTMLExporter
+
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
         try:
@@ -156,11 +208,6 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
         out_html.write_text(body, encoding="utf-8")
         if keep_notebook:
             nbformat.write(nb, out_html.with_suffix(".ipynb"))
-    if pdf:
-        from gpucluster_lib.report.pdf import html_to_pdf
-
-        html_to_pdf(out_html, out_html.with_suffix(".pdf"))
-    return out_html
 
 
 def expand_inputs(inputs: Iterable[str | os.PathLike]) -> list[Path]:
@@ -203,7 +250,7 @@ def render_batch(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike
     render = render or render_report
     paths = expand_inputs(inputs)
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    writable_folder(out_dir)
     results: list[BatchResult] = []
     bar = tqdm(paths, desc="reports", unit="scenario", disable=not progress)
     for p in bar:
