@@ -22,7 +22,6 @@ from gpucluster_lib.hardware.node import build_node
 from gpucluster_lib.hardware.rack import node_rack_fit
 from gpucluster_lib.units import KW_PER_MW, W_PER_KW
 
-
 #: Largest fleet the facility budget sizes node by node [nodes]: the scenario's own limit on
 #: ``hardware.nodes`` (gpucluster_lib.scenario.HardwareSpec); a larger fleet gets the quick estimate.
 MAX_FACILITY_NODES = 100_000
