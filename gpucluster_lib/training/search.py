@@ -123,7 +123,13 @@ def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs
 #: bandwidths and the plan space. A change of the fabric (oversubscription, NIC, switch) keeps them
 #: (one byte per plan each).
 FITS_CACHE_SIZE = 4
-_FITS: dict[tuple, np.ndarray] = {}
+_FITS: dict[tuple, dict[str, Any]] = {}
+
+
+def per_bound(cells: np.ndarray, perm: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """How many pairs of the mask ``cells`` (switch rows, base rows) share each bound (time switch
+    row, base row), flattened [plans]."""
+    return np.add.reduceat(cells[perm].astype(np.int32), starts, axis=0).reshape(-1)
 
 
 def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str, np.ndarray]:
@@ -132,7 +138,8 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     that every array operation runs along it), and a lower bound on the step time [s] and the
     upper bound it gives on tokens/s (``step_lower``, ``tps_upper``: shape ``(time switch rows,
     base rows)``; ``tk_of``: the time switch row of each switch row, the recomputation, SP and TP
-    overlap it reads).
+    overlap it reads; ``allowed``, ``fit_cells``: the valid pairs and those that fit, in the shape
+    of ``fits``; ``fitting``: their count; ``fit_count``: per bound, how many fitting pairs share it).
 
     ``key``: what made the plan space (the fixed fields and the TP limit), to reuse the memory
     fits of a search that differs only in link bandwidths; None: no reuse."""
@@ -155,15 +162,24 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     train, recomp, t_tp, t_cp, t_ep = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in parts[:5])
     t_layer = (train + recomp + t_tp + t_cp + t_ep)[:, lk_of]  # (time switch rows, base rows)
 
+    # the switch rows sorted by their time switch row, and where each group starts
+    perm = np.argsort(tk_of, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(tk_of[perm]) != 0])
     mem_key = None if key is None else (dataclasses.replace(ctx, nvlink_bw=0.0, nic_bw=0.0), key)
     try:
-        fits = _FITS.get(mem_key) if mem_key is not None else None
+        mem = _FITS.get(mem_key) if mem_key is not None else None
     except TypeError:  # a context with an unhashable field: no reuse
-        mem_key, fits = None, None
-    if fits is None:
+        mem_key, mem = None, None
+    if mem is None:
         fits = _memory_fits(ctx, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs_of, parts[5])
+        allowed = np.ascontiguousarray(space.allowed.T)  # (switch rows, base rows), as the fits
+        fit_cells = fits & allowed
+        mem = {"fits": fits, "allowed": allowed, "fit_cells": fit_cells, "fitting": int(np.count_nonzero(fit_cells)),
+               "fit_count": per_bound(fit_cells, perm, starts)}
+        for v in (allowed, fit_cells, mem["fit_count"]):
+            v.flags.writeable = False
         if mem_key is not None:
-            _FITS[mem_key] = fits
+            _FITS[mem_key] = mem
             while len(_FITS) > FITS_CACHE_SIZE:
                 del _FITS[next(iter(_FITS))]
 
@@ -174,7 +190,7 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     t_pipe = _pipeline(ctx, q2, M, m, t_layer, bottleneck=False)["t_pipe"]
     lower = _step_time(ctx, t_pipe, 0.0, 0.0)[0] * (1.0 - BOUND_SLACK)
     tokens = space.base["gbs"][None, :] * ctx.arch.seq_length  # per step, as the table ranks them
-    return {"fits": fits, "tk_of": tk_of, "step_lower": lower,
+    return {**mem, "tk_of": tk_of, "perm": perm, "starts": starts, "step_lower": lower,
             "tps_upper": tokens / lower}  # tokens/s no plan of the (time switch row, base row) exceeds
 
 
@@ -185,14 +201,10 @@ def candidates(ctx: Context, space: PlanSpace, limit: int,
     an evaluated plan contradicts the factorised fit or the bound (then evaluate every plan).
     ``key``: as :func:`bounds`."""
     bd = bounds(ctx, space, key)
-    allowed = np.ascontiguousarray(space.allowed.T)  # (switch rows, base rows), as the bounds
+    allowed, fit_cells, fitting = bd["allowed"], bd["fit_cells"], bd["fitting"]
     ns, nb = allowed.shape
-    fit_cells = bd["fits"] & allowed
-    fitting = int(np.count_nonzero(fit_cells))
     # the switch rows of each time switch row (padded with -1): the plans that share one bound
-    tk_of = bd["tk_of"]
-    perm = np.argsort(tk_of, kind="stable")
-    starts = np.flatnonzero(np.r_[True, np.diff(tk_of[perm]) != 0])
+    tk_of, perm, starts = bd["tk_of"], bd["perm"], bd["starts"]
     sizes = np.diff(np.r_[starts, ns])
     rows_of = np.full((len(starts), int(sizes.max())), -1)
     for t, (a, n) in enumerate(zip(starts.tolist(), sizes.tolist(), strict=True)):
@@ -209,11 +221,10 @@ def candidates(ctx: Context, space: PlanSpace, limit: int,
         ok &= cells[j, b[:, None]]
         return (j * nb + b[:, None])[ok]
 
-    def reachable(cells: np.ndarray, k: int) -> np.ndarray:
-        """Flat indices of the pairs (a mask) whose plans can be among the ``k`` fastest of them:
-        evaluated in batches of bounds from the best down until no unevaluated bound reaches the
-        ``k``-th fastest plan evaluated so far."""
-        count = np.add.reduceat(cells[perm].astype(np.int32), starts, axis=0).reshape(-1)  # per bound
+    def reachable(cells: np.ndarray, k: int, count: np.ndarray) -> np.ndarray:
+        """Flat indices of the pairs (a mask, ``count`` of them per bound) whose plans can be among
+        the ``k`` fastest of them: evaluated in batches of bounds from the best down until no
+        unevaluated bound reaches the ``k``-th fastest plan evaluated so far."""
         keys = np.flatnonzero(count)
         if count.sum() <= k:
             return cells_of(keys, cells)
@@ -240,9 +251,10 @@ def candidates(ctx: Context, space: PlanSpace, limit: int,
         return cells_of(keys[seen & (ub >= floor)], cells)
 
     if fitting >= limit:
-        chosen = reachable(fit_cells, limit)
+        chosen = reachable(fit_cells, limit, bd["fit_count"])
     else:
-        chosen = np.union1d(np.flatnonzero(fit_cells), reachable(allowed & ~bd["fits"], limit - fitting))
+        rest = allowed & ~bd["fits"]
+        chosen = np.union1d(np.flatnonzero(fit_cells), reachable(rest, limit - fitting, per_bound(rest, perm, starts)))
     js, ib = np.divmod(chosen, nb)
     order = np.argsort(ib * ns + js)  # enumeration order: base row, then switch row
     res = done.take(chosen[order])
