@@ -115,4 +115,5 @@ def test_panel_framework_and_tp_overlap_inputs():
     assert "TP-overlap" in panel.summary.value
     assert panel.est.time_breakdown_s["tp_comm"] < tp_default  # the collectives run behind their GEMMs
     panel.tp.value = 1
-    assert "tp_comm_overlap: needs tensor &gt; 1 with sequence parallelism" in panel.msg.value
+    assert "tp_comm_overlap: needs tensor parallelism with sequence parallelism" in panel.msg.value
+    assert "raise tensor to 2 or more" in panel.msg.value  # the message names the fix
