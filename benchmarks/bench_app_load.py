@@ -143,7 +143,7 @@ def report_parts(parts: list[dict]) -> None:
         print(f"  {k}: median {statistics.median(vals):.2f} s, worst {max(vals):.2f} s")
 
 
-def tab_selection(browser, url: str, timeout: float) -> bool:
+def tab_selection(browser, url: str, timeout: float, server: int) -> bool:
     """Open one page, then each other tab in turn: the time from the click to its widgets in place
     of the "Preparing the <name> tab…" note. False when a tab shows a traceback or never builds."""
     from playwright.sync_api import expect
@@ -166,6 +166,12 @@ def tab_selection(browser, url: str, timeout: float) -> bool:
         bad = "Traceback" in text
         ok &= not bad
         print(f"  first selection of {title}: {dt / 1000:.2f} s{' TRACEBACK' if bad else ''}")
+    kid = pg.evaluate("JSON.parse(document.getElementById('jupyter-config-data').textContent).kernelId")
+    pid = kernel_pid(server, kid) if kid else None
+    if pid is not None:
+        print(f"  kernel of that page with every tab built: {rss_mb([pid]):,.0f} MB RSS")
+    pg.close(run_before_unload=True)  # the page-close beacon frees its kernel
+    time.sleep(0.5)
     ctx.close()
     return ok
 
@@ -276,7 +282,7 @@ def main() -> int:
                 phase(f"{args.preheated} pages, each with a preheated kernel ready", [1] * args.preheated,
                       preheated=True)
             if args.tabs:
-                failed |= not tab_selection(browser, url, args.timeout)
+                failed |= not tab_selection(browser, url, args.timeout, proc.pid)
             if args.sequence:
                 phase(f"{args.sequence} pages in sequence", [1] * args.sequence)
             if args.at_once:

@@ -88,7 +88,7 @@ TEST_POOL = 2  # preheated kernels of the shared server: each test's page finds 
 @pytest.fixture(scope="session")
 def voila_url(chromium_path: str) -> Iterator[str]:
     """Voila serving notebooks/app.ipynb on 127.0.0.1 for the whole session. Its pool holds two
-    kernels (one in notebooks/voila.json): a test runs for less time than a refill takes on a
+    kernels (as notebooks/voila.json does): a test runs for less time than a refill takes on a
     busy machine, so with one the next test's page waited for the refill."""
     with voila_server(f"--VoilaConfiguration.default_pool_size={TEST_POOL}") as (url, _proc):
         yield url

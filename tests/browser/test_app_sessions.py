@@ -28,7 +28,7 @@ CULL_IDLE_S = 4
 CULL_INTERVAL_S = 2
 CONNECT_GRACE_S = 20  # a kernel no page has connected to is kept this long once ready (90 s in voila.json)
 MAX_KERNELS = 3  # the bare GET's and two pages'
-POOL = 2  # preheated kernels (1 in notebooks/voila.json)
+POOL = 2  # preheated kernels (as in notebooks/voila.json)
 
 
 def _wait_for(pred, timeout: float, what: str, poll: float = 0.5):
