@@ -9,6 +9,8 @@ every change and recover after an error.
 from __future__ import annotations
 
 import copy
+import json
+import re
 
 import pandas as pd
 import pytest
@@ -40,7 +42,8 @@ def inline(spec: dict) -> dict:
             fix(layer)
 
     fix(spec)
-    return spec
+    # altair names each chart's views afresh ("view_<hash>_1"): one name for the comparison
+    return json.loads(re.sub(r"view_[0-9a-f]+_(\d+)", r"view_\1", json.dumps(spec)))
 
 
 # ------------------------------------------------------------------ hardware scatter
@@ -169,3 +172,52 @@ def test_hardware_tab_shows_the_inspected_parts_servers_after_each_change():
     spec = panel.chart.spec
     assert [r["id"] for r in spec["data"]["values"] if r["picked"]] == ["a100-sxm4-80gb"]
     assert all(r["memory_gib"] >= 80 for r in spec["data"]["values"])
+
+
+# ------------------------------------------------------------------ explore
+
+def sweep_table() -> pd.DataFrame:
+    # three designs of a two-axis sweep (nodes x cooling); CapEx and facility power in their units
+    return pd.DataFrame({"point": [0, 1, 2], "hardware.nodes": [64, 128, 256],
+                         "facility.cooling": ["air", "liquid", "air"],
+                         "cost.capex_usd": [1.0e8, 2.1e8, 3.9e8], "facility.facility_power_kw": [900.0, 1500.0, 3400.0],
+                         "training.training_days": [40.0, 21.0, 11.0]})
+
+
+@pytest.mark.parametrize("color", [None, "facility.cooling"])
+def test_the_filled_pareto_front_is_the_compiled_chart(color):
+    from gpucluster_lib.charts import explore as echarts
+
+    labels = {"cost.capex_usd": ("CapEx", "USD"), "facility.facility_power_kw": ("Facility power", "kW"),
+              "training.training_days": ("Days to train", "days")}
+    extra = ["hardware.nodes", "facility.cooling"] if color else ["hardware.nodes"]
+    for x, y in (("cost.capex_usd", "facility.facility_power_kw"), ("training.training_days", "cost.capex_usd")):
+        kw = {"senses": {x: "min", y: "min"}, "labels": labels, "color": color, "extra": extra}
+        front = [True, True, x == "training.training_days"]
+        fast = echarts.pareto_spec(sweep_table(), x, y, front, **kw)
+        assert inline(fast) == inline(echarts.pareto_chart(sweep_table(), x, y, front, **kw).to_dict())
+        points = fast["layer"][1]
+        assert points["encoding"]["x"]["title"] == f"{labels[x][0]} ({labels[x][1]}), lower is better"
+        assert [r["x"] for r in fast["data"]["values"]] == list(sweep_table()[x])
+
+
+def test_explore_keeps_one_chart_and_its_selection_across_figure_changes():
+    from gpucluster_lib.ui import tab_explore
+
+    state = AppState.from_path("gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml")
+    panel = tab_explore.ExplorePanel(state)
+    panel.axis1.value = "facility.pue"
+    panel.values1.value = "1.2, 1.4"
+    panel.axis2.value = tab_explore.NONE
+    panel.run()
+    chart = panel.chart
+    picks = []
+    panel._on_pick = lambda change: picks.append(change)  # what a click on a point reaches
+    panel.y.value = "cost.capex_usd" if panel.x.value != "cost.capex_usd" else "facility.racks"
+    assert panel.chart is chart  # the same widget took the new spec
+    title = panel.chart.spec["layer"][1]["encoding"]["y"]["title"]
+    assert title.startswith(panel._labels[panel.y.value][0])
+    # the swept values (PUE 1.2 and 1.4, as typed) in the tooltip column of each point
+    rows = panel.chart.spec["data"]["values"]
+    assert [r["t0"] for r in rows] == [1.2, 1.4]
+    assert "pick" in chart._vl_selections and list(chart.selections.traits()).count("pick") == 1

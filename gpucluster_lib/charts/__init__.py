@@ -67,3 +67,18 @@ def fill_named(key: tuple, build, datasets: dict[str, list[dict]], title: str | 
     if title is not None:
         out["title"] = title
     return out
+
+
+def fill_slots(node, values: dict):
+    """A copy of ``node`` (a compiled spec) with every stand-in value (a key of ``values``: an unusual
+    string or float compiled into the layout in place of a title or a scale's end) replaced.
+
+    A layout whose titles and domains change with the data is then compiled once, with stand-ins,
+    instead of once per title."""
+    if isinstance(node, dict):
+        return {k: fill_slots(v, values) for k, v in node.items()}
+    if isinstance(node, list):
+        return [fill_slots(v, values) for v in node]
+    if isinstance(node, (str, float)):
+        return values.get(node, node)
+    return node

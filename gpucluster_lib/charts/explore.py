@@ -53,16 +53,28 @@ def pareto_chart(table: pd.DataFrame, x: str, y: str, front: Sequence[bool], *, 
     on a point selects it (selection ``pick`` on the field ``point``).
     """
     data = pareto_data(table, x, y, front, color=color, extra=extra)
-    pick = alt.selection_point(name=PICK, fields=["point"], on="click", clear="dblclick")
-    tips = [alt.Tooltip("point:Q", title="Point"), alt.Tooltip("x:Q", title=_title(x, labels), format=",.4~g"),
-            alt.Tooltip("y:Q", title=_title(y, labels), format=",.4~g")]
-    tips += [alt.Tooltip(f"t{i}", title=_title(k, labels)) for i, k in enumerate(extra)]
+    return _pareto(data, *_pareto_titles(x, y, senses, labels, color, extra, title), has_colour=bool(color))
+
+
+def _pareto_titles(x: str, y: str, senses: Mapping[str, str], labels: Mapping[str, tuple[str, str]],
+                   color: str | None, extra: Sequence[str], title: str) -> tuple:
+    """(x axis, y axis, x tooltip, y tooltip, colour, chart title, the extra tooltips' titles)."""
     better = {"min": "lower is better", "max": "higher is better"}
     xt = f"{_title(x, labels)}, {better.get(senses.get(x, ''), '')}".rstrip(", ")
     yt = f"{_title(y, labels)}, {better.get(senses.get(y, ''), '')}".rstrip(", ")
+    return (xt, yt, _title(x, labels), _title(y, labels), _title(color, labels) if color else None,
+            title or "Pareto front", tuple(_title(k, labels) for k in extra))
+
+
+def _pareto(data: pd.DataFrame, xt: str, yt: str, x_tip: str, y_tip: str, colour_title: str | None, title: str,
+            extra_tips: Sequence[str], *, has_colour: bool) -> alt.LayerChart:
+    pick = alt.selection_point(name=PICK, fields=["point"], on="click", clear="dblclick")
+    tips = [alt.Tooltip("point:Q", title="Point"), alt.Tooltip("x:Q", title=x_tip, format=",.4~g"),
+            alt.Tooltip("y:Q", title=y_tip, format=",.4~g")]
+    tips += [alt.Tooltip(f"t{i}", title=t) for i, t in enumerate(extra_tips)]
     base = alt.Chart(data)
-    if color:
-        colour = alt.Color("colour:N", title=_title(color, labels))
+    if has_colour:
+        colour = alt.Color("colour:N", title=colour_title)
     else:
         colour = alt.Color("colour:N", title=None, scale=alt.Scale(domain=["on the front", "dominated"],
                                                                    range=["#d62728", "#9e9e9e"]))
@@ -77,7 +89,33 @@ def pareto_chart(table: pd.DataFrame, x: str, y: str, front: Sequence[bool], *, 
     ).add_params(pick)
     line = base.transform_filter(alt.datum.on_front == "on the front").mark_line(color="#d62728", strokeDash=[4, 3]) \
         .encode(x="x:Q", y="y:Q", order="x:Q")
-    return alt.layer(line, points).properties(width=520, height=320, title=title or "Pareto front")
+    return alt.layer(line, points).properties(width=520, height=320, title=title)
+
+
+_PARETO_TEMPLATES: dict[tuple, dict] = {}
+
+
+def pareto_spec(table: pd.DataFrame, x: str, y: str, front: Sequence[bool], *, senses: Mapping[str, str],
+                labels: Mapping[str, tuple[str, str]], color: str | None = None, extra: Sequence[str] = (),
+                title: str = "") -> dict:
+    """The Vega-Lite spec of :func:`pareto_chart`, fast: compiled once per layout (a colour column or
+    not, the kinds of the tooltip columns) with stand-in titles, then titles filled in and rows swapped.
+    The selection ``pick`` is the same in every layout, so a chart on screen can take a new spec."""
+    from altair.utils.core import infer_vegalite_type_for_pandas
+
+    from gpucluster_lib.charts import fill_slots, records, with_values
+
+    data = pareto_data(table, x, y, front, color=color, extra=extra)
+    kinds = tuple(str(infer_vegalite_type_for_pandas(data[f"t{i}"])) for i in range(len(extra)))
+    key = (bool(color), kinds)
+    slots = ("\x00pareto-xt", "\x00pareto-yt", "\x00pareto-x", "\x00pareto-y", "\x00pareto-colour",
+             "\x00pareto-title", tuple(f"\x00pareto-t{i}" for i in range(len(extra))))
+    spec = _PARETO_TEMPLATES.get(key)
+    if spec is None:  # compiled from this data: the tooltip columns' types are inferred from it
+        spec = _PARETO_TEMPLATES[key] = _pareto(data, *slots, has_colour=bool(color)).to_dict()
+    titles = _pareto_titles(x, y, senses, labels, color, extra, title)
+    values = dict(zip(slots[:6], titles[:6], strict=True)) | dict(zip(slots[6], titles[6], strict=True))
+    return with_values(fill_slots(spec, values), records(data))
 
 
 def compare_data(comparison: Mapping[str, Any], keys: Sequence[str] | None = None) -> pd.DataFrame:

@@ -8,7 +8,7 @@ from functools import lru_cache
 import altair as alt
 import pandas as pd
 
-from gpucluster_lib.charts import labels, vendor_scale, with_values
+from gpucluster_lib.charts import fill_slots, labels, vendor_scale, with_values
 
 PRECISION_LABEL = {"int8": "TOP/s"}
 
@@ -142,17 +142,6 @@ def _scatter_template(vendors: tuple[str, ...]) -> dict:
     return _scatter(empty, t1, t2, t3, vendors, (x0, x1), (y0, y1), mem).to_dict()
 
 
-def _fill(node, values: dict):
-    """``node`` (a compiled spec) with every stand-in of ``values`` replaced (new dicts and lists)."""
-    if isinstance(node, dict):
-        return {k: _fill(v, values) for k, v in node.items()}
-    if isinstance(node, list):
-        return [_fill(v, values) for v in node]
-    if isinstance(node, (str, float)):
-        return values.get(node, node)
-    return node
-
-
 def accelerator_scatter_spec(df: pd.DataFrame, precision: str, highlight: str | None = None,
                              vendors: tuple[str, ...] | None = None) -> dict:
     """The compiled Vega-Lite spec of :func:`accelerator_scatter`, fast: the layout is compiled once
@@ -162,6 +151,6 @@ def accelerator_scatter_spec(df: pd.DataFrame, precision: str, highlight: str | 
     """
     vendors = vendors or tuple(sorted(set(df["vendor"])))
     rows, (dom_x, dom_y, mem_max) = _scatter_rows(df, highlight)
-    filled = _fill(_scatter_template(vendors), dict(zip(_SLOTS, (*_titles(precision), *dom_x, *dom_y, mem_max),
+    filled = fill_slots(_scatter_template(vendors), dict(zip(_SLOTS, (*_titles(precision), *dom_x, *dom_y, mem_max),
                                                         strict=True)))
     return with_values(filled, rows)

@@ -7,9 +7,10 @@ from __future__ import annotations
 import html
 from typing import Any
 
+import altair as alt
 import ipywidgets as widgets
 
-from gpucluster_lib.charts.explore import PICK, pareto_chart
+from gpucluster_lib.charts.explore import PICK, pareto_spec
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.explore.outputs import outputs
 from gpucluster_lib.explore.pareto import pareto_mask
@@ -209,14 +210,14 @@ class ExplorePanel:
         color = sw.keys[1] if len(sw.keys) > 1 else None
         mask = [p in set(front["point"]) for p in feas["point"]]
         if len(feas):
-            chart = pareto_chart(feas, self.x.value, self.y.value, mask, senses=objectives, labels=self._labels,
-                                 color=color, extra=extra)
-            if self.chart is None:
-                self.chart = chart_widget(chart)
+            spec = pareto_spec(feas, self.x.value, self.y.value, mask, senses=objectives, labels=self._labels,
+                               color=color, extra=extra)
+            if self.chart is None:  # the selection is set up once; every layout has the same one
+                self.chart = chart_widget(alt.LayerChart.from_dict(spec, validate=False))
                 self.chart_box.children = [self.chart]
+                self.chart.selections.observe(guarded(self.msg)(self._on_pick), names=[PICK])
             else:
-                self.chart.chart = chart  # a new spec and a new selections object
-            self.chart.selections.observe(guarded(self.msg)(self._on_pick), names=[PICK])
+                self.chart.spec = spec  # compiled once per layout: no altair validation per change
         else:
             self.chart_box.children = []
             self.chart = None
