@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import html
+from typing import Any
 
 import altair as alt
 import ipywidgets as widgets
@@ -88,6 +89,8 @@ class TrainingPanel:
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
         self._loading = False
+        #: (the estimate or plan search whose table is drawn, its HTML)
+        self._plans_html: tuple[Any, str] = (object(), "")
         # empty until the first estimate: a plan that does not work must not break the tab
         self.time_chart = chart_widget(alt.Chart(pd.DataFrame({"seconds": []})).mark_bar())
         self.mem_chart = chart_widget(alt.Chart(pd.DataFrame({"gib": []})).mark_bar())
@@ -259,11 +262,11 @@ class TrainingPanel:
         show_findings(self.findings, e.findings, empty="No findings: the plan is valid and fits.")
         self.time_chart.spec = time_breakdown_spec(e)
         self.mem_chart.spec = memory_spec(e)
-        table = e.top_plans
-        if table is None:  # manual plan: the design's plan search (once per model, cluster and batch)
-            plans = self.state.design.plans
-            table = plans.table if plans is not None else None
-        self.plans.value = html_table(top_plans_frame(table, 10)) if table is not None else ""
+        source = e if e.top_plans is not None else self.state.design.plans  # manual plan: the design's search
+        if self._plans_html[0] is not source:  # a stage result the design kept: its table is drawn already
+            table = None if source is None else (e.top_plans if source is e else source.table)
+            self._plans_html = (source, html_table(top_plans_frame(table, 10)) if table is not None else "")
+        self.plans.value = self._plans_html[1]
 
     def _deadline(self, _btn=None) -> None:
         days = float(self.deadline.value)
