@@ -221,3 +221,52 @@ def test_explore_keeps_one_chart_and_its_selection_across_figure_changes():
     rows = panel.chart.spec["data"]["values"]
     assert [r["t0"] for r in rows] == [1.2, 1.4]
     assert "pick" in chart._vl_selections and list(chart.selections.traits()).count("pick") == 1
+
+
+# ------------------------------------------------------------------ training
+
+def test_training_charts_read_the_estimates_fields_without_its_table():
+    from gpucluster_lib import design
+    from gpucluster_lib.charts import training as tcharts
+
+    est = design(LLAMA).training
+    assert est.top_plans is not None  # an automatic plan: the estimate carries the search's table
+    full = est.to_dict()
+    assert tcharts._as_dict(est) == {k: full[k] for k in ("time_breakdown_s", "step_time_s", "memory_per_gpu_bytes",
+                                                          "memory_capacity_bytes", "fits")}
+    assert tcharts.time_breakdown_spec(est) == tcharts.time_breakdown_spec(full)
+    assert tcharts.memory_spec(est) == tcharts.memory_spec(full)
+
+
+def test_training_tab_table_of_plans_follows_the_design():
+    from gpucluster_lib.charts.training import top_plans_frame
+    from gpucluster_lib.ui import tab_training
+
+    state = AppState.from_path(LLAMA)
+    panel = tab_training.TrainingPanel(state)
+
+    def expected() -> str:
+        return html_table(top_plans_frame(state.design.training.top_plans, 10))
+
+    assert panel.plans.value == expected() and "<td>" in panel.plans.value
+    panel.tokens_b.value = panel.tokens_b.value + 100  # more tokens: more days in every row
+    assert panel.plans.value == expected()
+    panel.nodes.value = panel.nodes.value // 2  # half the GPUs: another search, other plans
+    assert panel.plans.value == expected()
+    panel.auto.value = False  # the manual plan: the table is the design's plan search
+    assert panel.plans.value == html_table(top_plans_frame(state.design.plans.table, 10))
+
+
+def test_a_hidden_operations_tab_catches_up_when_shown():
+    from gpucluster_lib.ui import tab_operations
+
+    state = AppState.from_path(LLAMA)
+    state.shown = tab_operations.TITLE
+    panel = tab_operations.OperationsPanel(state)
+    state.shown = "Power & space"  # another tab on screen: the change there does not redraw this one
+    before = panel.stack.value
+    state.update(operations__scheduler="kubernetes")
+    assert panel.scheduler.value == "slurm" and panel.stack.value == before
+    state.shown = tab_operations.TITLE  # opened: the widgets and the plan are the current design's
+    assert panel.scheduler.value == "kubernetes"
+    assert panel.stack.value != before and "Kubernetes" in panel.stack.value

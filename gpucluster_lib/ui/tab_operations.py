@@ -23,6 +23,7 @@ from gpucluster_lib.ui.common import (
     message_area,
     section,
     show_findings,
+    when_shown,
 )
 
 TITLE = "Operations"
@@ -85,7 +86,8 @@ class OperationsPanel:
         self.refresh = guarded(self.msg)(self._refresh)
         self.apply = guarded(self.msg)(self.binding.apply)
         self.binding.observe(self.apply)
-        state.observe(lambda _ch: None if self.binding.busy else self._from_state(), names="scenario")
+        redraw = when_shown(state, TITLE, self._from_state)  # hidden: once when next shown, not per change
+        state.observe(lambda _ch: None if self.binding.busy else redraw(), names="scenario")
 
         self.buttons: dict[str, widgets.Button] = {}
         self.links: dict[str, widgets.HTML] = {}
