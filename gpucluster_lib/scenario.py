@@ -325,7 +325,7 @@ class ReliabilitySpec:
     checkpoint_interval_s: float | None = f(None, gt=0, le=3.2e7, unit="s", doc="override of the optimal (Daly) interval")
     storage_system: str | None = f(None, max_len=64, doc="storage.csv id of the checkpoint file system (default ddn-ai400x2)")
     storage_units: int | None = f(None, gt=0, le=10_000, doc="appliances of storage_system (default: sized by checkpoint_target_s)")
-    checkpoint_target_s: float = f(60.0, gt=0, le=86_400, unit="s", doc="checkpoint write time the storage is sized for")
+    checkpoint_target_s: float = f(60.0, ge=1, le=86_400, unit="s", doc="checkpoint write time the storage is sized for")
     checkpoints_kept: int = f(3, ge=1, le=1000, doc="checkpoints kept on the file system (sizes capacity)")
     failure_rate_range: list[float] = f([0.6, 1.75], ge=0, le=100, doc="low, high multipliers of the failure rate (P10-P90 band)")
     efficiency_range: list[float] = f([0.75, 1.1], ge=0, le=10, doc="low, high multipliers of the training throughput")

@@ -111,10 +111,28 @@ def _number(md: Any, is_int: bool) -> st.SearchStrategy:
     return st.one_of(valid, valid, valid, near, HOSTILE)
 
 
+@st.composite
+def _split(draw: st.DrawFn, total: int, parts: int) -> list[int]:
+    """``total`` layers over ``parts`` stages, each at least one."""
+    cuts = sorted(draw(st.lists(st.integers(1, total - 1), min_size=parts - 1, max_size=parts - 1, unique=True)))
+    return [b - a for a, b in zip([0, *cuts], [*cuts, total], strict=True)]
+
+
+def _stage_layouts() -> st.SearchStrategy:
+    """Layer lists that fit a base (96 layers on 8 stages, 32 on 1 or 2) and their near misses:
+    one layer too many, a stage with none, one stage too few."""
+    fits = st.one_of(_split(96, 8), _split(32, 2), st.just([32]))
+    near = fits.flatmap(lambda st_: st.sampled_from([[*st_[:-1], st_[-1] + 1], [0, *st_[1:-1], st_[0] + st_[-1]]
+                                                     if len(st_) > 1 else [0, 32], st_[1:] or [0]]))
+    return st.one_of(fits, fits, near)
+
+
 def value_for(leaf: Leaf) -> st.SearchStrategy:
     """Valid (three in five), near-miss and hostile values for one key."""
     tp, optional = _unwrap(leaf.tp)
     name = leaf.path[-1]
+    if name == "pipeline_layers":  # random lists almost never add up to the model's layers
+        return st.one_of(_stage_layouts(), _stage_layouts(), st.lists(_number(leaf.md, True), max_size=4), HOSTILE)
     if get_origin(tp) is Literal:
         choices = [c for c in get_args(tp)]
         near = st.sampled_from([str(c).upper() for c in choices] + [str(c) + "x" for c in choices])

@@ -165,3 +165,29 @@ def test_a_fleet_of_millions_of_nodes_is_a_finding_not_minutes_of_rack_packing()
         f"the traffic target needs {serving.nodes:,} nodes, more than the 100,000 nodes a scenario's cluster "
         "may have; its racks and power are a quick estimate of the compute nodes only")
     assert "inference-quick-estimate" in found
+
+
+# ----------------------------------------------------------------- gpucluster sweep -o
+
+def test_sweep_output_folder_is_checked(tmp_path, capsys):
+    sweep = tmp_path / "s.yaml"
+    sweep.write_text(f"base: {REFERENCE}\naxes:\n  hardware.nodes: [1, 2]\n")
+    blocked = tmp_path / "a-file"
+    blocked.write_text("")
+    for out, message in [
+        (blocked, f"-o: '{blocked}' is a file; a sweep writes its results into a folder: give a folder name (OUTDIR)"),
+        (blocked / "sub", f"-o: cannot write into '{blocked / 'sub'}' (Not a directory); choose a folder you can "
+                          "write to"),
+    ]:
+        rc = main(["sweep", str(sweep), "-o", str(out), "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2 and err.strip() == f"gpucluster sweep: error: {message}"
+
+
+def test_a_checkpoint_target_below_a_second_is_refused():
+    from gpucluster_lib.scenario import from_dict
+
+    # 1 ns for a checkpoint sized the storage as about 10^8 appliances, racked one by one (minutes, gigabytes)
+    with pytest.raises(ScenarioError) as err:
+        from_dict({"hardware": {"server": "dgx-h100", "nodes": 2}, "reliability": {"checkpoint_target_s": 1e-9}})
+    assert str(err.value) == "reliability.checkpoint_target_s: must be at least 1 s, got 1e-09"

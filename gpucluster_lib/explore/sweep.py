@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from gpucluster_lib.errors import GpuClusterError, ScenarioError, closest
+from gpucluster_lib.errors import GpuClusterError, ScenarioError, closest, excerpt
 from gpucluster_lib.explore.cache import StageCache
 from gpucluster_lib.explore.expr import Constraint, parse_constraints, parse_objectives
 from gpucluster_lib.explore.outputs import clean, output_keys, outputs, unknown_key
@@ -681,7 +681,15 @@ def run_sweep(sweep: Sweep, outdir: str | Path | None = None, *, workers: int = 
     done: dict[int, dict[str, Any]] = {}
     fh = None
     if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
+        if out.exists() and not out.is_dir():
+            raise ScenarioError("-o", f"{excerpt(str(out), 240)} is a file; a sweep writes its results into a folder: "
+                                "give a folder name (OUTDIR)")
+        try:
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "points.jsonl").open("a", encoding="utf-8").close()
+        except OSError as exc:
+            raise ScenarioError("-o", f"cannot write into {excerpt(str(out), 240)} ({exc.strerror or exc}); choose a "
+                                "folder you can write to") from None
         done = _read_done(out, sweep)
         (out / "sweep.json").write_text(json.dumps({
             "fingerprint": sweep.fingerprint(), "name": sweep.name, "axes": list(sweep.keys),
