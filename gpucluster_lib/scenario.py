@@ -927,8 +927,10 @@ def _read_yaml(text: str, source: str) -> Any:
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(e, "problem", None) or getattr(e, "reason", None) or "cannot be read"
-        raise ScenarioError("", f"{source}: not valid YAML{where}: {str(problem)[:200]}") from None
+        problem = str(getattr(e, "problem", None) or getattr(e, "reason", None) or "cannot be read")[:200]
+        if "'\\t'" in problem:  # PyYAML: "found character '\t' that cannot start any token"
+            problem = "a tab character; YAML indents with spaces only: replace the tabs with spaces"
+        raise ScenarioError("", f"{source}: not valid YAML{where}: {problem}") from None
 
 
 def load_scenario(path: str | Path, *, allow_paths: bool = False) -> Scenario:

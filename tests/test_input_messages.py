@@ -191,3 +191,13 @@ def test_a_checkpoint_target_below_a_second_is_refused():
     with pytest.raises(ScenarioError) as err:
         from_dict({"hardware": {"server": "dgx-h100", "nodes": 2}, "reliability": {"checkpoint_target_s": 1e-9}})
     assert str(err.value) == "reliability.checkpoint_target_s: must be at least 1 s, got 1e-09"
+
+
+def test_a_tab_in_the_indentation_says_so():
+    from gpucluster_lib.scenario import loads
+
+    with pytest.raises(ScenarioError) as err:
+        loads("name: x\nhardware:\n\tnodes: 2\n")
+    # PyYAML's own words were "found character '\t' that cannot start any token"
+    assert str(err.value).endswith("not valid YAML at line 3, column 1: a tab character; YAML indents with spaces "
+                                   "only: replace the tabs with spaces")
