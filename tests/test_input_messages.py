@@ -201,3 +201,28 @@ def test_a_tab_in_the_indentation_says_so():
     # PyYAML's own words were "found character '\t' that cannot start any token"
     assert str(err.value).endswith("not valid YAML at line 3, column 1: a tab character; YAML indents with spaces "
                                    "only: replace the tabs with spaces")
+
+
+# ----------------------------------------------------------------- the plan search with a fixed stage layout
+
+@pytest.mark.parametrize(("par", "message"), [
+    # two stages given, the first empty: the layout's own message, not "no valid plan"
+    ({"pipeline_layers": [0, 32]},
+     "parallelism.pipeline_layers: gives stage 1 of 2 no layers; every stage needs at least one layer (use fewer "
+     "pipeline stages)"),
+    ({"pipeline": 4, "first_stage_layers": 40},
+     "parallelism.first_stage_layers: 40 on the first stage is more than the model's 32 layers; lower it"),
+    # no pipeline size to check the layout against: the fixed fields in words (was first_stage_layers=40)
+    ({"first_stage_layers": 40},
+     "parallelism: no valid plan for 16 GPUs with the fixed fields first stage layers 40; relax them or change the "
+     "GPU count"),
+])
+def test_the_plan_search_names_what_is_wrong_with_a_fixed_layout(par, message):
+    from gpucluster_lib.scenario import from_dict
+    from gpucluster_lib.training import estimate
+
+    s = from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+                   "training": {"tokens": 1e9}, "parallelism": {"auto": True, **par}})   # Llama 3 8B: 32 layers
+    with pytest.raises(ScenarioError) as err:
+        estimate(s)
+    assert str(err.value) == message

@@ -40,6 +40,7 @@ from gpucluster_lib.training.plans import (
     layout_findings,
     plan_from_codes,
     plan_space,
+    resolve_layout,
     resolve_plan,
 )
 from gpucluster_lib.training.search import candidates
@@ -378,6 +379,10 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
                 del _SPACES[next(iter(_SPACES))]
     n = space.size
     if n == 0:
+        if spec.pipeline_layers is not None or (spec.pipeline and (spec.first_stage_layers is not None
+                                                                   or spec.last_stage_layers is not None)):
+            # the stage layout fixes the pipeline size: its own message says what is wrong with it
+            resolve_layout(spec, ctx.arch.layers, spec.pipeline or len(spec.pipeline_layers))
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
@@ -395,7 +400,11 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
 
 def _fixed_fields(spec: ParallelismSpec) -> str:
     d = {k: v for k, v in dataclasses.asdict(spec).items() if v not in (None, False) and k != "auto"}
-    return ", ".join(f"{k}={v}" for k, v in d.items()) or "(none)"
+    words = {True: "on"}
+    return ", ".join(f"{k.replace('_', ' ')} " + (" / ".join(map(str, v)) if isinstance(v, (list, tuple))
+                                                  else words.get(v, str(v)) if isinstance(v, bool) else f"{v:,}"
+                                                  if isinstance(v, int) else str(v))
+                     for k, v in d.items()) or "none"
 
 
 def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None, catalog: Catalog | None = None,
