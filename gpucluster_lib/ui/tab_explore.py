@@ -214,6 +214,7 @@ class ExplorePanel:
                                color=color, extra=extra)
             if self.chart is None:  # the selection is set up once; every layout has the same one
                 self.chart = chart_widget(alt.LayerChart.from_dict(spec, validate=False))
+                self.chart.embed_options = {**self.chart.embed_options, "renderer": "svg"}  # points in the DOM
                 self.chart_box.children = [self.chart]
                 self.chart.selections.observe(guarded(self.msg)(self._on_pick), names=[PICK])
             else:
