@@ -86,9 +86,15 @@ def closest(wanted: str, valid: Iterable[str], n: int = 3) -> list[str]:
     Only short words are compared: difflib is quadratic, and nothing longer than
     :data:`CLOSEST_MAX_CHARS` is close to a catalogue id.
     """
-    if len(str(wanted)) > CLOSEST_MAX_CHARS:
+    wanted = str(wanted)
+    if len(wanted) > CLOSEST_MAX_CHARS:
         return []
-    return difflib.get_close_matches(str(wanted), sorted(valid), n=n, cutoff=0.5)
+    valid = sorted(valid)
+    # a family name (h100, llama3) names the ids that begin with it, which difflib's ratio misses
+    # for long ids ('h100' -> 'a10', not 'h100-sxm5-80gb')
+    start = [v for v in valid if len(wanted) >= 3 and v.lower().startswith(wanted.lower()) and v != wanted]
+    near = difflib.get_close_matches(wanted, valid, n=n, cutoff=0.5)
+    return (start + [v for v in near if v not in start])[:n]
 
 
 #: Words longer than this are never compared with the valid ids [characters].

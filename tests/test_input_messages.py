@@ -226,3 +226,12 @@ def test_the_plan_search_names_what_is_wrong_with_a_fixed_layout(par, message):
     with pytest.raises(ScenarioError) as err:
         estimate(s)
     assert str(err.value) == message
+
+
+def test_a_family_name_suggests_the_ids_of_the_family():
+    from gpucluster_lib.errors import closest
+
+    # the catalogue's H100 rows all begin with 'h100'; difflib alone offered 'a10' (ratio 0.75)
+    assert closest("h100", ["a10", "a100-sxm4-80gb", "h100-nvl-94gb", "h100-pcie-80gb", "h100-sxm5-80gb"]) == \
+        ["h100-nvl-94gb", "h100-pcie-80gb", "h100-sxm5-80gb"]
+    assert closest("gpt3-17b", ["gpt3-175b", "llama3-8b"]) == ["gpt3-175b"]   # a typo: difflib, as before
