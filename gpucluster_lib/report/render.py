@@ -263,7 +263,9 @@ def render_batch(inputs: Iterable[str | os.PathLike], out_dir: str | os.PathLike
             results.append(BatchResult(p, target, time.perf_counter() - t0))
         except Exception as exc:  # noqa: BLE001 - one bad scenario must not stop the batch
             msg = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            results.append(BatchResult(p, None, time.perf_counter() - t0, f"{type(exc).__name__}: {msg}"))
+            # bad input reads as its message; anything else is a bug and keeps its type for the report
+            results.append(BatchResult(p, None, time.perf_counter() - t0,
+                                       msg if isinstance(exc, GpuClusterError) else f"{type(exc).__name__}: {msg}"))
     comparison = None
     good = [r.scenario for r in results if r.ok]
     if compare and len(good) >= 2:
