@@ -197,6 +197,34 @@ class ParallelismSpec:
     overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
 
 
+_PEAK = {"gt": 0, "le": 1, "what": "a fraction of the datasheet peak"}
+_HIDDEN = {"ge": 0, "le": 1, "what": "the fraction of the communication hidden behind compute"}
+_BYTES = {"ge": 0, "le": 1000, "unit": "bytes"}
+#: The range of each training-engine efficiency parameter a scenario may override
+#: (``training.efficiency``; meanings and defaults in data/efficiency.yaml, the names are the fields
+#: of :class:`gpucluster_lib.training.efficiency.Efficiency`). Fractions of a datasheet peak (FLOP/s,
+#: HBM, NVLink, NIC line rate) are in (0, 1]: 0 would make that work take forever. Hidden (overlapped)
+#: fractions are in [0, 1]: above 1 the exposed communication time would be negative.
+TRAINING_EFFICIENCY_RULES: dict[str, dict[str, Any]] = {
+    "gemm_efficiency": _PEAK,
+    "fp8_gemm_factor": {"gt": 0, "le": 1, "what": "the share of the 16-bit matrix-multiply efficiency kept "
+                                                  "against the FP8 peak"},
+    "memory_efficiency": _PEAK, "flash_attention_efficiency": _PEAK,
+    "nvlink_efficiency": _PEAK, "network_efficiency": _PEAK,
+    "layer_overhead_s": {"ge": 0, "le": 1, "unit": "s"},
+    "unfused_attention_bytes_per_score": _BYTES, "elementwise_bytes_per_hidden": _BYTES,
+    "activation_bytes_per_ffn_gelu": _BYTES, "activation_bytes_per_ffn_swiglu": _BYTES,
+    "cross_entropy_bytes_per_logit": _BYTES, "optimizer_bytes_per_param": _BYTES,
+    "flash_backward_factor": {"gt": 0, "le": 100, "what": "the attention backward's cost over its forward"},
+    "alpha_nvlink_s": {"ge": 0, "le": 1, "unit": "s"}, "alpha_network_s": {"ge": 0, "le": 1, "unit": "s"},
+    "zero3_overlap": _HIDDEN, "cp_overlap": _HIDDEN, "ep_overlap": _HIDDEN, "dp_overlap": _HIDDEN,
+    "tp_overlap": _HIDDEN,
+    "step_overhead": {"ge": 0, "le": 1, "what": "a fraction of the step time"},
+    "cuda_context_gib": {"ge": 0, "le": 1024, "unit": "GiB"}, "comm_buffers_gib": {"ge": 0, "le": 1024, "unit": "GiB"},
+    "fragmentation": {"ge": 0, "le": 1, "what": "a fraction of the memory held"},
+}
+
+
 @dataclass(frozen=True)
 class TrainingSpec:
     tokens: float | None = f(None, gt=0, le=1e16, unit="tokens")
@@ -206,7 +234,9 @@ class TrainingSpec:
     dataset_images: float | None = f(None, gt=0, le=1e12, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
-    efficiency: dict[str, float] = f({}, ge=0, le=1e6, max_items=64, doc="overrides of data/efficiency.yaml parameters by name")
+    efficiency: dict[str, float] = f({}, keys=TRAINING_EFFICIENCY_RULES, max_items=64,
+                                     doc="overrides of data/efficiency.yaml parameters by name (fractions of "
+                                         "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")
     framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
         "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
 
@@ -548,11 +578,35 @@ def _check_rules(fld: dataclasses.Field, value: Any, path: str) -> None:
         if len(value) > limit:
             raise ScenarioError(path, f"must have at most {limit} item{'s' if limit != 1 else ''}, "
                                       f"got {len(value):,}")
+        if isinstance(value, dict) and "keys" in md:  # a rule per key (TRAINING_EFFICIENCY_RULES)
+            for k, v in value.items():
+                _check_keyed(md["keys"], k, v, f"{path}.{k}")
+            return
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for k, v in items:
             _check_value(md, v, f"{path}.{k}" if isinstance(value, dict) else f"{path}[{k}]")
         return
     _check_value(md, value, path)
+
+
+def _check_keyed(rules: dict[str, dict[str, Any]], key: str, value: Any, path: str) -> None:
+    """One entry of a mapping whose keys each have their own range: an unknown key or a value
+    out of its range is refused with the range in words."""
+    if key not in rules:
+        close = difflib.get_close_matches(key, list(rules), n=1, cutoff=0.6)
+        hint = f"did you mean {close[0]!r}?" if close else f"valid: {', '.join(rules)}"
+        raise ScenarioError(path, f"unknown efficiency parameter; {hint}")
+    md = rules[key]
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    if ("gt" in md and not value > md["gt"]) or ("ge" in md and not value >= md["ge"]) \
+            or ("le" in md and not value <= md["le"]) or ("lt" in md and not value < md["lt"]):
+        low = f"greater than {md['gt']:g}" if "gt" in md else f"at least {md['ge']:g}"
+        high = f"at most {md['le']:g}" if "le" in md else f"less than {md['lt']:g}"
+        span = f"from {md['ge']:g} to {md['le']:g}" if "ge" in md and "le" in md else f"{low} and {high}"
+        unit = f" {md['unit']}" if md.get("unit") else ""
+        what = f" ({md['what']})" if md.get("what") else ""
+        raise ScenarioError(path, f"must be {span}{unit}{what}, got {excerpt(value)}")
 
 
 def _check_value(md: Any, value: Any, path: str) -> None:

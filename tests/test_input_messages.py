@@ -249,3 +249,46 @@ def test_a_batch_report_lists_bad_input_by_its_message(tmp_path):
     (result,) = render_batch([tmp_path / "in"], tmp_path / "out", progress=False, render=fake)
     # no class name (was "ScenarioError: hardware.nodes: ..."); a bug still shows its type (tests/test_report.py)
     assert result.error == "hardware.nodes: must be a positive integer, got -4"
+
+
+# ----------------------------------------------------------------- training efficiency overrides
+
+GPT3_FSDP = {"model": {"preset": "gpt3-175b"}, "hardware": {"server": "dgx-h100", "nodes": 8},
+             "parallelism": {"auto": True, "global_batch_size": 512}, "training": {"tokens": 1e11, "framework": "fsdp"}}
+
+
+@pytest.mark.parametrize(("efficiency", "message"), [
+    # a hidden fraction above 1 made the FSDP ZeRO-3 exposed time negative (MFU above 1 at 1.7) and the
+    # bounded plan search drop the fastest plan (TP8 PP1 DP8 ZeRO-3 on 8 x DGX H100)
+    ({"zero3_overlap": 1.3}, "training.efficiency.zero3_overlap: must be from 0 to 1 (the fraction of the "
+                             "communication hidden behind compute), got 1.3"),
+    ({"dp_overlap": -0.1}, "training.efficiency.dp_overlap: must be from 0 to 1 (the fraction of the "
+                           "communication hidden behind compute), got -0.1"),
+    # 0 of the peak: every time divided by zero (was IndexError / ZeroDivisionError)
+    ({"memory_efficiency": 0}, "training.efficiency.memory_efficiency: must be greater than 0 and at most 1 "
+                               "(a fraction of the datasheet peak), got 0.0"),
+    ({"gemm_efficiency": 0}, "training.efficiency.gemm_efficiency: must be greater than 0 and at most 1 "
+                             "(a fraction of the datasheet peak), got 0.0"),
+    ({"network_efficiency": 0}, "training.efficiency.network_efficiency: must be greater than 0 and at most 1 "
+                                "(a fraction of the datasheet peak), got 0.0"),
+    ({"nvlink_efficiency": 1.2}, "training.efficiency.nvlink_efficiency: must be greater than 0 and at most 1 "
+                                 "(a fraction of the datasheet peak), got 1.2"),
+    ({"cuda_context_gib": -1}, "training.efficiency.cuda_context_gib: must be from 0 to 1024 GiB, got -1.0"),
+    ({"zero3_overlp": 0.5}, "training.efficiency.zero3_overlp: unknown efficiency parameter; did you mean 'zero3_overlap'?"),
+])
+def test_training_efficiency_override_out_of_its_range_is_refused_at_load(efficiency, message):
+    from gpucluster_lib.scenario import from_dict
+    d = {**GPT3_FSDP, "training": {**GPT3_FSDP["training"], "efficiency": efficiency}}
+    with pytest.raises(ScenarioError) as err:
+        from_dict(d)
+    assert str(err.value) == message
+
+
+def test_every_training_efficiency_parameter_has_a_range():
+    from gpucluster_lib.scenario import TRAINING_EFFICIENCY_RULES, from_dict
+    from gpucluster_lib.training.efficiency import FIELDS
+    assert set(TRAINING_EFFICIENCY_RULES) == set(FIELDS)
+    # the ends of the ranges are accepted: every communication hidden (1), a full peak (1)
+    d = {**GPT3_FSDP, "training": {**GPT3_FSDP["training"],
+                                   "efficiency": {"zero3_overlap": 1, "ep_overlap": 0, "gemm_efficiency": 1}}}
+    assert from_dict(d).training.efficiency == {"zero3_overlap": 1.0, "ep_overlap": 0.0, "gemm_efficiency": 1.0}

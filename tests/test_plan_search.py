@@ -188,3 +188,38 @@ def test_fast_search_equals_exhaustive_search_with_fields_fixed_at_random():
         assert search.candidates(ctx, space, limit) is not None  # the bounded search itself, no fallback
         assert_same(est._search(ctx, s.parallelism, s.training.tokens, limit, exhaustive=False), full)
         compared += 1
+
+
+@pytest.mark.parametrize("zero_key", ["memory_efficiency", "gemm_efficiency"])
+def test_a_zero_efficiency_leaves_no_finite_bound_and_the_search_evaluates_every_plan(zero_key):
+    # a Python caller can build an efficiency set the scenario refuses (0 of the peak): every time
+    # is x / 0, so no lower bound is finite, nothing can be pruned, and the search falls back to
+    # evaluating every plan (was an IndexError from an empty evaluation)
+    s = scenario({"preset": "llama2-7b"})
+    ctx = build_context(s)[0]
+    ctx = dataclasses.replace(ctx, eff=ctx.eff.replace(**{zero_key: 0.0}))
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, min(ctx.nvlink_domain, ctx.gpus))
+    with np.errstate(all="ignore"):
+        assert not np.isfinite(search.bounds(ctx, space)["step_lower"]).any()
+        assert search.candidates(ctx, space, 5) is None
+        fast = est._search(ctx, s.parallelism, s.training.tokens, 5, exhaustive=False)
+        full = est._search(ctx, s.parallelism, s.training.tokens, 5, exhaustive=True)
+    assert_same(fast, full)
+
+
+def test_taking_no_plans_before_any_evaluation_gives_an_empty_evaluation():
+    s = scenario(TINY)
+    ctx = build_context(s)[0]
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, min(ctx.nvlink_domain, ctx.gpus))
+    res = search._Evaluated(ctx, space).take(np.zeros(0, dtype=np.int64))
+    assert len(res["step_time_s"]) == 0
+
+
+def test_gpt3_fsdp_zero3_overlap_above_one_is_refused_before_any_search():
+    # zero3_overlap 1.3 made the ZeRO-3 exposed time negative: the bounded search then returned
+    # TP4 PP8 DP2 ZeRO-2 (28,708 tokens/s) while the exhaustive one found TP8 PP1 DP8 ZeRO-3
+    # (31,153 tokens/s). A hidden fraction is at most 1, so the scenario is refused at load.
+    from gpucluster_lib.errors import ScenarioError
+    with pytest.raises(ScenarioError, match=r"^training\.efficiency\.zero3_overlap: must be from 0 to 1 "):
+        scenario({"preset": "gpt3-175b"}, nodes=8, par={"global_batch_size": 512},
+                 training={"framework": "fsdp", "efficiency": {"zero3_overlap": 1.3}})

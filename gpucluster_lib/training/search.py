@@ -201,6 +201,8 @@ def candidates(ctx: Context, space: PlanSpace, limit: int,
     an evaluated plan contradicts the factorised fit or the bound (then evaluate every plan).
     ``key``: as :func:`bounds`."""
     bd = bounds(ctx, space, key)
+    if not np.isfinite(bd["step_lower"]).any():  # no bound to prune with (a zero efficiency)
+        return None
     allowed, fit_cells, fitting = bd["allowed"], bd["fit_cells"], bd["fitting"]
     ns, nb = allowed.shape
     # the switch rows of each time switch row (padded with -1): the plans that share one bound
@@ -289,7 +291,7 @@ class _Evaluated:
         """The evaluation of ``cells`` (evaluating those not yet seen), in their order."""
         have = np.concatenate(self.cells) if self.cells else np.zeros(0, dtype=np.int64)
         new = np.setdiff1d(cells, have)
-        if len(new):
+        if len(new) or not self.results:  # nothing evaluated yet: an evaluation of ``cells`` (maybe none)
             self.add(new)
             have = np.concatenate(self.cells)
         order = np.argsort(have, kind="stable")
