@@ -42,6 +42,10 @@ import yaml
 from gpucluster_lib.checks import decode_text
 from gpucluster_lib.errors import ScenarioError, excerpt
 
+#: Engine token budget per step when ``inference.max_num_tokens`` is absent [tokens]: TensorRT-LLM's
+#: default ``max_num_tokens`` (``trtllm-build --max_num_tokens``, 8192).
+DEFAULT_MAX_NUM_TOKENS = 8192
+
 # --------------------------------------------------------------------------- helpers
 
 
@@ -262,7 +266,8 @@ class InferenceSpec:
         "no_evict", doc="no_evict: each sequence reserves KV for its full length; max_utilization: pages on demand, "
                         "the cache holds the mean context in flight (TensorRT-LLM capacity policies)")
     max_num_tokens: int | None = f(None, gt=0, le=16_777_216, unit="tokens",
-                                   doc="engine token budget per step (prefill and decode tokens); default 8192")
+                                   doc="engine token budget per step (prefill and decode tokens), at least the "
+                                       f"input tokens; default {DEFAULT_MAX_NUM_TOKENS}")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)
     video_fps: float | None = f(None, gt=0, le=1000)

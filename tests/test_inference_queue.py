@@ -315,9 +315,42 @@ def test_engine_token_budget_sets_the_prefill_queue():
     at = est.load["at_max_rate"]
     assert at["prefill_utilisation"] == pytest.approx(
         at["rate_per_s"] * at["tpot_p50_s"] * 222 / (4096 - at["mean_batch"]), rel=1e-9)
-    short = serve(mlperf("dgx-h100", max_num_tokens=128))
-    assert any(f.code == "inference-prompt-exceeds-token-budget" and f.field == "inference.max_num_tokens"
-               for f in short.findings)
+
+
+@pytest.mark.parametrize("arrival", ["offline", "poisson"])
+def test_a_prompt_longer_than_the_token_budget_is_refused_with_no_fleet(arrival):
+    # 222-token prompts, a budget of 221 tokens a step: the engine prefills prompts whole (no chunked
+    # context: NVIDIA's MLPerf harness, llm_core.cc, v4.1), so no request is served, offline or Poisson alike
+    est = serve(mlperf("dgx-h100", arrival=arrival, max_num_tokens=221, requests_per_s=10.0))
+    codes = {f.code: f for f in est.findings}
+    refused = codes["inference-prompt-exceeds-token-budget"]
+    assert refused.severity == "error" and refused.field == "inference.max_num_tokens"
+    assert "222 tokens" in refused.message and "221 tokens" in refused.message and "222 tokens" in refused.fix
+    assert est.gpus == 0 and est.replicas == 0 and est.tokens_per_s_per_gpu is None and est.batch == 0
+    assert "inference-slo-unmet" not in codes      # the budget, not the SLO, is the reason
+    # a budget equal to the prompt serves it
+    assert serve(mlperf("dgx-h100", arrival=arrival, max_num_tokens=222, requests_per_s=10.0)).gpus > 0
+
+
+def test_the_token_budget_finding_is_not_hidden_by_a_batch_that_does_not_fit():
+    # batch 1,000,000 of 516-token sequences exceeds any H100's KV cache: both errors are reported
+    est = serve(mlperf("dgx-h100", max_num_tokens=100, batch_size=1_000_000))
+    codes = {f.code for f in est.findings}
+    assert {"inference-batch-exceeds-memory", "inference-prompt-exceeds-token-budget"} <= codes
+    assert est.gpus == 0
+
+
+def test_one_default_token_budget_for_the_workspace_and_the_queue():
+    # workspace = K x (4 h + (q + 2 kv) / TP + 2 f / TP) x 2 bytes (module memory); Llama 2 70B h = q = 8192,
+    # kv = 1024, f = 28672 (Touvron et al. 2023, Table 1 and the HF config), TP 2:
+    # 32,768 + 5,120 + 28,672 = 66,560 values a token, 133,120 bytes; default K = 8192 (TensorRT-LLM)
+    default = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=MLPERF_OUTPUT_CV))
+    assert default.memory_per_gpu_bytes["workspace"] == pytest.approx(8192 * 133_120)
+    explicit = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=MLPERF_OUTPUT_CV, max_num_tokens=8192))
+    assert default.load == explicit.load and default.tokens_per_s_per_gpu == explicit.tokens_per_s_per_gpu
+    at = default.load["at_max_rate"]   # the queue's budget is the same 8192 (module queueing, item 4)
+    assert at["prefill_utilisation"] == pytest.approx(
+        at["rate_per_s"] * at["tpot_p50_s"] * 222 / (8192 - at["mean_batch"]), rel=1e-9)
 
 
 def test_fleet_for_a_target_rate_and_the_operating_point():

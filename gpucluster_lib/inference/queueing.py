@@ -33,9 +33,10 @@ Model (per replica; rates in requests/s, times in s)
    Queueing Theory*, 2nd ed.); ``c_s`` is the spread of output lengths, ``inference.output_tokens_cv``
    (0: every request decodes ``L_out`` tokens; MLPerf's Llama 2 70B set: 0.71, from the published
    latency percentiles of three server runs, see docs/inference.md).
-4. **Prefill**: each step admits prompts up to the engine's token budget ``K`` less the decode
-   tokens (``inference.max_num_tokens``; TensorRT-LLM's default 8192; chunked prefill, Agrawal et al. 2024
-   Sarathi-Serve), i.e. ``m = (K - b) / L_in`` prompts per step. Prompts queue as M/D/1 with
+4. **Prefill**: each step admits whole prompts up to the engine's token budget ``K`` less the decode
+   tokens (``inference.max_num_tokens``, at least ``L_in``; TensorRT-LLM's default 8192; no chunked
+   context, as in NVIDIA's MLPerf harness), i.e. ``m = (K - b) / L_in`` prompts per step on average
+   (the mean over steps of whole prompts; Agrawal et al. 2024, Sarathi-Serve, for the mixed step). Prompts queue as M/D/1 with
    service ``T(b) / m`` and utilisation ``rho = lambda T(b) / m``: Pollaczek-Khinchine mean wait
    ``W = rho s / (2 (1 - rho))`` (Gross et al. 2008, the M/G/1 queue) and the exponential tail
    with that mean and ``P(W > 0) = rho``, ``W_q = (W / rho) ln(rho / (1 - q))``.
@@ -59,10 +60,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.checks import require_positive
-
-#: TensorRT-LLM default ``max_num_tokens`` per engine step [tokens] (the prefill token budget).
-DEFAULT_TOKEN_BUDGET = 8192
-
+from gpucluster_lib.scenario import DEFAULT_MAX_NUM_TOKENS
 
 _LOG_FACT = np.zeros(1)
 
@@ -133,7 +131,7 @@ class ReplicaCurve:
     input_tokens: int
     output_tokens: int
     max_batch: int               # KV-cache slots (memory-limited batch)
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int = DEFAULT_MAX_NUM_TOKENS
     service_cv: float = 0.0      # spread of output lengths (standard deviation / mean) = the slot service spread
 
     def step_s(self, batch: float) -> float:
@@ -242,5 +240,5 @@ def max_rate(curve: ReplicaCurve, ttft_slo_s: float, tpot_slo_s: float, percenti
     return load_point(lo, curve, percentile)
 
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "LoadPoint", "ReplicaCurve", "erlang_c", "load_point", "max_rate",
+__all__ = ["LoadPoint", "ReplicaCurve", "erlang_c", "load_point", "max_rate",
            "mg1_wait_quantile", "poisson_quantile"]

@@ -41,7 +41,6 @@ from gpucluster_lib.inference.precision import (
     supported_precisions,
 )
 from gpucluster_lib.inference.queueing import (
-    DEFAULT_TOKEN_BUDGET,
     LoadPoint,
     ReplicaCurve,
     load_point,
@@ -49,7 +48,7 @@ from gpucluster_lib.inference.queueing import (
 )
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
-from gpucluster_lib.scenario import Scenario
+from gpucluster_lib.scenario import DEFAULT_MAX_NUM_TOKENS, Scenario
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S
 from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transformer
 from gpucluster_lib.workloads.vision import is_vision_model
@@ -278,10 +277,14 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
                                gemm_efficiency=gemm_eff, eff=eff)
     tok_replica = batches / tpot
     meets = (ttft <= inf.ttft_slo_s) & (tpot <= inf.tpot_slo_s) & (batches <= mem.max_batch)
+    # a prompt longer than the engine's token budget cannot be prefilled (whole prompts: no chunked
+    # context, module queueing item 4): no batch serves it, offline or under Poisson arrivals
+    prompt_fits = _token_budget(inf) >= inf.input_tokens
+    meets &= prompt_fits
     chosen = int(np.argmax(np.where(meets, tok_replica, -1.0))) if fits and meets.any() else None
     capacity = float(tok_replica[chosen]) if chosen is not None else None
     load = curve = None
-    if inf.arrival == "poisson" and fits and np.isfinite(peak):
+    if inf.arrival == "poisson" and fits and prompt_fits and np.isfinite(peak):
         # the queue needs T(b) over every mean batch up to the KV-cache slots (module inference.queueing)
         slots = min(mem.max_batch, inf.batch_size) if inf.batch_size is not None else mem.max_batch
         grid = np.arange(1, slots + 1)
@@ -295,12 +298,17 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
         else:
             grid_tpot = tpot
         curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots,
-                             token_budget=inf.max_num_tokens or DEFAULT_TOKEN_BUDGET, service_cv=inf.output_tokens_cv)
+                             token_budget=_token_budget(inf), service_cv=inf.output_tokens_cv)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
         chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
     return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff, capacity,
                      load, curve)
+
+
+def _token_budget(inf: Any) -> int:
+    """The engine's token budget per step [tokens]: ``inference.max_num_tokens`` or TensorRT-LLM's default."""
+    return inf.max_num_tokens or DEFAULT_MAX_NUM_TOKENS
 
 
 POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch by Little's law, batch spread "
@@ -470,6 +478,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     tp, mem = best.tp, best.mem
     per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
 
+    budget = _token_budget(inf)
+    prompt_too_long = budget < inf.input_tokens
     if not best.fits:
         needed = mem.weights_bytes + mem.workspace_bytes + mem.runtime_bytes + mem.bytes_per_sequence
         fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
@@ -512,12 +522,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             fix=(f"use batch_size <= {mem.max_batch}, a larger tensor_parallel, a smaller KV precision, or "
                  "kv_cache_scheduling max_utilization when the engine takes KV pages on demand"),
             field="inference.batch_size"))
-    elif inf.max_num_tokens is not None and inf.max_num_tokens < inf.input_tokens:
-        findings.append(Finding(
-            "inference-prompt-exceeds-token-budget", "error",
-            f"a prompt of {inf.input_tokens:,} tokens does not fit the engine's budget of {inf.max_num_tokens:,} tokens "
-            "per step: the model prefills each prompt whole, within one step",
-            fix=f"use max_num_tokens >= {inf.input_tokens}", field="inference.max_num_tokens"))
+    elif prompt_too_long:
+        pass   # its own finding below; no batch is sized, so no SLO finding either
     elif best.capacity is None and peak is not None and inf.arrival == "poisson":
         i0 = 0
         findings.append(Finding(
@@ -535,6 +541,14 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
             fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
+    if prompt_too_long:
+        findings.append(Finding(
+            "inference-prompt-exceeds-token-budget", "error",
+            f"a prompt of {inf.input_tokens:,} tokens is longer than the engine's budget of {budget:,} tokens per "
+            "step: the engine prefills each prompt whole, in one step (no chunked context, as in NVIDIA's MLPerf "
+            "harness), so it serves no request and no fleet is sized",
+            fix=f"raise the engine's token budget per step to at least {inf.input_tokens:,} tokens",
+            field="inference.max_num_tokens"))
     if inf.output_tokens_cv > 1 and best.fits:
         ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
         findings.append(Finding(
@@ -550,7 +564,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     # no SLO-meeting batch: report the fastest (smallest) batch, flagged meets_slo = False
     idx = best.chosen if best.chosen is not None else 0
     meets = best.capacity is not None and best.fits and peak is not None
-    if peak is None or not best.fits:
+    if peak is None or not best.fits or prompt_too_long:
         tok_rep = ttft = tpot = None
         batch = 0
     else:
