@@ -212,10 +212,10 @@ def test_a_tab_in_the_indentation_says_so():
      "pipeline stages)"),
     ({"pipeline": 4, "first_stage_layers": 40},
      "parallelism.first_stage_layers: 40 on the first stage is more than the model's 32 layers; lower it"),
-    # no pipeline size to check the layout against: the fixed fields in words (was first_stage_layers=40)
+    # no pipeline size fixed: no pipeline size takes 40 of 32 layers on the first stage, so the layout's
+    # own message (was "no valid plan ... with the fixed fields first_stage_layers=40")
     ({"first_stage_layers": 40},
-     "parallelism: no valid plan for 16 GPUs with the fixed fields first stage layers 40; relax them or change the "
-     "GPU count"),
+     "parallelism.first_stage_layers: 40 on the first stage is more than the model's 32 layers; lower it"),
 ])
 def test_the_plan_search_names_what_is_wrong_with_a_fixed_layout(par, message):
     from gpucluster_lib.scenario import from_dict
@@ -292,3 +292,36 @@ def test_every_training_efficiency_parameter_has_a_range():
     d = {**GPT3_FSDP, "training": {**GPT3_FSDP["training"],
                                    "efficiency": {"zero3_overlap": 1, "ep_overlap": 0, "gemm_efficiency": 1}}}
     assert from_dict(d).training.efficiency == {"zero3_overlap": 1.0, "ep_overlap": 0.0, "gemm_efficiency": 1.0}
+
+
+# ----------------------------------------------------------------- automatic plan search with no plan to try
+
+@pytest.mark.parametrize(("par", "message"), [
+    # 16 GPUs, Llama 2 70B (80 layers): the rule that empties the search space speaks for itself
+    ({"first_stage_layers": 0}, "parallelism.first_stage_layers: is 0, but every pipeline stage needs at least "
+                                "one layer; give 1 or more, or remove this key"),
+    ({"tp_comm_overlap": True, "sequence_parallel": False},
+     "parallelism.tp_comm_overlap: needs tensor parallelism with sequence parallelism (Megatron pipelines the "
+     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); set sequence_parallel: true "
+     "or remove tp_comm_overlap"),
+    ({"tensor": 1, "tp_comm_overlap": True},
+     "parallelism.tp_comm_overlap: needs tensor parallelism with sequence parallelism (Megatron pipelines the "
+     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); raise tensor to 2 or more "
+     "or remove tp_comm_overlap"),
+    ({"zero_stage": 3, "pipeline": 2}, "parallelism.zero_stage: 3 is tried only without pipelining (ZeRO-3 "
+                                       "re-gathers every parameter for each micro-batch), but the pipeline is fixed "
+                                       "at 2 stages; lower zero_stage to 2 or less, or set pipeline: 1"),
+    # data 16 x pipeline 2 = 32 GPUs, not 16: no single rule; every fixed field is listed in words,
+    # a 0 kept, a false one as "off", no Python True / None
+    ({"data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False},
+     "parallelism: no valid plan for 16 GPUs with the fixed fields pipeline 2, data 16, sequence parallel off, "
+     "zero stage 0; relax them or change the GPU count"),
+])
+def test_automatic_plan_search_with_an_empty_space_says_which_rule(par, message):
+    import gpucluster_lib
+    from gpucluster_lib.scenario import from_dict
+    d = {"model": {"preset": "llama2-70b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+         "parallelism": {"auto": True, **par}, "training": {"tokens": 1e11}}
+    with pytest.raises(ScenarioError) as err:
+        _ = gpucluster_lib.design(from_dict(d)).training
+    assert str(err.value) == message

@@ -37,10 +37,10 @@ from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.plans import (
     Plan,
+    check_fixed_fields,
     layout_findings,
     plan_from_codes,
     plan_space,
-    resolve_layout,
     resolve_plan,
 )
 from gpucluster_lib.training.search import candidates
@@ -379,10 +379,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
                 del _SPACES[next(iter(_SPACES))]
     n = space.size
     if n == 0:
-        if spec.pipeline_layers is not None or (spec.pipeline and (spec.first_stage_layers is not None
-                                                                   or spec.last_stage_layers is not None)):
-            # the stage layout fixes the pipeline size: its own message says what is wrong with it
-            resolve_layout(spec, ctx.arch.layers, spec.pipeline or len(spec.pipeline_layers))
+        check_fixed_fields(spec, ctx.arch.layers, ctx.gpus)  # a rule's own message when one rule empties the space
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
@@ -399,8 +396,10 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
 
 
 def _fixed_fields(spec: ParallelismSpec) -> str:
-    d = {k: v for k, v in dataclasses.asdict(spec).items() if v not in (None, False) and k != "auto"}
-    words = {True: "on"}
+    # the fields set away from their default (by identity: a 0 is a value, False only where the default is None)
+    defaults = {f.name: f.default for f in dataclasses.fields(spec)}
+    d = {k: v for k, v in dataclasses.asdict(spec).items() if v is not None and v is not defaults[k] and k != "auto"}
+    words = {True: "on", False: "off"}
     return ", ".join(f"{k.replace('_', ' ')} " + (" / ".join(map(str, v)) if isinstance(v, (list, tuple))
                                                   else words.get(v, str(v)) if isinstance(v, bool) else f"{v:,}"
                                                   if isinstance(v, int) else str(v))

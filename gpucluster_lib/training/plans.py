@@ -223,16 +223,45 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
     tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
     if spec.tp_comm_overlap and not (sp and tp > 1):
-        raise ScenarioError("parallelism.tp_comm_overlap", "needs tensor parallelism with sequence parallelism "
-                            "(Megatron pipelines the all-gather / reduce-scatter of the sequence-parallel layers "
-                            "with the GEMMs); "
-                            + ("raise tensor to 2 or more" if tp == 1 else "set sequence_parallel: true")
-                            + " or remove tp_comm_overlap")
+        raise _tp_overlap_error(tp == 1)
     return Plan(tensor=tp, pipeline=pp, data=dp, context=cp, expert=ep, virtual_stages=vp, micro_batch_size=mb,
                 global_batch_size=gbs, recompute=spec.recompute or "none", sequence_parallel=sp and tp > 1,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
                 distributed_optimizer=bool(spec.distributed_optimizer), tp_comm_overlap=tpo and sp and tp > 1,
                 pipeline_layers=stages)
+
+
+def _tp_overlap_error(tp_is_one: bool) -> ScenarioError:
+    return ScenarioError("parallelism.tp_comm_overlap", "needs tensor parallelism with sequence parallelism "
+                         "(Megatron pipelines the all-gather / reduce-scatter of the sequence-parallel layers "
+                         "with the GEMMs); "
+                         + ("raise tensor to 2 or more" if tp_is_one else "set sequence_parallel: true")
+                         + " or remove tp_comm_overlap")
+
+
+def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int) -> None:
+    """Raise the message of the rule that leaves the plan search nothing to try (an empty plan
+    space): a stage layout no pipeline size allows, TP overlap without TP and sequence
+    parallelism, ZeRO-3 with a fixed pipeline. Returns when no single rule explains it."""
+    if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
+        raise _tp_overlap_error(spec.tensor == 1)
+    fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
+    if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
+        raise ScenarioError("parallelism.zero_stage", f"3 is tried only without pipelining (ZeRO-3 re-gathers every "
+                            f"parameter for each micro-batch), but the pipeline is fixed at {fixed_pp} stages; lower "
+                            "zero_stage to 2 or less, or set pipeline: 1")
+    if spec.pipeline_layers is not None or spec.first_stage_layers is not None or spec.last_stage_layers is not None \
+            or spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
+        errors = []
+        for pp in [fixed_pp] if fixed_pp is not None else [p for p in divisors(gpus) if p <= layers]:
+            try:
+                resolve_layout(spec, layers, pp)
+            except ScenarioError as e:
+                errors.append((pp == 1, e))
+            else:
+                return  # some pipeline size takes the layout: the layout is not the cause
+        if errors:  # a pipeline's own message before the single stage's ("has a single stage")
+            raise min(errors, key=lambda pe: pe[0])[1]
 
 
 def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ...] | None:
