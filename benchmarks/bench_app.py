@@ -8,13 +8,13 @@ Per tab and shipped example (in process, no browser): every panel and the header
 app state, the tab is the one on screen (``AppState.shown``, as the app sets it), and each listed
 widget change (and the change back to the example's value) is timed from the widget's new value
 to the end of every callback it triggers, the header's refresh included (p50 and p95 over the
-changes; the target is under 100 ms), and the process's CPU time in the same changes (on a shared
-machine the wall time also counts the waits for other work); the header's own share is shown
-beside it. Every tab's
-main inputs are changed (``CHANGES``). A change that runs a new plan search (the first search for
-new search inputs: node count, GPU, NIC, oversubscription, batch, ...) has that search's time
-taken out and is listed apart (count, slowest search and its whole change). Vega drawing in the
-browser is not included.
+changes), and the process's CPU time in the same changes (on a shared machine the wall time also
+counts the waits for other work); the header's own share is shown beside it. Every tab's main
+inputs are changed (``CHANGES``). The target, p95 under 100 ms, applies to the whole change: the
+"whole" columns, a new plan search included (the first search for new search inputs: node
+count, GPU, NIC, oversubscription, batch, ...). Beside them the split: each change with that
+search's time taken out, and the changes that ran one listed apart (count, slowest search and
+its whole change), to show where the time goes. Vega drawing in the browser is not included.
 
 Measures, on this machine: Voila launch -> HTTP up, page load -> first tab's widgets visible
 (cold kernel), the resident memory (RSS) of the Voila server and of its kernel with one viewer,
@@ -120,7 +120,8 @@ def _p50_p95(times: list[float]) -> tuple[float, float]:
 class TabResult(NamedTuple):
     """One tab's changes [ms]: p50 and p95 of each change's compute outside a first plan search,
     this process's CPU time in them (the same less the waits for a shared machine's other work), the
-    header's share, and the changes that ran a new plan search (count, slowest, its search)."""
+    header's share, the changes that ran a new plan search (count, slowest, its search), and p50 and
+    p95 of the whole changes, that search included (wall and CPU time: the ones the target applies to)."""
 
     p50: float
     p95: float
@@ -132,6 +133,10 @@ class TabResult(NamedTuple):
     search_worst: float
     search_worst_total: float
     slowest: str
+    whole_p50: float  # the whole change, a new plan search included (what the target applies to)
+    whole_p95: float
+    whole_cpu_p50: float
+    whole_cpu_p95: float
 
 
 def app_panels(example: str):
@@ -209,6 +214,7 @@ def tab_changes(example: str = "gpt3-175b-1024-a100", rounds: int = 3,
                 sweep_ms = prepare_explore(panel)
                 print(f"  ({example}, Explore: a sweep of 2 designs took {sweep_ms:.0f} ms, an action, not a change)")
             times, cpu, header_times[:] = [], [], []
+            whole, whole_cpu = [], []
             searches: list[tuple[float, float]] = []
             worst = (0.0, "")
             for _ in range(rounds):
@@ -223,12 +229,15 @@ def tab_changes(example: str = "gpt3-175b-1024-a100", rounds: int = 3,
                         s = sum(search_times)
                         if search_times:
                             searches.append((s, dt))
+                        whole.append(dt)
+                        whole_cpu.append(dc)
                         times.append(dt - s)
                         cpu.append(dc - sum(search_cpu))
                         worst = max(worst, (dt - s, attr))
             h50, h95 = _p50_p95(header_times)
             sw = max(searches, default=(0.0, 0.0))
-            out[title] = TabResult(*_p50_p95(times), *_p50_p95(cpu), h50, h95, len(searches), sw[0] * 1e3, sw[1] * 1e3, worst[1])
+            out[title] = TabResult(*_p50_p95(times), *_p50_p95(cpu), h50, h95, len(searches), sw[0] * 1e3, sw[1] * 1e3, worst[1],
+                                   *_p50_p95(whole), *_p50_p95(whole_cpu))
             msg = getattr(panel, "msg", None)
             if msg is not None and msg.value and "gc-error" in msg.value:
                 print(f"  note: {example}, {title} shows an error after its changes: {msg.value[:120]}")
@@ -248,14 +257,17 @@ def main() -> int:
     args = ap.parse_args()
     from gpucluster_lib.resources import example_paths
 
-    print("compute of one widget change, the tab on screen, header included, outside a new plan search "
-          "(target: p95 under 100 ms)")
-    print(f"  {'example':26s} {'tab':19s} {'p50':>6s} {'p95':>6s}  {'CPU p50':>7s} {'p95':>6s}  {'header':>6s} "
+    print("compute of one widget change [ms], the tab on screen, header included. The target (p95 under 100 ms) "
+          "applies to the whole change, a new plan search included: the 'whole' columns; the split columns "
+          "after them leave a new plan search out")
+    print(f"  {'example':26s} {'tab':19s} whole: {'p50':>6s} {'p95':>6s}  {'CPU p50':>7s} {'p95':>6s} | split: "
+          f"{'p50':>6s} {'p95':>6s}  {'CPU p50':>7s} {'p95':>6s}  {'header':>6s} "
           f"{'p95':>6s}  {'slowest input':14s} {'new plan searches: n, search / change [ms]'}")
     for example in args.example or list(example_paths()):
         for title, r in tab_changes(example, args.rounds, args.tab_only).items():
             extra = f"{r.searches:3d}, {r.search_worst:6.0f} / {r.search_worst_total:6.0f}" if r.searches else ""
-            print(f"  {example:26s} {title:19s} {r.p50:6.1f} {r.p95:6.1f}  {r.cpu_p50:7.1f} {r.cpu_p95:6.1f}  "
+            print(f"  {example:26s} {title:19s} whole: {r.whole_p50:6.1f} {r.whole_p95:6.1f}  {r.whole_cpu_p50:7.1f} "
+                  f"{r.whole_cpu_p95:6.1f} | split: {r.p50:6.1f} {r.p95:6.1f}  {r.cpu_p50:7.1f} {r.cpu_p95:6.1f}  "
                   f"{r.header_p50:6.1f} {r.header_p95:6.1f}  "
                   f"{r.slowest:14s} {extra}")
     if args.changes_only:
