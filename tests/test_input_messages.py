@@ -164,7 +164,32 @@ def test_a_fleet_of_millions_of_nodes_is_a_finding_not_minutes_of_rack_packing()
     assert found["inference-fleet-beyond-facility-model"].message == (
         f"the traffic target needs {serving.nodes:,} nodes, more than the 100,000 nodes a scenario's cluster "
         "may have; its racks and power are a quick estimate of the compute nodes only")
+    assert found["inference-fleet-beyond-facility-model"].field == "inference.requests_per_s"
+    assert found["inference-fleet-beyond-facility-model"].fix == (
+        "lower the traffic target (requests per second), or serve more per GPU: a lower precision, a larger batch, "
+        "a faster accelerator")
     assert "inference-quick-estimate" in found
+
+
+def test_the_fleet_finding_names_the_target_that_is_set():
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.scenario import from_dict
+
+    s = from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+                   "inference": {"tokens_per_s": 1.0e10}})   # the schema's largest tokens/s target
+    found = {f.code: f for f in Design(s).serving.findings}["inference-fleet-beyond-facility-model"]
+    assert found.field == "inference.tokens_per_s" and "(tokens per second)" in found.fix
+
+
+def test_the_fleet_node_limit_is_the_scenario_limit_on_nodes():
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.inference.fleet import MAX_FACILITY_NODES
+    from gpucluster_lib.scenario import from_dict
+
+    assert MAX_FACILITY_NODES == 100_000          # docs/scenario.md: hardware.nodes, 0 < x <= 100,000
+    from_dict({"hardware": {"nodes": MAX_FACILITY_NODES}})
+    with pytest.raises(ScenarioError, match="hardware.nodes"):
+        from_dict({"hardware": {"nodes": MAX_FACILITY_NODES + 1}})
 
 
 # ----------------------------------------------------------------- gpucluster sweep -o
@@ -325,3 +350,36 @@ def test_automatic_plan_search_with_an_empty_space_says_which_rule(par, message)
     with pytest.raises(ScenarioError) as err:
         _ = gpucluster_lib.design(from_dict(d)).training
     assert str(err.value) == message
+
+
+# ----------------------------------------------------------------- a failed report leaves nothing behind
+
+def test_a_failed_report_removes_the_file_and_only_the_folders_it_made(tmp_path, monkeypatch):
+    from gpucluster_lib.report import render
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the notebook failed")
+
+    monkeypatch.setattr(render, "_execute", fail)
+    (tmp_path / "kept").mkdir()
+    out = tmp_path / "kept" / "new" / "deeper" / "report.html"
+    with pytest.raises(RuntimeError, match="the notebook failed"):
+        render.render_report(REFERENCE, out)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept"] and not any((tmp_path / "kept").iterdir())
+    # a file that was there before is not removed, nor its folder
+    before = tmp_path / "kept" / "old.html"
+    before.write_text("x")
+    with pytest.raises(RuntimeError):
+        render.render_report(REFERENCE, before)
+    assert before.read_text() == "x"
+    # a folder the run made but someone wrote into meanwhile stays, with its content
+    made = tmp_path / "made"
+
+    def write_beside(scenario, scenario_path, out_html, *args):
+        (made / "other.txt").write_text("y")
+        raise RuntimeError("the notebook failed")
+
+    monkeypatch.setattr(render, "_execute", write_beside)
+    with pytest.raises(RuntimeError):
+        render.render_report(REFERENCE, made / "report.html")
+    assert sorted(p.name for p in made.iterdir()) == ["other.txt"]

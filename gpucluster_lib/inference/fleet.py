@@ -12,6 +12,7 @@ no network, storage or head nodes.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 from typing import Any
@@ -20,11 +21,25 @@ from gpucluster_lib.facility import site as facility
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.hardware.node import build_node
 from gpucluster_lib.hardware.rack import node_rack_fit
+from gpucluster_lib.scenario import HardwareSpec
 from gpucluster_lib.units import KW_PER_MW, W_PER_KW
 
 #: Largest fleet the facility budget sizes node by node [nodes]: the scenario's own limit on
 #: ``hardware.nodes`` (gpucluster_lib.scenario.HardwareSpec); a larger fleet gets the quick estimate.
-MAX_FACILITY_NODES = 100_000
+MAX_FACILITY_NODES: int = next(f for f in dataclasses.fields(HardwareSpec) if f.name == "nodes").metadata["le"]
+
+#: The traffic targets a fleet is sized for, in the order the serving models read them, with their
+#: names in the app's words.
+TARGET_WORDS = {"inference.requests_per_s": "requests per second", "inference.tokens_per_s": "tokens per second",
+                "inference.images_per_s": "images per second", "inference.video_streams": "video streams"}
+
+
+def target_field(scenario: Any) -> str:
+    """The scenario key of the traffic target that is set (requests_per_s first, as the LLM model reads
+    them); ``inference.requests_per_s`` when none is."""
+    inf = scenario.inference
+    return next((k for k in TARGET_WORDS if getattr(inf, k.split(".")[1], None) is not None),
+                "inference.requests_per_s")
 
 
 def _num(v: Any) -> float | None:
@@ -45,12 +60,14 @@ class FleetSize:
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
                findings: list[Finding], use_facility: bool = True, node: Any = None,
-               cluster_facility: Any = None, network: Any = None) -> FleetSize:
+               cluster_facility: Any = None, network: Any = None, target: str | None = None) -> FleetSize:
     """Nodes, racks, power and CapEx of ``replicas`` replicas of ``tp`` GPUs on ``hw`` nodes.
 
     ``node`` (the built node), ``network`` (the cluster's network design) and
     ``cluster_facility`` (the cluster's budget, used as it is, hot spares included, when the
     fleet is the cluster: the same node count) come from a Design; computed when omitted.
+    ``target`` is the scenario key of the traffic target the replicas serve (default
+    :func:`target_field`).
     """
     gpn = hw.gpus_per_node
     if tp <= gpn:
@@ -62,13 +79,14 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
     racks = it_kw = fac_kw = None
     source = "quick estimate"
     if nodes > MAX_FACILITY_NODES:
+        field = target or target_field(scenario)
         use_facility = False  # a node-by-node rack plan of millions of nodes would take minutes and gigabytes
         findings.append(Finding(
             "inference-fleet-beyond-facility-model", "warning",
             f"the traffic target needs {nodes:,} nodes, more than the {MAX_FACILITY_NODES:,} nodes a scenario's "
             "cluster may have; its racks and power are a quick estimate of the compute nodes only",
-            fix="lower the traffic target (inference.requests_per_s or tokens_per_s), or serve faster per GPU: a "
-                "lower precision, a larger batch, a faster accelerator", field="inference.requests_per_s"))
+            fix=f"lower the traffic target ({TARGET_WORDS[field]}), or serve more per GPU: a lower precision, "
+                "a larger batch, a faster accelerator", field=field))
     if use_facility and nodes:
         if cluster_facility is not None and cluster_facility.nodes == nodes:
             b = cluster_facility  # the fleet is the cluster itself, with its installed hot spares

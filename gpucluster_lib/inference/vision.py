@@ -108,7 +108,8 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
                                     f"scenario's {hw.gpus} GPUs", fix="set inference.images_per_s",
                                     field="inference.images_per_s"))
     fleet = size_fleet(scenario, cat, hw, replicas=gpus, tp=1, findings=findings, node=node,
-                       cluster_facility=cluster_facility, network=network)
+                       cluster_facility=cluster_facility, network=network,
+                       target="inference.images_per_s" if inf.images_per_s is not None else "inference.video_streams")
     total = est.images_per_s_per_gpu * fleet.gpus if est else None
     return VisionServingEstimate(
         m.name, hw.accelerator["id"], inf.precision, batch, est.latency_s if est else None,

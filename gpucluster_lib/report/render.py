@@ -135,8 +135,7 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
     try:
         _execute(scenario, scenario_path, out_html, notebook, timeout_s, keep_notebook, allow_paths)
     except BaseException:
-        if created:
-            out_html.unlink(missing_ok=True)
+        remove_created(created)
         raise
     if pdf:
         from gpucluster_lib.report.pdf import html_to_pdf
@@ -145,24 +144,44 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
     return out_html
 
 
-def writable_file(path: Path, option: str = "-o") -> bool:
+def writable_file(path: Path, option: str = "-o") -> list[Path]:
     """Make ``path``'s folder and check that ``path`` can be written (a :class:`ReportError`
-    naming ``option`` if not); True when the check created the (empty) file."""
+    naming ``option`` if not). Returns what the check created, for :func:`remove_created`: the
+    (empty) file if it was new, then the folders it made, deepest first."""
     if path.is_dir():
         raise ReportError(f"{option}: {esc_path(path)} is a folder; give a file in it, such as "
                           f"{esc_path(path / 'report.html')}")
     existed = path.exists()
+    new_folders = []
+    for folder in path.parents:
+        if folder.exists() or folder.is_symlink():
+            break
+        new_folders.append(folder)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "ab"):
             pass
     except OSError as exc:
+        remove_created([f for f in new_folders if f.is_dir()])
         above = next((a for a in path.parents if a.exists()), None)
         reason = f"{esc_path(above)} is a file, not a folder" if above is not None and not above.is_dir() else (
             exc.strerror or str(exc))
         raise ReportError(f"{option}: cannot write {esc_path(path)} ({reason}); choose a file in a folder you can "
                           "write to") from None
-    return not existed
+    return ([] if existed else [path]) + new_folders
+
+
+def remove_created(paths: list[Path]) -> None:
+    """Remove what :func:`writable_file` created (a failed run leaves nothing behind): the file,
+    then each folder while it is empty (one that now holds something else is kept)."""
+    for p in paths:
+        try:
+            if p.is_dir() and not p.is_symlink():
+                p.rmdir()
+            else:
+                p.unlink(missing_ok=True)
+        except OSError:
+            return   # a folder someone else has written into meanwhile: keep it and those above it
 
 
 def writable_folder(path: Path, option: str = "-o") -> None:
