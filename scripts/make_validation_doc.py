@@ -238,6 +238,43 @@ DP 288. Charging the ring latency per {bucket_bytes / 1e6:.0f} MB bucket, (n-1) 
 {buckets} buckets in the reduce-scatter and again in the all-gather, would add {latency96:.2f} s at
 DP 96 and {latency288:.2f} s at DP 288 at alpha = {alpha_s * 1e6:.0f} us, which is more than the
 measured {nemo_pub[288] - nemo_pub[96]:.2f} s growth, so it is not applied.
+
+## Serving against MLPerf Llama 2 70B (docs/inference.md)
+
+The MLPerf Inference v4.0 and v4.1 rows, their published step-time lines and the conclusion (the
+misses are in the step time: a fixed part of 18-35 ms a step and a slope 10-20% flatter than the
+model's) are in docs/inference.md. The mechanisms below were each measured against those rows and are
+not part of the model: none is both sourced and consistent with the other checks.
+
+### Candidate mechanisms measured
+
+- **An additive weight stream** (the weights read once a step on top of the GEMMs, not hidden under
+  them): 18.4 ms on an H200 at TP 1 (70.6 GB at 0.80 of 4.8 TB/s; with the 3 ms overhead 21.4 ms against
+  the published fixed parts 22.5 / 18.3 ms) and 13.2 ms on an H100 at TP 2 (17.5 ms with the overhead and
+  all-reduce latencies, 18 ms short of 35.4). It contradicts the roofline the GEMM terms rest on.
+- **The H200 v4.0 line as defaults** (`decode_step_overhead_s: 0.0225`, `gemm_efficiency_8bit: 0.503`):
+  the rows become +4.3% / +12.1% / -0.3% / +1.5% (v4.0 H100 Offline, Server, H200 Offline, Server) and
+  -7.3% / +6.6% / -11.6% / -8.0% (v4.1); the TP 2 server stays outside 10%, and the defaults would be
+  fitted to an MLPerf row.
+- **The norms, residual adds and activation quantisation that tensor parallelism leaves unsplit**
+  (Korthikanti et al. 2022, arXiv:2205.05198, Sec. 4.2.2, the reason for sequence parallelism), as about
+  18 h bytes a token per layer read and written at the HBM efficiency (11.8 MB a token for Llama 2 70B,
+  on every GPU of the replica): the rows become +4.2% / +10.8% / -3.5% / +0.7% (v4.0 H100 Offline,
+  Server, H200 Offline, Server) and -7.4% / +5.4% / -14.5% / -8.8% (v4.1), six of eight inside 10%, but the
+  NIM checks move away (TTFT at 5,000 tokens +15.4% -> +20.8%, inter-token latency at concurrency 50
+  +0.1% -> +4.2%), and the FP8 GEMM efficiency 0.45 was taken from that NIM TTFT with the non-GEMM work
+  inside it: counted apart, the same TTFT asks for 0.56 (TTFT then +1.0%), which puts the MLPerf rows at
+  +4% to +31% (v4.1 H200 Offline +4.0%, v4.0 DGX H100 Server +30.5%) and the concurrency-50 inter-token
+  latency at -9.9%. A term that needs a new calibration to stay consistent, and then undoes its own gain,
+  is not a mechanism the rows support.
+- **Generation stalls** (Agrawal et al. 2024, Sarathi-Serve, OSDI; Yu et al. 2022, Orca): without chunked
+  prefill each step carries a Poisson number of whole prompts (2-3 of 222 tokens, 34 ms each on an H200
+  at TP 1), and a request's TPOT averages its own L - 1 steps, so its stall noise is the step's standard
+  deviation over the square root of L - 1. Over the output-length spread (gamma with c = 0.71, a Monte
+  Carlo of 400,000 requests) that raises p99 / mean TPOT from 1.088 to 1.105 at the v4.0 H200 server
+  point (1.120 if prompt lengths spread with c = 1) and from 1.066 to 1.077 at the DGX H100 points,
+  against the published 1.18 and 1.13-1.14: it would move the TPOT-bound H200 server rows by about a
+  point and leaves the H100 rows, which no TPOT limit binds, as they are.
 """
     (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
 
