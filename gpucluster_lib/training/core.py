@@ -518,8 +518,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     if fw.zero3_prefetch == "module":  # DeepSpeed: the next module's gather runs behind this one [12]
         g_pass = t_z3 / (3.0 * m * L_s)  # one pass of gathers (or the reduce-scatter), per layer
         fwd_c = train / 3.0
-        exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass, 1)
-                                + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass, 1)
+        exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass)
+                                + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass)
                                            + _backward_pass(ctx, train - fwd_c, 0.0, g_pass),
                                            _backward_pass(ctx, train - fwd_c + recomp, g_pass, g_pass))
                                 - train - recomp)
@@ -646,12 +646,12 @@ def gather_buffer_layers(ctx: Context) -> float:
     return max(w[j] + w[(j + 1) % len(w)] for j in range(len(w)))
 
 
-def _prefetch_pass(ctx: Context, compute, comm, step: int):
-    """One pass over a layer's modules when each module's parameters are fetched one module ahead
-    [s]: ``sum_j max(c w_j, g w_(j+step))`` (``c``, ``g``: the layer's compute and communication
-    of the pass; ``step`` +1 forward, -1 backward, the neighbour in the order the pass runs) [12]."""
+def _prefetch_pass(ctx: Context, compute, comm):
+    """One forward pass over a layer's modules when each module's parameters are fetched one module
+    ahead [s]: ``sum_j max(c w_j, g w_(j+1))`` (``c``, ``g``: the layer's compute and communication
+    of the pass) [12]. The backward runs beside the reduce-scatters: :func:`_backward_pass`."""
     w = module_shares(ctx)
-    return sum(np.maximum(compute * w[j], comm * w[(j + step) % len(w)]) for j in range(len(w)))
+    return sum(np.maximum(compute * w[j], comm * w[(j + 1) % len(w)]) for j in range(len(w)))
 
 
 def _layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):

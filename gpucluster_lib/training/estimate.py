@@ -291,10 +291,12 @@ def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any],
     cols["reason"] = ["" if ok else f"needs {m:.1f} GiB of {cap:.1f} GiB"
                       for ok, m in zip(kept_fits.tolist(), kept_gib.tolist(), strict=True)]
     cols["recompute"] = [("none", "selective", "full")[int(r)] for r in cols["rc"].tolist()]
-    layouts: dict[tuple, str] = {}  # a table has few distinct stage layouts
-    cols["layers_per_stage"] = [
-        layouts.setdefault(key, _layout_text(a.layers, *key))
-        for key in zip(*(np.asarray(cols[k], dtype=np.int64).tolist() for k in ("pp", "lf", "ll", "lm")), strict=True)]
+    layouts: dict[tuple, str] = {}  # a table has few distinct stage layouts: each one's text once
+    keys = list(zip(*(np.asarray(cols[k], dtype=np.int64).tolist() for k in ("pp", "lf", "ll", "lm")), strict=True))
+    for key in keys:
+        if key not in layouts:
+            layouts[key] = _layout_text(a.layers, *key)
+    cols["layers_per_stage"] = [layouts[key] for key in keys]
     return pd.DataFrame(cols)
 
 
