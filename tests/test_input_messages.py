@@ -383,3 +383,27 @@ def test_a_failed_report_removes_the_file_and_only_the_folders_it_made(tmp_path,
     with pytest.raises(RuntimeError):
         render.render_report(REFERENCE, made / "report.html")
     assert sorted(p.name for p in made.iterdir()) == ["other.txt"]
+
+
+def test_calibrate_gemm_messages_name_the_file_and_its_line(tmp_path):
+    from gpucluster_lib.calibration.run import read_gemm_table
+
+    text = ("# measured on lab box\n"                       # line 1: a comment
+            "m,n,k,dtype,tflops\n"                          # line 2: the header
+            "256,256,256,bf16,100\n"                        # line 3
+            "\n"                                            # line 4: blank
+            "512,512,512,bf16,200\n1024,1024,1024,bf16,400\n2048,2048,2048,bf16,600\n"   # lines 5-7
+            "4096,4096,4096,bf16,700\n8192,8192,8192,bf16,2000\n")                     # lines 8-9
+    csv = tmp_path / "c.csv"
+    csv.write_text(text)
+    with pytest.raises(CalibrationError) as err:
+        calibrate("lab", gemm=read_gemm_table(csv), peaks={"bf16": 989.4})
+    # 2,000 TFLOP/s on line 9 (the sixth data row) is above the H100 SXM's 989.4 dense bf16
+    assert str(err.value) == ("c.csv, line 9: 2,000 TFLOP/s is above the dense bf16 peak of 989.4 TFLOP/s; give "
+                              "the measured device's peak (--accelerator ID or --peak bf16=TFLOPS)")
+    csv.write_text(text.replace("512,512,512,bf16,200", "512,512,512,bf16,-1"))
+    with pytest.raises(CalibrationError, match=r"^c\.csv, line 5, column 'tflops': must be a positive number"):
+        read_gemm_table(csv)
+    csv.write_text(text.replace("bf16,2000", "bf16,900"))
+    with pytest.raises(CalibrationError, match=r"^c\.csv: no dense bf16 peak"):
+        calibrate("lab", gemm=read_gemm_table(csv), peaks={})

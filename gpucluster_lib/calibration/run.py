@@ -46,12 +46,34 @@ def read_gemm_table(path: str | Path) -> Any:
         raise CalibrationError(f"{p}: cannot read the GEMM table ({exc.strerror or exc})") from exc
     except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
         raise CalibrationError(f"{p.name}: not a CSV table ({str(exc).splitlines()[0]})") from None
-    return gemm_frame(df, p.name)
+    return gemm_frame(df, p.name, lines=_data_lines(p, len(df)))
 
 
-def gemm_frame(df: Any, where: str = "the GEMM table") -> Any:
-    """Check and normalise a GEMM table (a DataFrame): columns ``m, n, k, dtype, tflops``."""
+def _data_lines(path: Path, rows: int) -> tuple[int, ...] | None:
+    """The file's line number of each data row (after the header; ``#`` comments and blank lines
+    skipped, as the CSV reader skips them), or None when they cannot be matched to the rows."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    kept = [i for i, line in enumerate(text.splitlines(), start=1) if line.split("#", 1)[0].strip()]
+    return tuple(kept[1:]) if len(kept) == rows + 1 else None
+
+
+def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None = None) -> Any:
+    """Check and normalise a GEMM table (a DataFrame): columns ``m, n, k, dtype, tflops``.
+
+    ``where`` names the table in messages (the file name) and ``lines`` gives each row's line in
+    that file; both are kept in the result's ``attrs`` (``"where"``, ``"lines"``), so a table checked
+    again (by :func:`calibrate`) reports the same places."""
     import pandas as pd
+
+    where = where or df.attrs.get("where") or "GEMM table"
+    if lines is None:
+        lines = df.attrs.get("lines")
+
+    def at(i: int) -> str:   # i: the row's position from 0
+        return f"{where}, line {lines[i]}" if lines is not None else f"{where}, row {i + 2}"
 
     cols = {str(c).strip().lower(): c for c in df.columns}
     rate = next((cols[c] for c in _RATE_NAMES if c in cols), None)
@@ -61,7 +83,7 @@ def gemm_frame(df: Any, where: str = "the GEMM table") -> Any:
                                "m, n, k, dtype, tflops (achieved TFLOP/s = 2 m n k / time / 1e12)")
     out = pd.DataFrame({c: df[cols[c]] for c in ("m", "n", "k", "dtype")})
     out["tflops"] = df[rate]
-    for i, row in enumerate(out.itertuples(index=False), start=2):
+    for i, row in enumerate(out.itertuples(index=False)):
         for c in ("m", "n", "k", "tflops"):
             v = getattr(row, c)
             try:
@@ -69,13 +91,16 @@ def gemm_frame(df: Any, where: str = "the GEMM table") -> Any:
             except (TypeError, ValueError):
                 ok = False
             if not ok:
-                raise CalibrationError(f"{where}, row {i}, column {c!r}: must be a positive number, got {v!r}")
+                raise CalibrationError(f"{at(i)}, column {c!r}: must be a positive number, got {v!r}")
         try:
             normalise_dtype(row.dtype)
         except ValueError as exc:
-            raise CalibrationError(f"{where}, row {i}, column 'dtype': {exc}") from None
+            raise CalibrationError(f"{at(i)}, column 'dtype': {exc}") from None
     out[["m", "n", "k", "tflops"]] = out[["m", "n", "k", "tflops"]].astype(float)
     out["dtype"] = [normalise_dtype(d) for d in out["dtype"]]
+    out.attrs["where"] = where
+    if lines is not None and len(lines) == len(out):
+        out.attrs["lines"] = tuple(lines)
     return out
 
 
@@ -149,20 +174,23 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
     notes: list[str] = []
     if gemm is not None:
         table = gemm_frame(gemm).reset_index(drop=True)
+        where = table.attrs["where"]
+        lines = table.attrs.get("lines")
         for dtype, sub in table.groupby("dtype", sort=True):
             if dtype not in peaks:
-                raise CalibrationError(f"GEMM table: no dense {dtype} peak for the measured device; give "
+                raise CalibrationError(f"{where}: no dense {dtype} peak for the measured device; give "
                                        f"--accelerator (a catalogue id) or --peak {dtype}=TFLOPS")
             shapes = len(set(zip(sub.m, sub.n, sub.k, strict=True)))
             needed = 5 if exponent is not None else 6   # eff_max, three half-rate sizes, fixed time (+ exponent)
             if shapes < needed:
-                raise CalibrationError(f"GEMM table: {shapes} {dtype} shape{'s' if shapes > 1 else ''} (m, n, k); "
+                raise CalibrationError(f"{where}: {shapes} {dtype} shape{'s' if shapes > 1 else ''} (m, n, k); "
                                        f"the curve has {needed} parameters, so measure at least {needed} different "
                                        "shapes, small and large")
             over = sub[sub.tflops > peaks[dtype]]
             if len(over):
                 i = int(over.index[0])
-                raise CalibrationError(f"GEMM table, row {i + 2}: {over.tflops[i]:,.6g} TFLOP/s is above the dense "
+                place = f"{where}, line {lines[i]}" if lines is not None else f"{where}, row {i + 2}"
+                raise CalibrationError(f"{place}: {over.tflops[i]:,.6g} TFLOP/s is above the dense "
                                        f"{dtype} peak of {peaks[dtype]:,.6g} TFLOP/s; give the measured device's "
                                        f"peak (--accelerator ID or --peak {dtype}=TFLOPS)")
             curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
