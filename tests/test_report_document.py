@@ -159,6 +159,30 @@ def test_appendix_names_values_units_and_sources(llama):
     assert all(src for _, _, src in groups["Prices and other sources"])
 
 
+def test_appendix_names_are_the_named_ones_not_humanised_keys(llama):
+    """Every serving-engine and storage name comes from the document's name tables: a humanised key
+    ("Gemm efficiency used", "Storage checkpoint write (gb/s)") would show a code name and a
+    lower-case unit."""
+    groups = dict(document.assumptions(llama))
+    serving = {n: v for n, v, _ in groups["Serving engine"]}
+    assert "Gemm efficiency used" not in serving
+    assert serving["Matrix-multiply efficiency at the serving precision"].endswith("%")  # a fraction shown as %
+    names = [n for n, _, _ in groups["Prices and other sources"]]
+    assert not [n for n in names if "gb/s" in n or "(" in n and n.startswith("Storage")]
+    assert set(llama.storage.to_dict().get("sources") or {}) <= set(document.STORAGE_SOURCE_NAMES)
+
+
+def test_serving_assumptions_follow_the_kv_cache_scheduling(root):
+    """The appendix states what the KV cache holds under the chosen policy, not always no-eviction."""
+    from gpucluster_lib.inference.serve import KV_ASSUMPTIONS
+
+    base = Design.from_yaml(root / "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml")
+    util = base.evolve(base.scenario.replace(inference__kv_cache_scheduling="max_utilization"))
+    assert KV_ASSUMPTIONS["no_evict"] in base.serving.assumptions
+    assert KV_ASSUMPTIONS["max_utilization"] in util.serving.assumptions
+    assert KV_ASSUMPTIONS["no_evict"] not in util.serving.assumptions
+
+
 def test_findings_chapter_lists_fixes(root):
     d = Design.from_yaml(root / "gpucluster_lib/data/scenarios/reference-8x-a100.yaml")
     page = document.all_findings_html(d)

@@ -54,17 +54,24 @@ from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transf
 from gpucluster_lib.workloads.vision import is_vision_model
 
 ASSUMPTIONS = (
-    "continuous (in-flight) batching with chunked prefill: each step carries B decode tokens and B x L_in / L_out "
-    "prompt tokens",
+    "continuous (in-flight) batching: on average each step carries B decode tokens and B x L_in / L_out "
+    "prompt tokens, each prompt prefilled whole within the step's token budget",
     "tokens/s are output (generated) tokens, as MLPerf Inference reports them",
     "TTFT = one step of waiting + the prompt's own prefill; with Poisson arrivals (MLPerf Server) the waits in "
     "the prefill and KV-slot queues are added",
-    "each sequence reserves KV cache for input + output tokens (no eviction)",
     "tensor parallelism only (no pipeline or expert parallelism); replicas are independent",
     "int4 is weight-only (W4A16): GEMMs run at 16-bit, only the weight bytes shrink",
     "power and racks: the facility budget for the fleet (only the accelerator comparison uses a quick "
     "estimate: the compute nodes at their peak power, packed by the same rack fit)",
 )
+
+#: What the KV cache must hold under each ``inference.kv_cache_scheduling`` policy (TensorRT-LLM's
+#: GUARANTEED_NO_EVICT and MAX_UTILIZATION capacity schedulers; see :mod:`.memory`).
+KV_ASSUMPTIONS = {
+    "no_evict": "each sequence reserves KV cache for its whole input + output length (no eviction)",
+    "max_utilization": "the KV cache holds the mean context in flight, not each sequence's whole length "
+                       "(maximum-utilisation scheduling)",
+}
 
 
 @dataclass
@@ -622,7 +629,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
         load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
-        assumptions=list(ASSUMPTIONS) + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
+        assumptions=list(ASSUMPTIONS) + [KV_ASSUMPTIONS[inf.kv_cache_scheduling]] + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
         + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []),
         findings=findings)
 

@@ -564,10 +564,18 @@ SERVING_NAMES = {
     "link_bandwidth_efficiency": ("NVLink bandwidth efficiency", "%"),
     "memory_utilization": ("Share of GPU memory the engine uses", "%"),
     "runtime_overhead_gib": ("Runtime memory outside the cache", "GiB"),
+    "gemm_efficiency_used": ("Matrix-multiply efficiency at the serving precision", "%"),
 }
+#: Human names of the storage sizing's sources.
+STORAGE_SOURCE_NAMES = {"power": "Storage power", "rack_units": "Storage rack units",
+                        "storage": "Storage system", "checkpoint_bytes": "Checkpoint size",
+                        "checkpoint_write_gb_per_s": "Checkpoint write bandwidth",
+                        "read_gb_per_s_per_gpu": "Training data read bandwidth", "dataset": "Training data set size"}
 PRICE_NAMES = {"facility_per_kw": "Facility build cost per kW", "head_node": "Head node", "network": "Network",
                "rack": "Rack with power distribution", "rent": "Rented GPU-hour", "server": "Server",
-               "storage": "Storage system", "storage_per_tb": "Storage per TB"}
+               "storage": "Storage system", "storage_per_tb": "Storage per TB",
+               "storage:capacity": "Capacity-tier storage system",
+               "storage_capacity_per_tb": "Capacity-tier storage per TB"}
 
 
 def _price_name(key: str, d: Design) -> str:
@@ -675,7 +683,7 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
     rows.append(("Grid carbon intensity", format_value(c.grid_kg_co2e_per_kwh * 1000, "g CO2e/kWh"),
                  humanize_text(c.grid_source)))
     storage_sources = d.storage.to_dict().get("sources") or {}
-    rows += [(f"Storage {humanize_key(k).lower()}", "", humanize_text(v)) for k, v in storage_sources.items()]
+    rows += [(STORAGE_SOURCE_NAMES.get(k, f"Storage {humanize_key(k).lower()}"), "", humanize_text(v)) for k, v in storage_sources.items()]
     groups.append(("Prices and other sources", rows))
     return groups
 
