@@ -43,7 +43,7 @@ from gpucluster_lib.checks import decode_text
 from gpucluster_lib.errors import ScenarioError, excerpt
 
 #: Engine token budget per step when ``inference.max_num_tokens`` is absent [tokens]: TensorRT-LLM's
-#: default ``max_num_tokens`` (``trtllm-build --max_num_tokens``, 8192).
+#: default ``max_num_tokens`` (``trtllm-build --max_num_tokens``, 8192), raised to one whole prompt when it is longer.
 DEFAULT_MAX_NUM_TOKENS = 8192
 
 # --------------------------------------------------------------------------- helpers
@@ -267,7 +267,8 @@ class InferenceSpec:
                         "the cache holds the mean context in flight (TensorRT-LLM capacity policies)")
     max_num_tokens: int | None = f(None, gt=0, le=16_777_216, unit="tokens",
                                    doc="engine token budget per step (prefill and decode tokens), at least the "
-                                       f"input tokens; default {DEFAULT_MAX_NUM_TOKENS}")
+                                       f"input tokens; default {DEFAULT_MAX_NUM_TOKENS}, or the input tokens "
+                                       "when a prompt is longer")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)
     video_fps: float | None = f(None, gt=0, le=1000)

@@ -332,6 +332,21 @@ def test_a_prompt_longer_than_the_token_budget_is_refused_with_no_fleet(arrival)
     assert serve(mlperf("dgx-h100", arrival=arrival, max_num_tokens=222, requests_per_s=10.0)).gpus > 0
 
 
+def test_without_a_set_budget_a_long_prompt_gets_an_engine_built_for_it():
+    # No inference.max_num_tokens: the budget is TensorRT-LLM's default 8192 raised to one whole prompt
+    # (an engine for 9,000-token prompts is built with --max_num_tokens >= 9000), so the prompt is
+    # served and the workspace holds 9,000 tokens; a budget the user sets below the prompt is refused.
+    est = serve(mlperf("dgx-h100", input_tokens=9000, requests_per_s=1.0))
+    assert est.gpus > 0
+    assert "inference-prompt-exceeds-token-budget" not in {f.code for f in est.findings}
+    # 133,120 bytes of workspace per token for Llama 2 70B at TP 2 (the 8192-token case worked in
+    # test_one_default_token_budget_for_the_workspace_and_the_queue): 9,000 x 133,120 B
+    assert est.memory_per_gpu_bytes["workspace"] == pytest.approx(9000 * 133_120)
+    refused = serve(mlperf("dgx-h100", input_tokens=9000, requests_per_s=1.0, max_num_tokens=8192))
+    assert refused.gpus == 0
+    assert "inference-prompt-exceeds-token-budget" in {f.code for f in refused.findings}
+
+
 def test_the_token_budget_finding_is_not_hidden_by_a_batch_that_does_not_fit():
     # batch 1,000,000 of 516-token sequences exceeds any H100's KV cache: both errors are reported
     est = serve(mlperf("dgx-h100", max_num_tokens=100, batch_size=1_000_000))

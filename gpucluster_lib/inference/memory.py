@@ -143,7 +143,8 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     weight_bytes, kv_bytes : bytes per weight and per KV element [bytes]
     input_tokens, output_tokens : per request [tokens]
     eff : memory_utilization [fraction] and runtime_overhead_gib [GiB]
-    max_num_tokens : tokens per engine step [tokens]; default ``DEFAULT_MAX_NUM_TOKENS`` (8192)
+    max_num_tokens : tokens per engine step [tokens]; default ``DEFAULT_MAX_NUM_TOKENS`` (8192) or one
+        whole prompt when it is longer
     output_tokens_cv : spread of output lengths, standard deviation over the mean [-]; it sets the
         KV budget of a sequence in flight when it exceeds 1 (module doc)
     kv_scheduling : ``no_evict`` (reserve each sequence's full length) or ``max_utilization``
@@ -157,7 +158,7 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     capacity = memory_gib * GIB
     usable = capacity * eff.memory_utilization
     weights = arch.total_params() * weight_bytes / tp
-    workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or DEFAULT_MAX_NUM_TOKENS)
+    workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens))
     runtime = eff.runtime_overhead_gib * GIB
     kv_tok = kv_cache_bytes_per_token_per_gpu(arch, tp, kv_bytes)
     per_seq = (kv_tok * reserved_tokens_per_sequence(input_tokens, output_tokens, output_tokens_cv, kv_scheduling)

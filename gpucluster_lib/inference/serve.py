@@ -267,7 +267,7 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     inf = scenario.inference
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff,
-                      output_tokens_cv=inf.output_tokens_cv, max_num_tokens=inf.max_num_tokens,
+                      output_tokens_cv=inf.output_tokens_cv, max_num_tokens=_token_budget(inf),
                       kv_scheduling=inf.kv_cache_scheduling)
     rhw = _replica_hardware(scenario, hw, catalog, tp, peak, fabric_gbps)
     eff = _calibrated(eff, scenario, prof, rhw, tp <= hw.gpus_per_node)
@@ -314,8 +314,10 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
 
 
 def _token_budget(inf: Any) -> int:
-    """The engine's token budget per step [tokens]: ``inference.max_num_tokens`` or TensorRT-LLM's default."""
-    return inf.max_num_tokens or DEFAULT_MAX_NUM_TOKENS
+    """The engine's token budget per step [tokens]: ``inference.max_num_tokens`` when set, else TensorRT-LLM's
+    default 8192 raised to one whole prompt (an engine for longer prompts is built with a larger
+    ``--max_num_tokens``; without chunked context its ``max_input_len`` cannot exceed it)."""
+    return inf.max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, inf.input_tokens or 0)
 
 
 POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch by Little's law, batch spread "
@@ -492,7 +494,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
                    memory_plan(arch, memory_gib=float(acc["memory_gib"]), tp=t, weight_bytes=weight_bytes,
                                kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
-                               eff=eff, output_tokens_cv=inf.output_tokens_cv, max_num_tokens=inf.max_num_tokens,
+                               eff=eff, output_tokens_cv=inf.output_tokens_cv, max_num_tokens=_token_budget(inf),
                                kv_scheduling=inf.kv_cache_scheduling).max_batch >= 1]
         smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
         fix = []
