@@ -67,6 +67,13 @@ def kv_cache_bytes_per_token_per_gpu(arch: TransformerArch, tp: int, kv_bytes: f
     return arch.layers * 2 * kv_heads_per_gpu(arch.kv_heads, tp) * arch.head_dim * kv_bytes
 
 
+def token_budget(max_num_tokens: int | None, input_tokens: int | None) -> int:
+    """The engine's token budget per step [tokens]: ``inference.max_num_tokens`` when set, else TensorRT-LLM's
+    default 8192 (``trtllm-build --max_num_tokens``) raised to one whole prompt (an engine for longer prompts
+    is built with a larger budget; without chunked context its ``max_input_len`` cannot exceed it)."""
+    return max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens or 0)
+
+
 def workspace_bytes_per_gpu(arch: TransformerArch, tp: int, max_num_tokens: int) -> float:
     """Activation workspace of one engine step of ``max_num_tokens`` tokens [bytes].
 
@@ -158,7 +165,7 @@ def memory_plan(arch: TransformerArch, *, memory_gib: float, tp: int, weight_byt
     capacity = memory_gib * GIB
     usable = capacity * eff.memory_utilization
     weights = arch.total_params() * weight_bytes / tp
-    workspace = workspace_bytes_per_gpu(arch, tp, max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, input_tokens))
+    workspace = workspace_bytes_per_gpu(arch, tp, token_budget(max_num_tokens, input_tokens))
     runtime = eff.runtime_overhead_gib * GIB
     kv_tok = kv_cache_bytes_per_token_per_gpu(arch, tp, kv_bytes)
     per_seq = (kv_tok * reserved_tokens_per_sequence(input_tokens, output_tokens, output_tokens_cv, kv_scheduling)

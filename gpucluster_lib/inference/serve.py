@@ -31,7 +31,12 @@ from gpucluster_lib.inference.latency import (
     mixed_step_times,
     prefill_time,
 )
-from gpucluster_lib.inference.memory import MemoryPlan, memory_plan, reserved_tokens_per_sequence
+from gpucluster_lib.inference.memory import (
+    MemoryPlan,
+    memory_plan,
+    reserved_tokens_per_sequence,
+    token_budget,
+)
 from gpucluster_lib.inference.precision import (
     DEFAULT_KV_PRECISION,
     KV_BYTES,
@@ -48,7 +53,7 @@ from gpucluster_lib.inference.queueing import (
 )
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
-from gpucluster_lib.scenario import DEFAULT_MAX_NUM_TOKENS, Scenario
+from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S
 from gpucluster_lib.workloads.transformer import TransformerArch, resolve_transformer
 from gpucluster_lib.workloads.vision import is_vision_model
@@ -314,10 +319,8 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
 
 
 def _token_budget(inf: Any) -> int:
-    """The engine's token budget per step [tokens]: ``inference.max_num_tokens`` when set, else TensorRT-LLM's
-    default 8192 raised to one whole prompt (an engine for longer prompts is built with a larger
-    ``--max_num_tokens``; without chunked context its ``max_input_len`` cannot exceed it)."""
-    return inf.max_num_tokens or max(DEFAULT_MAX_NUM_TOKENS, inf.input_tokens or 0)
+    """The engine's token budget per step [tokens] (:func:`.memory.token_budget`)."""
+    return token_budget(inf.max_num_tokens, inf.input_tokens)
 
 
 POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch by Little's law, batch spread "
