@@ -21,6 +21,9 @@ def test_single_report_is_html_without_code(tmp_path, root):
                            str(root / "gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml"), "-o", str(out)],
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
+    # only our own messages: no "[IPKernelApp] WARNING | Kernel is running over TCP without
+    # encryption" from the kernel (report/kernel.py puts it on Unix sockets), nothing else either
+    assert "without encryption" not in proc.stderr and proc.stderr == ""
     html = out.read_text()
     assert "GPT-3 175B on 1024 A100" in html
     assert "Hardware" in html and "A100" in html
@@ -130,13 +133,29 @@ def test_report_reads_a_catalogue_outside_the_folder_only_with_allow_paths(tmp_p
 
 def test_a_stage_that_fails_inside_the_report_kernel_is_a_one_line_message(tmp_path):
     """An accelerator without a price (the cost stage refuses it) fails in the notebook's kernel:
-    the command says why in one line (exit 2), with no traceback."""
+    the command says why in one line (exit 2), with no traceback. Run as its own process, so that
+    its standard error holds the kernel's as well: the real error reaches it, and nothing else
+    (no kernel transport warning)."""
     from tests.test_catalog import one_row
-    from tests.test_paths import cli
 
     (tmp_path / "my_accelerators.csv").write_text(one_row("accelerators"))
     scenario = tmp_path / "s.yaml"
     scenario.write_text("catalog: [my_accelerators.csv]\nhardware: {accelerator: x1, nodes: 2}\n")
-    rc, out, err = cli("report", str(scenario), "-o", str(tmp_path / "r.html"))
-    assert rc == 2 and out == ""
+    proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report", str(scenario), "-o",
+                           str(tmp_path / "r.html")], capture_output=True, text=True, timeout=600)
+    err = proc.stderr
+    assert proc.returncode == 2 and proc.stdout == ""
     assert "costs.accelerator_price" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "without encryption" not in err
+
+
+def test_kernel_sockets_are_unix_sockets_in_the_run_folder(tmp_path):
+    """The kernel listens on Unix sockets in the report's temporary folder, and falls back to TCP
+    (jupyter_client's default) where a socket's path would not fit in sockaddr_un."""
+    from gpucluster_lib.report.kernel import kernel_config
+
+    cfg = kernel_config(tmp_path)
+    assert cfg.KernelManager.transport == "ipc"
+    assert cfg.KernelManager.ip == str(tmp_path.resolve() / "kernel")
+    deep = tmp_path / ("d" * 120)  # longer than the 104 bytes macOS allows for a socket path
+    assert "KernelManager" not in kernel_config(deep)

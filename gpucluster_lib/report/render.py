@@ -207,15 +207,13 @@ def _execute(scenario: Any, scenario_path: Path, out_html: Path, notebook: str |
     import papermill as pm
     from nbconvert import HTMLExporter
 
+    from gpucluster_lib.report.kernel import execute_notebook
+
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
         try:
-            pm.execute_notebook(
-                str(notebook), str(executed), parameters={"scenario_path": str(scenario_path),
-                                                          "allow_paths": allow_paths},
-                cwd=str(Path(notebook).resolve().parent), execution_timeout=timeout_s, progress_bar=False,
-                kernel_name="python3", log_output=False,
-            )
+            execute_notebook(notebook, executed, {"scenario_path": str(scenario_path), "allow_paths": allow_paths},
+                             cwd=Path(notebook).resolve().parent, timeout_s=timeout_s)
         except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
             raise ReportError(f"the report of {scenario.name!r} could not be written: "
                               f"{str(exc.evalue).strip().splitlines()[-1] if exc.evalue else exc.ename}") from None

@@ -142,8 +142,9 @@ def render_sweep_report(outdir: str | os.PathLike, out_html: str | os.PathLike |
     """Execute the sweep report template on ``outdir`` and write ``out_html`` (default
     ``OUTDIR/report.html``) without code cells."""
     import nbformat
-    import papermill as pm
     from nbconvert import HTMLExporter
+
+    from gpucluster_lib.report.kernel import execute_notebook
 
     folder = Path(outdir).resolve()
     load_results(folder)  # fail fast, before a kernel starts
@@ -151,9 +152,7 @@ def render_sweep_report(outdir: str | os.PathLike, out_html: str | os.PathLike |
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "sweep_report.ipynb"
-        pm.execute_notebook(str(SWEEP_NOTEBOOK), str(executed), parameters={"results_dir": str(folder)},
-                            cwd=str(NOTEBOOK_DIR), execution_timeout=timeout_s, progress_bar=False,
-                            kernel_name="python3", log_output=False)
+        execute_notebook(SWEEP_NOTEBOOK, executed, {"results_dir": str(folder)}, cwd=NOTEBOOK_DIR, timeout_s=timeout_s)
         nb = nbformat.read(executed, as_version=4)
         nb.metadata.pop("widgets", None)
         exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
