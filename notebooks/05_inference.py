@@ -94,43 +94,21 @@ pd.DataFrame(rows)
 # %% [markdown]
 # ## Check against MLPerf Inference v4.0 and v4.1 (Llama 2 70B, 8 GPUs)
 #
-# NVIDIA's closed-division submissions (TensorRT-LLM, FP8; mean input ~222 and output 294.45 tokens;
-# github.com/mlcommons/inference_results_v4.0 and _v4.1, closed/NVIDIA), each with the submitter's engine
-# (configs/llama2-70b: DGX H100 at TP 2 x 4 replicas, H200 at TP 1 x 8; engine batch 896 / 1024 on H100 and
-# 806 / 896 on H200 for Offline / Server; v4.1's 4096 tokens a step; the harness's max-utilisation KV
-# scheduling), the Server rows with Poisson arrivals and the p99 SLOs (TTFT 2 s, TPOT 200 ms), all with the
-# spread of output lengths that the published server logs give (0.71, docs/inference.md), and the same
-# efficiency parameters as everything else. v4.1 ran newer software on the same hardware (+12.5% H100 and
-# +12.9% H200 offline).
+# NVIDIA's closed-division submissions (TensorRT-LLM, FP8; github.com/mlcommons/inference_results_v4.0 and
+# _v4.1, closed/NVIDIA), each run with the submitter's engine: tensor parallelism, engine batch, token budget
+# per step and KV-cache scheduling by system, scenario and round, as the table
+# `gpucluster_lib/data/validation/mlperf_llama2_70b.yaml` gives them with their source files. The Server rows
+# have Poisson arrivals and the p99 limits (TTFT 2 s, TPOT 200 ms); all rows have the spread of output lengths
+# that the published server logs give (0.71, docs/inference.md) and the same efficiency parameters as
+# everything else. v4.1 ran newer software on the same hardware (+12.5% H100 and +12.9% H200 offline).
 
 # %%
-from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.inference.validation import mlperf_engine, mlperf_predicted, mlperf_rows
 
-ENGINE_BATCH = {("dgx-h100", "Offline"): 896, ("dgx-h100", "Server"): 1024,
-                ("dgx-h200", "Offline"): 806, ("dgx-h200", "Server"): 896}
-
-
-def mlperf(round_, server, tp, scenario):
-    inf = {"precision": "fp8", "tensor_parallel": tp, "input_tokens": 222, "output_tokens": 294,
-           "output_tokens_cv": 0.71, "arrival": "offline" if scenario == "Offline" else "poisson",
-           "batch_size": ENGINE_BATCH[server, scenario], "kv_cache_scheduling": "max_utilization",
-           "max_num_tokens": 4096 if round_ == "v4.1" else None}
-    if scenario == "Offline":
-        inf.update(ttft_slo_s=1e6, tpot_slo_s=1e6)
-    s = from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": server, "nodes": 1}, "inference": inf})
-    return 8 * serve(s, d.catalog).tokens_per_s_per_gpu
-
-published = [("v4.0", "DGX H100, TP 2 x 4", "dgx-h100", 2, "Offline", 21805.8),
-             ("v4.0", "DGX H100, TP 2 x 4", "dgx-h100", 2, "Server", 20556.4),
-             ("v4.0", "H200 SXM x 8, TP 1 x 8", "dgx-h200", 1, "Offline", 27738.3),
-             ("v4.0", "H200 SXM x 8, TP 1 x 8", "dgx-h200", 1, "Server", 26485.4),
-             ("v4.1", "DGX H100, TP 2 x 4", "dgx-h100", 2, "Offline", 24524.9),
-             ("v4.1", "DGX H100, TP 2 x 4", "dgx-h100", 2, "Server", 21605.8),
-             ("v4.1", "H200 SXM x 8, TP 1 x 8", "dgx-h200", 1, "Offline", 31302.7),
-             ("v4.1", "H200 SXM x 8, TP 1 x 8", "dgx-h200", 1, "Server", 29228.2)]
-checks = pd.DataFrame([{"round": r, "system": name, "scenario": sc, "published tokens/s": pub,
-                        "predicted tokens/s": round(mlperf(r, srv, tp, sc))}
-                       for r, name, srv, tp, sc, pub in published])
+checks = pd.DataFrame([{"round": r.round, "system": r.label, "scenario": r.scenario.capitalize(),
+                        "engine batch": mlperf_engine(r.round, r.system, r.scenario)["batch_size"],
+                        "published tokens/s": r.tokens_per_s,
+                        "predicted tokens/s": round(mlperf_predicted(r, d.catalog))} for r in mlperf_rows()])
 checks["error %"] = (100 * (checks["predicted tokens/s"] / checks["published tokens/s"] - 1)).round(1)
 checks
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from gpucluster_lib.cli import main
+from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.queueing import (
     ReplicaCurve,
     erlang_c,
@@ -19,6 +20,7 @@ from gpucluster_lib.inference.queueing import (
     poisson_quantile,
 )
 from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.inference.validation import mlperf_predicted, mlperf_rows, mlperf_scenario
 from gpucluster_lib.scenario import from_dict
 
 # ----------------------------------------------------------------- building blocks, by hand
@@ -176,31 +178,24 @@ def test_offline_is_unchanged_and_poisson_is_at_most_offline():
     assert srv.tokens_per_s_per_gpu == pytest.approx(srv.load["max_rate_per_replica_per_s"] * 294 / 2)
 
 
-# published: mlcommons/inference_results_v4.0 and _v4.1, closed/NVIDIA/results/<system>/llama2-70b-99.9/
-# <scenario>/performance/run_1/mlperf_log_summary.txt, "Tokens per second" (Offline), "Completed tokens per
-# second" (Server); the v4.1 llama2-70b-99/ and -99.9/ summaries carry the same numbers (v4.1 H200 Server: 29,228.22).
-# The same hardware gained 12.5% (H100) and 12.9% (H200) offline from v4.0 to v4.1 software (TensorRT-LLM):
-# a hardware model sits between the two rounds.
+# The MLPerf rows: published tokens/s, the submitter's engine per system, scenario and round, and the
+# benchmark's request mix, each value with its source file, are one table,
+# gpucluster_lib/data/validation/mlperf_llama2_70b.yaml (read by gpucluster_lib/inference/validation.py and
+# notebooks/05_inference). The same hardware gained 12.5% (H100) and 12.9% (H200) offline from v4.0 to v4.1
+# software (TensorRT-LLM): a hardware model sits between the two rounds.
 MLPERF_TARGET = 0.10        # the target: every MLPerf row within 10% of the published tokens/s
 _TP2 = ("the model's TP 2 step is 8-13% faster than the published one at the published batch (docs/inference.md), "
         "and the published server ran below its SLO limits")
-MLPERF_ROWS = [
-    ("v4.0", "dgx-h100", 2, "offline", 21_805.8),  # DGX-H100_H100-SXM-80GBx8_TRT Offline (validation row 141)
-    pytest.param("v4.0", "dgx-h100", 2, "poisson", 20_556.4,  # same, Server (row 142); p99 TTFT 0.568 s, TPOT 156 ms
-                 marks=pytest.mark.xfail(strict=True, reason="measured +15.9%: " + _TP2)),
-    ("v4.0", "dgx-h200", 1, "offline", 27_738.3),  # H200-SXM-141GBx8_TRT Offline
-    ("v4.0", "dgx-h200", 1, "poisson", 26_485.4),  # H200-SXM-141GBx8_TRT Server; p99 TPOT 195 ms (binding)
-    ("v4.1", "dgx-h100", 2, "offline", 24_524.9),  # DGX-H100_H100-SXM-80GBx8_TRT Offline
-    pytest.param("v4.1", "dgx-h100", 2, "poisson", 21_605.79,  # same, Server; p99 TTFT 0.461 s, p99 TPOT 175 ms
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "measured +10.2% with the submitter's engine batch 1024: the published server step at 831 "
-                     "sequences (155 ms) is slower than the offline one at 896 (146 ms), which no term here has"))),
-    pytest.param("v4.1", "dgx-h200", 1, "offline", 31_302.7,  # H200-SXM-141GBx8_TRT Offline
-                 marks=pytest.mark.xfail(strict=True, reason=(
-                     "measured -12.9%: v4.1 software gained 12.9% over v4.0 on the same H200, which a hardware "
-                     "model sits between (v4.0 row -1.7%)"))),
-    ("v4.1", "dgx-h200", 1, "poisson", 29_228.22),  # H200-SXM-141GBx8_TRT Server (llama2-70b-99); p99 TPOT 146 ms
-]
+MLPERF_MISSES = {
+    "v4.0-dgx-h100-server": "measured +15.9%: " + _TP2,
+    "v4.1-dgx-h100-server": ("measured +10.2% with the submitter's engine batch 1024: the published server step at "
+                             "831 sequences (155 ms) is slower than the offline one at 896 (146 ms), which no term "
+                             "here has"),
+    "v4.1-dgx-h200-offline": ("measured -12.9%: v4.1 software gained 12.9% over v4.0 on the same H200, which a "
+                              "hardware model sits between (v4.0 row -1.7%)"),
+}
+MLPERF_ROWS = [pytest.param(row, id=row.id, marks=[pytest.mark.xfail(strict=True, reason=MLPERF_MISSES[row.id])]
+                            if row.id in MLPERF_MISSES else []) for row in mlperf_rows()]
 #: regression guard, not the target: today's worst row is the v4.0 DGX H100 Server at +15.9%
 MLPERF_REGRESSION_GUARD = 0.16
 # Spread of output lengths in the MLPerf set: the v4.0 server logs give latency percentiles (p50, p90, p95,
@@ -209,35 +204,48 @@ MLPERF_REGRESSION_GUARD = 0.16
 # p50 34.78 s, p99 132.2 s), 0.714 (H200) and 0.707 (v4.1 DGX H100); the mean it implies, 290 tokens,
 # matches the published 294.45.
 MLPERF_OUTPUT_CV = 0.71
-# The submitter's engine settings, NVIDIA closed/NVIDIA/configs/llama2-70b/{Offline,Server}/__init__.py in
-# inference_results_v4.0 and v4.1: gpu_batch_size H100_SXM_80GB_TP2x4 896 (Offline) / 1024 (Server),
-# H200_SXM_141GBx8 806 / 896 (both rounds); v4.1's configs/llama2-70b/__init__.py sets max_num_tokens = 4096
-# (v4.0's base config is not in the published tree: the model's default budget); the harness schedules with
-# TensorRT-LLM's MAX_UTILIZATION policy (code/harness/harness_llm/main_llm.cc, --trtllm_batch_sched_policy
-# default "max_util").
-MLPERF_BATCH = {("dgx-h100", "offline"): 896, ("dgx-h100", "poisson"): 1024,
-                ("dgx-h200", "offline"): 806, ("dgx-h200", "poisson"): 896}
-MLPERF_MAX_NUM_TOKENS = {"v4.0": None, "v4.1": 4096}
 
 
-def mlperf_predicted(round_, server, tp, arrival):
-    """Predicted tokens/s of 8 GPUs in MLPerf's Offline (no SLO) or Server (Poisson, p99 SLOs) scenario."""
-    engine = {"batch_size": MLPERF_BATCH[server, arrival], "kv_cache_scheduling": "max_utilization",
-              "max_num_tokens": MLPERF_MAX_NUM_TOKENS[round_], "output_tokens_cv": MLPERF_OUTPUT_CV}
-    est = serve(mlperf(server, tp, arrival=arrival, **engine) if arrival == "poisson"
-                else mlperf(server, tp, ttft_slo_s=1e6, tpot_slo_s=1e6, **engine))
-    return est.tokens_per_s_per_gpu * 8
+def test_the_mlperf_table_gives_the_submitters_engine():
+    # v4.1 closed/NVIDIA/configs/llama2-70b/Server/__init__.py: H200_SXM_141GBx8 inherits tensor_parallelism = 1 and
+    # gpu_batch_size 896 from H200_SXM_141GBx1; configs/llama2-70b/__init__.py: max_num_tokens = 4096;
+    # code/harness/harness_llm/main_llm.cc: --trtllm_batch_sched_policy default "max_util"
+    s = mlperf_scenario("v4.1", "dgx-h200", "server")
+    inf = s.inference
+    assert (inf.tensor_parallel, inf.batch_size, inf.max_num_tokens, inf.kv_cache_scheduling) == (
+        1, 896, 4096, "max_utilization")
+    # loadgen/mlperf.conf: llama2-70b.Server.ttft_latency = 2000, tpot_latency = 200 (ms), at p99; Poisson arrivals
+    assert (inf.arrival, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile) == ("poisson", 2.0, 0.2, 99)
+    assert (inf.input_tokens, inf.output_tokens, inf.output_tokens_cv) == (222, 294, MLPERF_OUTPUT_CV)
+    assert s.hardware.server == "dgx-h200" and s.hardware.nodes == 1 and s.model.preset == "llama2-70b"
+    # v4.0 Offline, DGX H100 (configs/llama2-70b/Offline/__init__.py, H100_SXM_80GB_TP2x4: TP 2, batch 896);
+    # v4.0's base config is not published: no token budget, the package's default applies
+    off = mlperf_scenario("v4.0", "dgx-h100", "offline").inference
+    assert (off.tensor_parallel, off.batch_size, off.max_num_tokens, off.arrival) == (2, 896, None, "offline")
+    # the eight published rows (v4.0 and v4.1, two systems, Offline and Server), each with its results file
+    rows = mlperf_rows()
+    assert len(rows) == 8 and len({r.id for r in rows}) == 8
+    assert all(r.source.startswith(r.round + " results/") for r in rows)
+    assert next(r for r in rows if r.id == "v4.0-dgx-h100-offline").tokens_per_s == 21_805.8  # validation row 141
 
 
-@pytest.mark.parametrize(("round_", "server", "tp", "arrival", "published"), MLPERF_ROWS)
-def test_mlperf_llama2_70b_rows(round_, server, tp, arrival, published):
-    assert mlperf_predicted(round_, server, tp, arrival) == pytest.approx(published, rel=MLPERF_TARGET)
+def test_the_mlperf_table_refuses_what_it_does_not_hold():
+    with pytest.raises(GpuClusterError, match="no MLPerf round 'v3.1'"):
+        mlperf_scenario("v3.1", "dgx-h100", "offline")
+    with pytest.raises(GpuClusterError, match="no MLPerf engine for dgx-a100 offline"):
+        mlperf_scenario("v4.0", "dgx-a100", "offline")
+    with pytest.raises(GpuClusterError, match="unknown MLPerf scenario 'single-stream'"):
+        mlperf_scenario("v4.0", "dgx-h100", "single-stream")
+
+
+@pytest.mark.parametrize("row", MLPERF_ROWS)
+def test_mlperf_llama2_70b_rows(row):
+    assert mlperf_predicted(row) == pytest.approx(row.tokens_per_s, rel=MLPERF_TARGET)
 
 
 def test_mlperf_rows_regression_guard():
     # not the target (10%, above): every row, the expected failures included, stays below today's worst error
-    rows = [p.values if hasattr(p, "values") else p for p in MLPERF_ROWS]
-    errors = {f"{r} {s} {a}": mlperf_predicted(r, s, tp, a) / pub - 1 for r, s, tp, a, pub in rows}
+    errors = {row.id: mlperf_predicted(row) / row.tokens_per_s - 1 for row in mlperf_rows()}
     worst = max(errors, key=lambda k: abs(errors[k]))
     assert abs(errors[worst]) < MLPERF_REGRESSION_GUARD, f"{worst}: {errors[worst]:+.1%}"
 

@@ -1,0 +1,121 @@
+"""Predicted against published serving runs (``data/validation/mlperf_llama2_70b.yaml``).
+
+MLPerf Inference Llama 2 70B, NVIDIA's closed-division TensorRT-LLM submissions on 8 GPUs
+(inference_results_v4.0 and v4.1). The data file holds, each value with the file it comes from:
+
+* ``benchmark``: the request mix and latency limits (model, precision, input and output tokens,
+  the spread of output lengths, TTFT and TPOT limits at their percentile);
+* ``engines``: the submitter's tensor parallelism and engine batch per system and scenario;
+* ``rounds``: what differs by round (the engine's token budget per step, the KV-cache scheduler);
+* ``results``: the published output tokens per second of the 8 GPUs.
+
+:func:`mlperf_scenario` turns a (round, system, scenario) into this package's scenario: Offline
+is saturated batches with no latency limit (``arrival: offline``), Server is Poisson arrivals
+with the limits at their percentile (``arrival: poisson``), both with the submitter's engine.
+:func:`mlperf_predicted` is the model's output tokens per second of the 8 GPUs for it, comparable
+with the published ``tokens_per_s``. The checks are ``tests/test_inference_queue.py``; the table
+of rows and errors is in docs/inference.md and ``notebooks/05_inference``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gpucluster_lib.errors import GpuClusterError
+from gpucluster_lib.inference.serve import serve
+from gpucluster_lib.resources import data_path
+from gpucluster_lib.scenario import Scenario, from_dict
+
+MLPERF_PATH = data_path("validation", "mlperf_llama2_70b.yaml")
+
+#: MLPerf's scenario names -> this package's arrival process
+ARRIVALS = {"offline": "offline", "server": "poisson"}
+#: an Offline run has no latency limit: limits far above any step time
+NO_LIMIT_S = 1e6
+
+
+@dataclass(frozen=True)
+class MlperfRow:
+    """One published result: ``tokens_per_s`` output tokens per second of the 8 GPUs."""
+
+    id: str
+    round: str
+    system: str
+    scenario: str
+    label: str
+    tokens_per_s: float
+    source: str
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise GpuClusterError(f"cannot read the MLPerf serving table {path}: {exc}") from exc
+    for key in ("benchmark", "engines", "rounds", "results"):
+        if not isinstance(data, dict) or key not in data:
+            raise GpuClusterError(f"the MLPerf serving table {path} has no '{key}' section")
+    return data
+
+
+def load_mlperf(path: str | Path | None = None) -> dict[str, Any]:
+    """The data file as a mapping (benchmark, engines, rounds, results)."""
+    return _load(str(path or MLPERF_PATH))
+
+
+def mlperf_rows(path: str | Path | None = None) -> list[MlperfRow]:
+    """The published results, in the file's order."""
+    return [MlperfRow(**{k: r[k] for k in MlperfRow.__dataclass_fields__}) for r in load_mlperf(path)["results"]]
+
+
+def mlperf_engine(round_: str, system: str, scenario: str, path: str | Path | None = None) -> dict[str, Any]:
+    """The submitter's engine as ``inference`` scenario keys: tensor parallelism, engine batch, token
+    budget per step and KV-cache scheduling."""
+    data = load_mlperf(path)
+    match = [e for e in data["engines"] if e["system"] == system and e["scenario"] == scenario]
+    if not match:
+        raise GpuClusterError(f"no MLPerf engine for {system} {scenario} in {path or MLPERF_PATH}")
+    if round_ not in data["rounds"]:
+        raise GpuClusterError(f"no MLPerf round {round_!r} in {path or MLPERF_PATH} "
+                              f"(rounds: {', '.join(data['rounds'])})")
+    rnd = data["rounds"][round_]
+    return {"tensor_parallel": match[0]["tensor_parallel"], "batch_size": match[0]["batch_size"],
+            "max_num_tokens": rnd["max_num_tokens"], "kv_cache_scheduling": rnd["kv_cache_scheduling"]}
+
+
+def mlperf_inference(scenario: str, path: str | Path | None = None) -> dict[str, Any]:
+    """The benchmark's request mix and limits as ``inference`` scenario keys for an MLPerf scenario
+    (``offline``: no latency limit; ``server``: Poisson arrivals, limits at their percentile)."""
+    if scenario not in ARRIVALS:
+        raise GpuClusterError(f"unknown MLPerf scenario {scenario!r}; use one of {', '.join(ARRIVALS)}")
+    b = load_mlperf(path)["benchmark"]
+    inf = {"precision": b["precision"], "input_tokens": b["input_tokens"], "output_tokens": b["output_tokens"],
+           "output_tokens_cv": b["output_tokens_cv"], "arrival": ARRIVALS[scenario]}
+    if scenario == "offline":
+        inf.update(ttft_slo_s=NO_LIMIT_S, tpot_slo_s=NO_LIMIT_S)
+    else:
+        inf.update(ttft_slo_s=b["ttft_slo_s"], tpot_slo_s=b["tpot_slo_s"], slo_percentile=b["slo_percentile"])
+    return inf
+
+
+def mlperf_scenario(round_: str, system: str, scenario: str, path: str | Path | None = None,
+                    **inference: Any) -> Scenario:
+    """One node of ``system`` serving the benchmark with the submitter's engine; ``inference`` keys
+    given here replace the table's."""
+    b = load_mlperf(path)["benchmark"]
+    inf = {**mlperf_inference(scenario, path), **mlperf_engine(round_, system, scenario, path), **inference}
+    return from_dict({"model": {"preset": b["model_preset"]}, "hardware": {"server": system, "nodes": 1},
+                      "inference": inf})
+
+
+def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | None = None) -> float:
+    """The model's output tokens per second of the 8 GPUs for a published row."""
+    est = serve(mlperf_scenario(row.round, row.system, row.scenario, path), catalog)
+    return est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
