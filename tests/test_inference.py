@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 
 import pytest
 
@@ -204,7 +205,7 @@ def test_model_that_fits_nowhere():
     f = codes(est)["inference-model-does-not-fit"]
     assert f.severity == "error"
     assert "101.5 GB" in f.message and "77.3 GB" in f.message
-    assert "tensor_parallel 16" in f.fix and "precision fp8" in f.fix
+    assert "a tensor parallelism of 16" in f.fix and "the precision fp8" in f.fix
     assert est.meets_slo is False and est.tokens_per_s_per_gpu is None
 
 
@@ -218,7 +219,7 @@ def test_slo_no_batch_meets():
 def test_tp_not_dividing_kv_heads():
     est = serve(scenario(precision="fp8", tensor_parallel=3, requests_per_s=1))
     f = codes(est)["inference-tp-kv-heads"]
-    assert "8 KV heads" in f.message and "[1, 2, 4, 8, 16, 32, 64]" in f.fix
+    assert "8 KV heads" in f.message and f.fix == "use a tensor parallelism of 1, 2, 4, 8, 16, 32 or 64"
 
 
 def test_batch_larger_than_memory():
@@ -331,7 +332,8 @@ def test_capex_rules_and_missing_price():
                      findings=found) == 24 * 25_000 + 3 * 20_000
     # nothing priced: None and an info finding naming the overrides
     assert capex_usd(sc, SimpleNamespace(server=None, accelerator=acc), nodes=3, gpus=24, findings=found) is None
-    assert found[-1].code == "inference-no-price" and "costs.server_price" in found[-1].fix
+    assert found[-1].code == "inference-no-price" and found[-1].field == "costs.server_price"
+    assert "a server price (per node) or an accelerator price (per GPU)" in found[-1].fix
     # a 1-GPU replica still occupies a whole 8-GPU node: 1 node x 8 GPUs x 25k, not 1 x 25k
     assert capex_usd(sc_gpu, SimpleNamespace(server=None, accelerator=acc, gpus_per_node=8), nodes=1, gpus=1,
                      findings=found) == 8 * 25_000
@@ -350,3 +352,56 @@ def test_vision_dispatch():
     vis = serve(from_dict({"model": {"preset": "resnet50"}, "hardware": {"server": "dgx-h100", "nodes": 1},
                            "inference": {"precision": "fp16", "images_per_s": 1000}}))
     assert isinstance(vis, VisionServingEstimate)
+
+
+# ---------------------------------------------------------------- user-facing text
+
+# A finding's message and fix, and the estimate's assumptions, are read in the app, the CLI and the report:
+# no scenario key path ("inference.tensor_parallel"), no snake_case key ("batch_size"), no Python list.
+KEY_LIKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z_]+\.[a-z_]+\b|[\[\]]")
+
+
+def _texts(est):
+    return [(f.code, t) for f in est.findings for t in (f.message, f.fix)] + [("assumption", t)
+                                                                              for t in est.assumptions]
+
+
+def test_serving_findings_and_assumptions_name_settings_in_words():
+    from gpucluster_lib import design
+
+    cases = [scenario(precision="fp8", tensor_parallel=3, requests_per_s=1),           # KV heads
+             scenario(precision="fp8", tensor_parallel=48, requests_per_s=1),          # attention heads, nodes
+             scenario(precision="fp8", tensor_parallel=16, requests_per_s=1,
+                      hardware={"server": "dgx-h100", "nodes": 2}),                    # KV heads replicated
+             scenario(precision="fp8", requests_per_s=1, hardware={"server": "dgx-a100-640gb", "nodes": 1}),
+             scenario(precision="int4", requests_per_s=1),
+             scenario(model="llama3-405b", precision="bf16", tensor_parallel=8, requests_per_s=1),
+             scenario(precision="bf16", tensor_parallel=2, batch_size=100_000, requests_per_s=1),
+             scenario(precision="fp8", tensor_parallel=2, batch_size=100_000, kv_cache_scheduling="max_utilization",
+                      requests_per_s=1),
+             scenario(precision="fp8", tensor_parallel=2, tpot_slo_s=0.001, requests_per_s=1),
+             scenario(precision="fp8", tensor_parallel=2, tpot_slo_s=0.001, arrival="poisson", requests_per_s=1),
+             scenario(precision="fp8", input_tokens=9000, max_num_tokens=8192, requests_per_s=1),
+             scenario(precision="fp8", output_tokens_cv=2.0, requests_per_s=1),
+             scenario(precision="fp8"),                                                 # no target
+             scenario(precision="fp8", requests_per_s=1e7),                             # beyond the facility model
+             scenario(precision="fp8", arrival="poisson", requests_per_s=10)]
+    codes_seen, texts = set(), []
+    for s in cases:
+        est = serve(s)
+        codes_seen |= {f.code for f in est.findings}
+        texts += _texts(est)
+    mig = design(from_dict({"model": {"preset": "llama2-7b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+                            "inference": {"mig_profile": "1g.20gb", "tokens_per_s": 2000.0, "precision": "fp8"}}))
+    vision = design(from_dict({"model": {"preset": "resnet50"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                               "inference": {"precision": "fp16"}}))
+    for d in (mig, vision):
+        codes_seen |= {f.code for f in d.serving.findings}
+        texts += [(f.code, t) for f in d.serving.findings for t in (f.message, f.fix)]
+    # the cases reach every finding whose wording was at stake
+    assert {"inference-tp-kv-heads", "inference-tp-attention-heads", "inference-kv-heads-replicated",
+            "inference-tp-across-nodes", "inference-precision-unsupported", "inference-model-does-not-fit",
+            "inference-batch-exceeds-memory", "inference-batch-limited-by-kv-pool", "inference-slo-unmet",
+            "inference-prompt-exceeds-token-budget", "inference-no-target", "inference-mig"} <= codes_seen
+    bad = [(code, t) for code, t in texts if KEY_LIKE.search(t)]
+    assert not bad, bad

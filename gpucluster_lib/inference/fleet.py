@@ -108,7 +108,7 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
                 f"one {node.rack_units}U node of {node_w / W_PER_KW:.1f} kW peak breaks the rack's {fit.binding} "
                 f"limit ({fit.power_limit_w / W_PER_KW:g} kW, {fac.rack_units}U, {fac.cooling} cooling); "
                 "counted one node per rack",
-                fix="raise facility.rack_power_limit_kw (liquid or rear-door cooling) or use a smaller server",
+                fix="raise the rack power limit (with liquid or rear-door cooling) or use a smaller server",
                 field="facility.rack_power_limit_kw"))
         racks = fit.racks_for(nodes)
         it_kw = nodes * node_w / W_PER_KW
@@ -146,7 +146,8 @@ def capex_usd(scenario: Any, hw: Any, *, nodes: int, gpus: int, findings: list[F
     findings.append(Finding(
         "inference-no-price", "info",
         f"no price for {server.get('id') or hw.accelerator['id']} in the catalogue: tokens/s per dollar not computed",
-        fix="set costs.server_price (per node) or costs.accelerator_price (per GPU)", field="costs.server_price"))
+        fix="set a server price (per node) or an accelerator price (per GPU) in the costs",
+        field="costs.server_price"))
     return None
 
 

@@ -161,7 +161,7 @@ def serve_on_mig(scenario: Any, catalog: Any, hw: Any, *, serve: Callable[..., A
     findings.append(Finding("inference-mig", "info",
                             f"served on MIG {p.name} instances of {acc['id']} ({p.compute_slices}/7 of the compute, "
                             f"{p.memory_gb:g} GB, {p.instances_per_gpu} a GPU): {instances} instances on {gpus} GPUs",
-                            fix="inference.mig_profile: auto picks the profile that needs the fewest GPUs",
+                            fix="the MIG profile \"auto\" picks the profile that needs the fewest GPUs",
                             field="inference.mig_profile"))
     return dataclasses.replace(
         est, accelerator=acc["id"], replicas=instances, gpus=fleet.gpus, nodes=fleet.nodes, racks=fleet.racks,

@@ -323,9 +323,9 @@ def _token_budget(inf: Any) -> int:
     return token_budget(inf.max_num_tokens, inf.input_tokens)
 
 
-POISSON_ASSUMPTION = ("Poisson arrivals (inference.arrival: poisson): mean batch by Little's law, batch spread "
-                      "Poisson (M/G/inf), KV-cache slots M/G/c (Erlang C), prefill M/D/1 within the step token "
-                      "budget; TTFT and TPOT at the median and at inference.slo_percentile")
+POISSON_ASSUMPTION = ("Poisson arrivals: mean batch by Little's law, batch spread Poisson (M/G/inf), KV-cache slots "
+                      "M/G/c (Erlang C), prefill M/D/1 within the step token budget; TTFT and TPOT at the median "
+                      "and at the SLO percentile")
 
 
 def _spread_assumption(inf: Any) -> str:
@@ -365,31 +365,37 @@ def _tp_candidates(arch: TransformerArch, hw: Any, given: int | None) -> list[in
     return cands or [1]
 
 
+def _or_words(items: list[Any]) -> str:
+    """``[1, 2, 4]`` -> "1, 2 or 4" (a list in words for a fix)."""
+    words = [str(i) for i in items]
+    return " or ".join([", ".join(words[:-1]), words[-1]]) if len(words) > 1 else "".join(words)
+
+
 def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding]) -> None:
     valid = [t for t in (1, 2, 4, 8, 16, 32, 64) if arch.attention_heads % t == 0
              and (arch.kv_heads % t == 0 or t % arch.kv_heads == 0)]
     if arch.kv_heads % tp and tp % arch.kv_heads:
         findings.append(Finding(
             "inference-tp-kv-heads", "error",
-            f"tensor_parallel {tp} does not divide the {arch.kv_heads} KV heads of {arch.name} (nor is a multiple "
-            f"of them): the KV cache cannot be split evenly",
-            fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
+            f"tensor parallelism {tp} does not divide the {arch.kv_heads} KV heads of {arch.name} (nor is a "
+            f"multiple of them): the KV cache cannot be split evenly",
+            fix=f"use a tensor parallelism of {_or_words(valid)}", field="inference.tensor_parallel"))
     elif arch.attention_heads % tp:
         findings.append(Finding(
             "inference-tp-attention-heads", "error",
-            f"tensor_parallel {tp} does not divide the {arch.attention_heads} attention heads of {arch.name}",
-            fix=f"use tensor_parallel in {valid}", field="inference.tensor_parallel"))
+            f"tensor parallelism {tp} does not divide the {arch.attention_heads} attention heads of {arch.name}",
+            fix=f"use a tensor parallelism of {_or_words(valid)}", field="inference.tensor_parallel"))
     elif tp > arch.kv_heads:
         findings.append(Finding(
             "inference-kv-heads-replicated", "info",
-            f"tensor_parallel {tp} exceeds the {arch.kv_heads} KV heads: each KV head is stored on "
+            f"tensor parallelism {tp} exceeds the {arch.kv_heads} KV heads: each KV head is stored on "
             f"{tp // arch.kv_heads} GPUs", field="inference.tensor_parallel"))
     if tp > _domain(hw):
         findings.append(Finding(
             "inference-tp-across-nodes", "warning",
-            f"tensor_parallel {tp} spans {math.ceil(tp / _domain(hw))} NVLink domains of {_domain(hw)} GPUs: "
+            f"tensor parallelism {tp} spans {math.ceil(tp / _domain(hw))} NVLink domains of {_domain(hw)} GPUs: "
             "its all-reduces run over the scale-out fabric",
-            fix=f"use tensor_parallel <= {_domain(hw)}", field="inference.tensor_parallel"))
+            fix=f"use a tensor parallelism of at most {_domain(hw)}", field="inference.tensor_parallel"))
 
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
@@ -453,8 +459,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         findings.append(Finding(
             "inference-precision-unsupported", "error",
             f"{acc['id']} has no dense {precision.upper()} figure in the catalogue: it cannot serve at {precision}",
-            fix=f"use inference.precision in {ok}" + (" or an accelerator with FP8 (H100, H200, B200, MI300X)"
-                                                      if precision == "fp8" else ""),
+            fix=f"use the precision {_or_words(ok)}" + (" or an accelerator with FP8 (H100, H200, B200, MI300X)"
+                                                         if precision == "fp8" else ""),
             field="inference.precision"))
     if precision == "int4":
         findings.append(Finding("inference-int4-weight-only", "info",
@@ -467,7 +473,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             "inference-no-scaleup-bandwidth", "info",
             f"{acc['id']} has no scale-up (GPU-to-GPU) bandwidth in the catalogue: tensor parallelism "
             "inside a node is sized on the network bandwidth per GPU",
-            fix="add scaleup_bandwidth_gb_per_s to the accelerator's catalogue row (a CSV overlay)",
+            fix="add the accelerator's scale-up bandwidth (GB/s per GPU) to its catalogue row (a catalogue "
+                "overlay)",
             field="hardware.accelerator"))
     target = _target_tokens_per_s(scenario)
     prof = scenario_profile(scenario) if isinstance(calibration, str) else calibration
@@ -502,9 +509,9 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
         fix = []
         if fitting:
-            fix.append(f"tensor_parallel {fitting[0]}")
+            fix.append(f"a tensor parallelism of {fitting[0]}")
         if smaller:
-            fix.append(f"precision {smaller[0]}")
+            fix.append(f"the precision {smaller[0]}")
         fix.append("an accelerator with more memory")
         findings.append(Finding(
             "inference-model-does-not-fit", "error",
@@ -518,21 +525,22 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
           and inf.kv_cache_scheduling == "max_utilization"):
         findings.append(Finding(
             "inference-batch-limited-by-kv-pool", "warning",
-            f"batch_size {inf.batch_size} is the engine's cap, but the KV cache pool ({mem.free_for_kv_bytes / GB:.1f} GB "
+            f"the batch size {inf.batch_size} is the engine's cap, but the KV cache pool ({mem.free_for_kv_bytes / GB:.1f} GB "
             f"per GPU) holds about {mem.max_batch} sequences of "
             f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv, 'max_utilization'):,.0f}"
             f" tokens of context on average: the batch runs at {mem.max_batch}, and requests beyond it wait or are "
             "paused when the pool runs out",
-            fix=f"use batch_size <= {mem.max_batch} or a larger tensor_parallel", field="inference.batch_size"))
+            fix=f"use a batch size of at most {mem.max_batch} or a larger tensor parallelism",
+            field="inference.batch_size"))
     elif inf.batch_size is not None and inf.batch_size > mem.max_batch:
         findings.append(Finding(
             "inference-batch-exceeds-memory", "error",
-            f"batch_size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
+            f"the batch size {inf.batch_size} needs {inf.batch_size * mem.bytes_per_sequence / GB:.1f} GB of KV cache "
             f"per GPU; only {mem.free_for_kv_bytes / GB:.1f} GB is free: at most {mem.max_batch} sequences of "
             f"{reserved_tokens_per_sequence(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv, inf.kv_cache_scheduling):,.0f} tokens"
             + (" of context on average" if inf.output_tokens_cv > 1 else ""),
-            fix=(f"use batch_size <= {mem.max_batch}, a larger tensor_parallel, a smaller KV precision, or "
-                 "kv_cache_scheduling max_utilization when the engine takes KV pages on demand"),
+            fix=(f"use a batch size of at most {mem.max_batch}, a larger tensor parallelism, a smaller KV-cache "
+                 "precision, or the max-utilization KV-cache scheduling when the engine takes KV pages on demand"),
             field="inference.batch_size"))
     elif prompt_too_long:
         pass   # its own finding below; no batch is sized, so no SLO finding either
@@ -543,7 +551,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             f"no Poisson arrival rate meets the p{inf.slo_percentile:g} TTFT <= {inf.ttft_slo_s:g} s and TPOT <= "
             f"{inf.tpot_slo_s:g} s at TP {tp}: even one request at a time takes TTFT {best.ttft[i0]:.3f} s and TPOT "
             f"{best.tpot[i0] * 1e3:.1f} ms",
-            fix="relax the SLO or its percentile, raise tensor_parallel, use fp8 or a faster accelerator",
+            fix="relax the SLO or its percentile, raise the tensor parallelism, use FP8 or a faster accelerator",
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
     elif best.chosen is None and peak is not None:
         i0 = 0
@@ -551,7 +559,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             "inference-slo-unmet", "error",
             f"no batch size meets TTFT <= {inf.ttft_slo_s:g} s and TPOT <= {inf.tpot_slo_s:g} s at TP {tp}: "
             f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
-            fix="relax the SLO, raise tensor_parallel, use a lower precision (fp8) or a faster accelerator",
+            fix="relax the SLO, raise the tensor parallelism, use a lower precision (FP8) or a faster accelerator",
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
     if prompt_too_long:
         findings.append(Finding(
@@ -592,7 +600,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         replicas = max(hw.gpus // tp, 1)
         findings.append(Finding("inference-no-target", "info",
                                 f"no traffic target: sized the scenario's {hw.gpus} GPUs ({replicas} replicas of TP {tp})",
-                                fix="set inference.requests_per_s or inference.tokens_per_s",
+                                fix="set a traffic target: requests per second or tokens per second",
                                 field="inference.requests_per_s"))
     else:
         replicas = 0

@@ -93,7 +93,7 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
     if _peak(hw.accelerator, inf.precision, _INFER_PEAK) is None:
         findings.append(Finding("inference-precision-unsupported", "error",
                                 f"{hw.accelerator['id']} has no dense {inf.precision} peak: it cannot serve at "
-                                f"{inf.precision}", fix="use inference.precision fp16 or bf16",
+                                f"{inf.precision}", fix="use the precision fp16 or bf16",
                                 field="inference.precision"))
         est = None
     else:
@@ -104,8 +104,9 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
     else:
         gpus = hw.gpus
         if est is not None:
-            findings.append(Finding("inference-no-target", "info", f"no images_per_s or video_streams: sized the "
-                                    f"scenario's {hw.gpus} GPUs", fix="set inference.images_per_s",
+            findings.append(Finding("inference-no-target", "info", "no traffic target (images per second or video "
+                                    f"streams): sized the scenario's {hw.gpus} GPUs",
+                                    fix="set a traffic target: images per second or video streams",
                                     field="inference.images_per_s"))
     fleet = size_fleet(scenario, cat, hw, replicas=gpus, tp=1, findings=findings, node=node,
                        cluster_facility=cluster_facility, network=network,
