@@ -62,3 +62,22 @@ def test_infeasible_sweep_report_names_the_constraint(tmp_path):
 def test_report_of_an_empty_folder(tmp_path):
     with pytest.raises(ScenarioError, match="no sweep results"):
         render_sweep_report(tmp_path)
+
+
+def test_a_failed_sweep_report_leaves_no_file_or_folder_it_made(tmp_path, monkeypatch):
+    from gpucluster_lib.report import sweep
+
+    out = tmp_path / "out"
+    assert main(["sweep", str(_sweep(tmp_path)), "-o", str(out), "--workers", "1", "--no-progress"]) == 0
+    before = sorted(p.name for p in tmp_path.iterdir())
+
+    def fail(*args):
+        raise RuntimeError("the notebook failed")
+
+    monkeypatch.setattr(sweep, "_execute", fail)
+    with pytest.raises(RuntimeError, match="the notebook failed"):
+        render_sweep_report(out, tmp_path / "new" / "deeper" / "report.html")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # neither "new" nor "new/deeper" is left
+    with pytest.raises(RuntimeError):
+        render_sweep_report(out)  # the default, OUTDIR/report.html: the results stay, the empty file goes
+    assert not (out / "report.html").exists() and (out / "results.csv").exists()

@@ -1,4 +1,4 @@
-"""Run a report template with papermill, its kernel on local sockets.
+"""Run a report template with papermill, its kernel on local sockets, and export it as HTML.
 
 The report and the sweep report each execute a notebook in a fresh Python kernel. By default
 jupyter_client connects to that kernel over TCP on localhost, and ipykernel then logs "Kernel is
@@ -45,3 +45,15 @@ def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: di
     pm.execute_notebook(str(notebook), str(executed), parameters=parameters, cwd=str(cwd),
                         execution_timeout=timeout_s, progress_bar=False, kernel_name="python3",
                         log_output=False, config=kernel_config(executed.parent))
+
+
+def html_without_code(nb: Any) -> str:
+    """The executed notebook ``nb`` as one HTML page without its code, prompts or saved widget
+    state (nbconvert's ``HTMLExporter``, the state is removed from ``nb``); the page's title is
+    ``nb.metadata.title`` if set."""
+    from nbconvert import HTMLExporter
+
+    nb.metadata.pop("widgets", None)
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    return body

@@ -205,9 +205,8 @@ def _execute(scenario: Any, scenario_path: Path, out_html: Path, notebook: str |
              keep_notebook: bool, allow_paths: bool) -> None:
     import nbformat
     import papermill as pm
-    from nbconvert import HTMLExporter
 
-    from gpucluster_lib.report.kernel import execute_notebook
+    from gpucluster_lib.report.kernel import execute_notebook, html_without_code
 
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
@@ -218,11 +217,8 @@ def _execute(scenario: Any, scenario_path: Path, out_html: Path, notebook: str |
             raise ReportError(f"the report of {scenario.name!r} could not be written: "
                               f"{str(exc.evalue).strip().splitlines()[-1] if exc.evalue else exc.ename}") from None
         nb = nbformat.read(executed, as_version=4)
-        nb.metadata.pop("widgets", None)
         nb.metadata["title"] = scenario.name  # the page's title (and the PDF footer's)
-        exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-        body, _ = exporter.from_notebook_node(nb)
-        out_html.write_text(body, encoding="utf-8")
+        out_html.write_text(html_without_code(nb), encoding="utf-8")
         if keep_notebook:
             nbformat.write(nb, out_html.with_suffix(".ipynb"))
 

@@ -141,21 +141,26 @@ def render_sweep_report(outdir: str | os.PathLike, out_html: str | os.PathLike |
                         timeout_s: int = 600) -> Path:
     """Execute the sweep report template on ``outdir`` and write ``out_html`` (default
     ``OUTDIR/report.html``) without code cells."""
-    import nbformat
-    from nbconvert import HTMLExporter
-
-    from gpucluster_lib.report.kernel import execute_notebook
+    from gpucluster_lib.report.render import remove_created, writable_file
 
     folder = Path(outdir).resolve()
     load_results(folder)  # fail fast, before a kernel starts
     out = Path(out_html) if out_html is not None else folder / "report.html"
-    out.parent.mkdir(parents=True, exist_ok=True)
+    created = writable_file(out)  # a failed run removes what this made
+    try:
+        _execute(folder, out, timeout_s)
+    except BaseException:
+        remove_created(created)
+        raise
+    return out
+
+
+def _execute(folder: Path, out: Path, timeout_s: int) -> None:
+    import nbformat
+
+    from gpucluster_lib.report.kernel import execute_notebook, html_without_code
+
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "sweep_report.ipynb"
         execute_notebook(SWEEP_NOTEBOOK, executed, {"results_dir": str(folder)}, cwd=NOTEBOOK_DIR, timeout_s=timeout_s)
-        nb = nbformat.read(executed, as_version=4)
-        nb.metadata.pop("widgets", None)
-        exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-        body, _ = exporter.from_notebook_node(nb)
-        out.write_text(body, encoding="utf-8")
-    return out
+        out.write_text(html_without_code(nbformat.read(executed, as_version=4)), encoding="utf-8")
