@@ -228,8 +228,12 @@ DESIGN_STAGES = tuple(n for n in STAGES if n != "plans")
 # --------------------------------------------------------------------------- design
 
 
-def _section(scenario: Scenario, path: str) -> Any:
-    """A scenario section (``"hardware"``) or one field of it (``"parallelism.global_batch_size"``)."""
+def scenario_input(scenario: Scenario, path: str) -> Any:
+    """What a stage reads of ``scenario`` at ``path``, one entry of a :class:`Stage`'s
+    ``sections``: a whole section (``"hardware"``, a frozen dataclass) or one field of it
+    (``"parallelism.global_batch_size"``). Two scenarios give equal values exactly when a stage
+    that reads ``path`` sees the same input there, which is how :meth:`Design.evolve` (and a
+    front end that keeps a result of its own) decides that a result still holds."""
     value: Any = scenario
     for part in path.split("."):
         value = getattr(value, part)
@@ -297,7 +301,7 @@ class Design:
         for name, stage in STAGES.items():
             if name not in self._results or any(u not in kept for u in stage.upstream):
                 continue
-            if all(_section(self.scenario, s) == _section(scenario, s) for s in stage.sections):
+            if all(scenario_input(self.scenario, s) == scenario_input(scenario, s) for s in stage.sections):
                 kept[name] = self._results[name]
         new = Design(scenario, cat, _reuse=kept)
         new._memo = self._memo
@@ -308,7 +312,7 @@ class Design:
         """The result of stage ``name``, computing it (and what it reads) on first use."""
         if name not in self._results:
             st = STAGES[name]
-            sections = tuple(_section(self.scenario, s) for s in st.sections)
+            sections = tuple(scenario_input(self.scenario, s) for s in st.sections)
             views = tuple(_view(st, u, self.stage(u)) for u in st.upstream)
             entries = self._memo.setdefault(name, [])
             hit = next((i for i, (secs, ups, _v) in enumerate(entries)

@@ -686,7 +686,7 @@ def from_dict(data: dict[str, Any] | None, *, base_dir: str | Path | None = None
     if path_policy not in ("any", "inside", "none"):
         raise ValueError(f"path_policy must be 'any', 'inside' or 'none', got {path_policy!r}")
     scenario = _build(Scenario, data or {}, "")
-    _cross_checks(scenario)
+    cross_checks(scenario)
     _check_catalog_paths(scenario.catalog, path_policy)
     _check_calibration(getattr(scenario, "calibration", None), path_policy)
     return dataclasses.replace(scenario, base_dir=Path(base_dir) if base_dir is not None else None,
@@ -751,8 +751,11 @@ def catalog_files(scenario: Scenario) -> list[Path]:
     return [scenario_file(scenario, text, f"catalog[{i}]") for i, text in enumerate(scenario.catalog)]
 
 
-def _cross_checks(s: Scenario) -> None:
-    """Rules between fields that no single field can state."""
+def cross_checks(s: Scenario) -> None:
+    """Check the rules between fields that no single field can state (such as a power-supply
+    redundancy that the node's supplies can meet), raising a :class:`ScenarioError` that names
+    the field. :func:`from_dict` runs them; a caller that builds a scenario by replacing fields
+    of a valid one (a sweep's point) runs them again on the result."""
     parts = s.hardware.parts
     if parts is not None and parts.psus is not None:
         n, m = parse_redundancy(parts.psus.redundancy, "hardware.parts.psus.redundancy")

@@ -120,3 +120,28 @@ def _source(module: str) -> str:
     base = ROOT.joinpath(*module.split("."))
     path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
     return path.read_text(encoding="utf-8")
+
+
+#: Private names still imported across modules, each waiting for its owner to publish them
+#: (training/core.py and workloads/vision.py are being reworked by the training and serving work)
+PRIVATE_IMPORTS_LEFT = {
+    ("gpucluster_lib.training.search", "gpucluster_lib.training.core"),
+    ("gpucluster_lib.training.vision", "gpucluster_lib.workloads.vision"),
+    ("gpucluster_lib.inference.vision", "gpucluster_lib.workloads.vision"),
+}
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    """A name another module needs is public, with a docstring: a ``from gpucluster_lib.x import
+    _name`` makes a private helper a contract nobody declared."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / PACKAGE).rglob("*.py")):
+        module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(PACKAGE):
+                private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if private and (module, node.module) not in PRIVATE_IMPORTS_LEFT:
+                    found.append(f"{module} imports {', '.join(private)} from {node.module}")
+    assert found == []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpucluster_lib.catalog import Catalog
-from gpucluster_lib.design import STAGES, Design, _section
+from gpucluster_lib.design import STAGES, Design, scenario_input
 from gpucluster_lib.scenario import Scenario
 
 
@@ -47,7 +47,7 @@ class StageCache:
         keys: dict[str, int] = {}
         reuse: dict[str, Any] = {}
         for name, st in STAGES.items():
-            k = (name, tuple(_freeze(_section(scenario, s)) for s in st.sections),
+            k = (name, tuple(_freeze(scenario_input(scenario, s)) for s in st.sections),
                  tuple(keys[u] for u in st.upstream))
             sid = self._ids.get(k)
             if sid is None:

@@ -48,7 +48,7 @@ from gpucluster_lib.explore.outputs import clean, output_keys, outputs, unknown_
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.scenario import (
     Scenario,
-    _cross_checks,
+    cross_checks,
     field_docs,
     from_dict,
     load_scenario,
@@ -173,7 +173,7 @@ def apply(base: Scenario, changes: Mapping[str, Any], keys: Sequence[str] = ()) 
         for k, v in full.items():
             _set_dict(data, k.split("."), v)
         return from_dict(data, base_dir=base.base_dir)
-    _cross_checks(s)
+    cross_checks(s)
     return s
 
 

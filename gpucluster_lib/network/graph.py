@@ -31,6 +31,16 @@ class _Unit:
     pod: int
 
 
+def group_names(d: Any, c: ClosCounts) -> list[str]:
+    """The names of the groups a large fabric is drawn as, one box each: "SU 1", ... for a
+    rail-optimized fabric of scalable units, else "Group 1", ... (the leaf switches in at most 16
+    blocks, with their nodes), or "Pod 1", ... for a three-tier fabric that would have more than
+    ``MAX_UNITS`` groups. These are the choices the topology view offers for expanding one group
+    into its nodes and switches. ``d``: the network design
+    (:class:`~gpucluster_lib.network.topology.TopologyDesign`), ``c``: its Clos switch counts."""
+    return [u.name for u in _units(d, c)]
+
+
 def _units(d: Any, c: ClosCounts) -> list[_Unit]:
     """Compute units: scalable units (rail), leaf blocks (node-aligned), or pods when too many."""
     L = c.leaves

@@ -11,7 +11,7 @@ from gpucluster_lib.charts.inference import (
     memory_breakdown_spec,
     throughput_latency_spec,
 )
-from gpucluster_lib.design import STAGES, _section
+from gpucluster_lib.design import STAGES, scenario_input
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
@@ -268,7 +268,7 @@ class InferencePanel:
         """What the comparison reads of the scenario: the sections the Design's serving stage and its
         calibration read (the comparison is that estimate on other accelerators, without the facility)."""
         s = self.state.scenario
-        return tuple(_section(s, name) for name in (*STAGES["serving"].sections, *STAGES["calibration"].sections)
+        return tuple(scenario_input(s, name) for name in (*STAGES["serving"].sections, *STAGES["calibration"].sections)
                      if name != "catalog")
 
 

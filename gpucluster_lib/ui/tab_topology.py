@@ -127,13 +127,11 @@ class TopologyPanel:
         self.msg.value = ""
         show_findings(self.findings, d.findings, empty="The design holds the cluster.")
         from gpucluster_lib.network.clos import ClosCounts
-        from gpucluster_lib.network.graph import (
-            _units,  # the aggregated groups offered for expanding
-        )
+        from gpucluster_lib.network.graph import group_names
 
         groups = ["(none)"]
         if isinstance(d.counts, ClosCounts) and d.counts.tiers > 1 and d.nodes > 32:
-            groups += [u.name for u in _units(d, d.counts)]
+            groups += group_names(d, d.counts)
         if list(self.expand.options) != groups:
             self.expand.options = groups
         expand = None if self.expand.value == "(none)" else self.expand.value
