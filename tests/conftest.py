@@ -39,3 +39,19 @@ def artifacts() -> Path:
 @pytest.fixture(scope="session")
 def examples(root: Path) -> list[Path]:
     return sorted((root / "gpucluster_lib" / "data" / "scenarios").glob("*.yaml"))
+
+
+#: The Llama 3 70B example (512 H100): the serving tests' common scenario.
+LLAMA3_70B = ROOT / "gpucluster_lib" / "data" / "scenarios" / "llama3-70b-512-h100.yaml"
+
+
+@pytest.fixture(scope="session")
+def llama3_70b_serving():
+    """The Llama 3 70B example's scenario, its catalogue and its serving estimate (computed once)."""
+    from gpucluster_lib.hardware.resolve import catalog_for
+    from gpucluster_lib.inference import serve
+    from gpucluster_lib.scenario import load_scenario
+
+    s = load_scenario(LLAMA3_70B)
+    cat = catalog_for(s)
+    return s, cat, serve(s, cat)

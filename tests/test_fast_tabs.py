@@ -19,13 +19,11 @@ from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.charts import hardware as hcharts
 from gpucluster_lib.charts import inference as icharts
 from gpucluster_lib.hardware.picker import PickerFilter, pick, servers_for
-from gpucluster_lib.hardware.resolve import catalog_for
-from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import compare_accelerators
-from gpucluster_lib.scenario import load_scenario
 from gpucluster_lib.ui.common import AppState, html_table
+from tests.conftest import LLAMA3_70B
 
-LLAMA = "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
+LLAMA = str(LLAMA3_70B)
 
 
 def inline(spec: dict) -> dict:
@@ -83,15 +81,8 @@ def test_the_scatter_keeps_the_catalogue_values():
 
 # ------------------------------------------------------------------ inference charts
 
-@pytest.fixture(scope="module")
-def llama():
-    s = load_scenario(LLAMA)
-    cat = catalog_for(s)
-    return s, cat, serve(s, cat)
-
-
-def test_the_filled_inference_charts_are_the_compiled_charts(llama):
-    s, cat, est = llama
+def test_the_filled_inference_charts_are_the_compiled_charts(llama3_70b_serving):
+    s, cat, est = llama3_70b_serving
     assert inline(icharts.memory_breakdown_spec(est.memory_per_gpu_bytes)) == \
         inline(icharts.memory_breakdown(est.memory_per_gpu_bytes).to_dict())
     assert inline(icharts.memory_breakdown_spec(est.memory_per_gpu_bytes, title="Other")) == \
@@ -104,8 +95,8 @@ def test_the_filled_inference_charts_are_the_compiled_charts(llama):
             inline(icharts.throughput_latency(est.sweep_frame(), est.tpot_slo_s, est.batch).to_dict())
 
 
-def test_the_latency_chart_marks_the_chosen_batch_and_the_slo(llama):
-    _s, _cat, est = llama
+def test_the_latency_chart_marks_the_chosen_batch_and_the_slo(llama3_70b_serving):
+    _s, _cat, est = llama3_70b_serving
     spec = icharts.throughput_latency_spec(est.sweep, est.tpot_slo_s, est.batch)
     rows = spec["datasets"]["latency-sweep"]
     assert [r["batch"] for r in rows if r["chosen"]] == [est.batch]

@@ -9,23 +9,14 @@ from gpucluster_lib.charts.inference import (
     memory_breakdown,
     throughput_latency,
 )
-from gpucluster_lib.hardware.resolve import catalog_for
-from gpucluster_lib.inference import serve
 from gpucluster_lib.inference.compare import compare_accelerators
-from gpucluster_lib.scenario import load_scenario
+from tests.conftest import LLAMA3_70B
 
-SCENARIO = "gpucluster_lib/data/scenarios/llama3-70b-512-h100.yaml"
-
-
-@pytest.fixture(scope="module")
-def setup():
-    s = load_scenario(SCENARIO)
-    cat = catalog_for(s)
-    return s, cat, serve(s, cat)
+SCENARIO = str(LLAMA3_70B)
 
 
-def test_throughput_latency_marks_slo_region(setup):
-    _s, _cat, est = setup
+def test_throughput_latency_marks_slo_region(llama3_70b_serving):
+    _s, _cat, est = llama3_70b_serving
     d = throughput_latency(est.sweep_frame(), est.tpot_slo_s, est.batch).to_dict()
     region, rule = d["layer"][0], d["layer"][1]
     region_data = d["datasets"][region["data"]["name"]]
@@ -35,16 +26,16 @@ def test_throughput_latency_marks_slo_region(setup):
     assert any(p["chosen"] and p["batch"] == est.batch for p in points)
 
 
-def test_memory_breakdown_bars(setup):
-    _s, _cat, est = setup
+def test_memory_breakdown_bars(llama3_70b_serving):
+    _s, _cat, est = llama3_70b_serving
     d = memory_breakdown(est.memory_per_gpu_bytes).to_dict()
     rows = {r["part"]: r["gb"] for r in d["datasets"][d["data"]["name"]]}
     assert rows["weights"] == pytest.approx(70_553_706_496 / 8 / 1e9)  # Llama 3 70B, FP8, TP 8
     assert sum(rows.values()) == pytest.approx(80 * 2**30 / 1e9)     # 80 GiB H100
 
 
-def test_accelerator_comparison(setup):
-    s, cat, _est = setup
+def test_accelerator_comparison(llama3_70b_serving):
+    s, cat, _est = llama3_70b_serving
     df = compare_accelerators(s, cat)
     a100 = df[df["accelerator"] == "a100-sxm4-80gb"].iloc[0]
     assert a100["precision"] != "fp8"  # A100 has no FP8 peak: falls back to int8
