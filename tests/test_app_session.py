@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster_lib.design import DESIGN_STAGES
+from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.ui import (
     tab_hardware,
     tab_inference,
@@ -149,3 +150,18 @@ def test_operations_retention_keeps_the_value_typed_and_refuses_one_out_of_range
     panel.retention.value = 40_000.0  # over the field's bound of 36,500 days (100 years)
     assert state.scenario.operations.retention_days == 7.5  # refused: the design keeps the last valid value
     assert "36" in panel.msg.value and "retention" in panel.msg.value.lower()
+
+
+def test_every_tab_reads_the_same_accelerator_of_the_state():
+    """The hardware, training and serving tabs read the accelerator from AppState.accelerator_id:
+    a server's GPU when the scenario names only the server, the scenario's own id when it does
+    not resolve (the tab still shows what was typed, with the hardware stage's message)."""
+    from gpucluster_lib.scenario import from_dict
+
+    # NVIDIA DGX H100 user guide: eight H100 SXM5 80GB GPUs per system
+    assert AppState.from_scenario(from_dict({"hardware": {"server": "dgx-h100", "nodes": 2}})).accelerator_id() \
+        == "h100-sxm5-80gb"
+    unknown = AppState.from_scenario(from_dict({"hardware": {"accelerator": "nope", "nodes": 2}}))
+    with pytest.raises(GpuClusterError, match="unknown accelerator 'nope'"):
+        _ = unknown.design.hardware
+    assert unknown.accelerator_id() == "nope"

@@ -118,6 +118,14 @@ class AppState(traitlets.HasTraits):
         """The design of the current scenario and catalogue."""
         return self.design_for(self.scenario, keep=True)
 
+    def accelerator_id(self) -> str | None:
+        """The catalogue id of the accelerator the scenario resolves to (a server's GPU counts);
+        the scenario's own ``hardware.accelerator`` (None if it names none) when it does not resolve."""
+        try:
+            return self.design.hardware.accelerator_id
+        except GpuClusterError:
+            return self.scenario.hardware.accelerator
+
     def design_for(self, scenario: Scenario, *, keep: bool = False) -> Design:
         """The design of ``scenario`` (a trial before committing it), evolved from the current one."""
         d = self._design

@@ -9,7 +9,6 @@ import pandas as pd
 
 from gpucluster_lib.catalog import PRECISION_COLUMNS
 from gpucluster_lib.charts.hardware import accelerator_scatter, accelerator_scatter_spec
-from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.hardware.picker import (
     RANKINGS,
     SUMMARY_COLUMNS,
@@ -107,13 +106,6 @@ class HardwarePanel:
             price_overrides=dict(self.state.scenario.costs.prices),
         )
 
-    def scenario_accelerator(self) -> str | None:
-        """The accelerator the scenario resolves to (a server's GPU counts), or None if it cannot resolve."""
-        try:
-            return self.state.design.hardware.accelerator_id
-        except GpuClusterError:
-            return self.state.scenario.hardware.accelerator
-
     def _refresh(self) -> None:
         self.msg.value = ""
         flt = self.current_filter()
@@ -121,7 +113,7 @@ class HardwarePanel:
         n = len(self.ranked)
         self.count.value = (f"<b>Showing {n} accelerator{'s' if n != 1 else ''}</b> "
                             f"with a dense {flt.precision.upper()} figure, ranked by {flt.rank_by}.")
-        current = self.scenario_accelerator()
+        current = self.state.accelerator_id()
         self.table.value = html_table(self.ranked[SUMMARY_COLUMNS], headers=HEADERS,
                                       highlight=lambda r: r["id"] == current)
         ids = list(self.ranked["id"])

@@ -12,7 +12,7 @@ from gpucluster_lib.charts.inference import (
     throughput_latency_spec,
 )
 from gpucluster_lib.design import STAGES, scenario_input
-from gpucluster_lib.errors import GpuClusterError, ScenarioError
+from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
 from gpucluster_lib.ui.common import (
@@ -138,7 +138,7 @@ class InferencePanel:
     # ---------------------------------------------------------------- state <-> widgets
     def _sync_from_scenario(self) -> None:
         s = self.state.scenario
-        acc = self._accelerator_id()
+        acc = self.state.accelerator_id()
         self._busy = True
         try:
             if s.model.preset in self.model.options:
@@ -178,7 +178,7 @@ class InferencePanel:
         }
         if self.rps.value:  # a request rate replaces a tokens/s target; 0 keeps the scenario's
             changes["inference__tokens_per_s"] = None
-        if self.accelerator.value != self._accelerator_id():
+        if self.accelerator.value != self.state.accelerator_id():
             server = system_for(self.state.catalog, self.accelerator.value)
             changes.update(hardware__server=server, hardware__accelerator=None if server else self.accelerator.value,
                            hardware__gpus_per_node=None, hardware__gpus=None)
@@ -188,12 +188,6 @@ class InferencePanel:
         finally:
             self._busy = False
         self._refresh()
-
-    def _accelerator_id(self) -> str | None:
-        try:
-            return self.state.design.hardware.accelerator_id
-        except GpuClusterError:
-            return self.state.scenario.hardware.accelerator
 
     def _refresh(self) -> None:
         self.msg.value = ""

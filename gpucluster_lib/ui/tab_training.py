@@ -202,11 +202,7 @@ class TrainingPanel:
             "training__flash_attention": bool(self.flash.value),
             "training__framework": self.framework.value,
         }
-        try:
-            current = self.state.design.hardware.accelerator_id
-        except GpuClusterError:
-            current = self.state.scenario.hardware.accelerator
-        if self.accelerator.value != current:
+        if self.accelerator.value != self.state.accelerator_id():
             changes["hardware__accelerator"] = self.accelerator.value
             changes["hardware__server"] = None
         changes["hardware__nodes"] = int(self.nodes.value)
