@@ -243,6 +243,12 @@ class TrainingSpec:
                                          "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")
     framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
         "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
+    param_gather_precision: Literal["fp32", "bf16", "fp16"] | None = f(
+        None, doc="precision of the ZeRO-3 / FSDP parameter all-gathers; default: the framework's (16-bit; "
+                  "Composer's DEFAULT mixed precision before version 0.14 gathers fp32)")
+    grad_reduce_precision: Literal["fp32", "bf16", "fp16"] | None = f(
+        None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
+                  "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT; PURE: bf16)")
 
 
 @dataclass(frozen=True)

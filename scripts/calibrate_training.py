@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpucluster_lib.catalog import load_catalog
-from gpucluster_lib.training import efficiency, validation
+from gpucluster_lib.training import efficiency, framework, validation
 
 PARAMS = {  # (section, key): (low, high)
     ("ampere", "gemm_efficiency"): (0.70, 0.90),
@@ -26,15 +26,24 @@ PARAMS = {  # (section, key): (low, high)
     ("software", "unfused_attention_bytes_per_score"): (6.0, 16.0),
     ("software", "elementwise_bytes_per_hidden"): (12.0, 40.0),
     ("software", "layer_overhead_s"): (0.0, 3e-4),
-    ("software", "zero3_overlap"): (0.5, 0.95),
+    ("framework:fsdp", "step_fixed_s"): (0.0, 0.3),
 }
+
+
+def _section(table, sec):
+    """The mapping that holds a parameter: data/efficiency.yaml's software or generation section, or
+    (``framework:ID``) a framework row of data/training_frameworks.yaml."""
+    if sec.startswith("framework:"):
+        return framework._table()["frameworks"][sec.split(":", 1)[1]]
+    return table["software"] if sec == "software" else table["generations"][sec]
 
 
 def _set(table, key, value):
     sec, name = key
-    (table["software"] if sec == "software" else table["generations"][sec])[name] = float(value)
+    _section(table, sec)[name] = float(value)
     if sec == "hopper":
         table["generations"]["blackwell"][name] = float(value)
+    framework.framework.cache_clear()
 
 
 def loss(runs, cat) -> tuple[float, float, float]:
@@ -53,7 +62,7 @@ def main() -> None:
     for sweep in range(3):
         for key, (lo, hi) in PARAMS.items():
             sec, name = key
-            cur = (table["software"] if sec == "software" else table["generations"][sec])[name]
+            cur = _section(table, sec)[name]
             grid = np.unique(np.clip(np.concatenate([np.linspace(lo, hi, 7), [cur]]), lo, hi))
             scores = []
             for g in grid:
@@ -66,7 +75,7 @@ def main() -> None:
                 g = cur
             _set(table, key, g)
             print(f"sweep {sweep} {sec}.{name} = {g:.4g}  loss {best[0]:.4f} median {best[1]:.3f} max {best[2]:.3f}")
-    print({f"{s}.{n}": (table['software'] if s == 'software' else table['generations'][s])[n] for s, n in PARAMS})
+    print({f"{s}.{n}": _section(table, s)[n] for s, n in PARAMS})
 
 
 if __name__ == "__main__":

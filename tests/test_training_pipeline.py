@@ -280,3 +280,72 @@ def test_deepspeed_zero3_backward_runs_beside_the_reduce_scatter_two_modules_bac
     # after a recomputed forward (nothing left to gather): max(6, 6) + max(2, 6) + max(8, 4.5) + max(8, 1.5) = 28;
     # pairing each module with the next one's reduce-scatter instead would give 6 + 4.5 + 8 + 8 = 26.5
     assert float(_backward_pass(ctx, np.array(24.0), 0.0, np.array(18.0))) == pytest.approx(28.0)
+
+
+def test_fsdp_unit_schedule_serialises_the_prefetched_gather_behind_the_reduce_scatter():
+    """PyTorch FSDP, one unit per layer (llm-foundry's fsdp_wrap_fn), every collective of a rank on one NCCL
+    stream in issue order (torch/distributed/fsdp/api.py BackwardPrefetch; docs/source/notes/fsdp.rst): with
+    backward prefetch each unit computes beside the reduce-scatter of the unit above and the gather of the unit
+    below; without it the gather waits for the reduce-scatter. Units n = 3, forward 2, backward 4, gather 3,
+    reduce-scatter 5 per unit (by hand)."""
+    from gpucluster_lib.training.core import fsdp_exposed
+
+    # forward, implicit prefetch: first gather 3, max(2, 3) beside units 0 and 1, unit 2's compute 2: 11, 5 exposed.
+    # backward with prefetch: gather 3, unit 2 beside the gather of unit 1: max(4, 3) = 4, unit 1 beside the
+    # reduce-scatter of 2 and the gather of 0: max(4, 5 + 3) = 8, unit 0 beside the reduce-scatter of 1:
+    # max(4, 5) = 5, last reduce-scatter 5: 25, 13 exposed. Total 18.
+    assert float(fsdp_exposed(2.0, 4.0, 3.0, 5.0, 3.0)) == pytest.approx(18.0)
+    # no backward prefetch: 3 x (3 + 4 + 5) = 36, 24 exposed; total 29
+    assert float(fsdp_exposed(2.0, 4.0, 3.0, 5.0, 3.0, prefetch=False)) == pytest.approx(29.0)
+    # one unit: forward 3 + 2, backward gather 3 + 4 + reduce-scatter 5: 17, less the compute 6: 11
+    assert float(fsdp_exposed(2.0, 4.0, 3.0, 5.0, 1.0)) == pytest.approx(11.0)
+    # compute-bound units hide all but the first gather of each pass and the last reduce-scatter:
+    # n = 3, forward 10, backward 20, gather 1, reduce-scatter 1: 1 + 1 + 1 = 3; without prefetch 1 + 3 x 2 = 7
+    assert float(fsdp_exposed(10.0, 20.0, 1.0, 1.0, 3.0)) == pytest.approx(3.0)
+    assert float(fsdp_exposed(10.0, 20.0, 1.0, 1.0, 3.0, prefetch=False)) == pytest.approx(7.0)
+
+
+def test_composer_fsdp_mixed_precision_sets_the_gather_and_reduce_bytes():
+    """Composer's FSDP mixed precision: DEFAULT from v0.14 gathers 16-bit parameters and reduces fp32
+    (composer/trainer/mosaic_fsdp.py v0.14.0, mosaic_fsdp_utils.py v0.16.4, get_mixed_precision); DEFAULT up to
+    v0.13 leaves param_dtype None (fp32 gathers) and reduces in the autocast dtype (mosaic_fsdp.py v0.13.1);
+    PURE gathers and reduces in 16 bits."""
+    fw = framework("fsdp")
+    assert (fw.zero3_gather_bytes, fw.zero3_reduce_bytes) == (2.0, 4.0)  # bf16 params, fp32 gradients
+    old = {"framework": "fsdp", "param_gather_precision": "fp32", "grad_reduce_precision": "bf16"}
+    ctx_old, _, _ = build_context(scen("mpt-30b", nodes=1, training=old, zero_stage=3))
+    assert (ctx_old.framework.zero3_gather_bytes, ctx_old.framework.zero3_reduce_bytes) == (4.0, 2.0)
+    pure = {"framework": "fsdp", "param_gather_precision": "bf16", "grad_reduce_precision": "bf16"}
+    ctx_pure, _, _ = build_context(scen("mpt-30b", nodes=1, training=pure, zero_stage=3))
+    assert (ctx_pure.framework.zero3_gather_bytes, ctx_pure.framework.zero3_reduce_bytes) == (2.0, 2.0)
+    assert ctx_pure.framework.grad_reduce_bytes == 2.0  # the non-sharded data-parallel reduction too
+    # DeepSpeed ZeRO-3 reduce-scatters the 16-bit gradients (allreduce_always_fp32 false, stage3.py v0.3.13)
+    assert framework("deepspeed").zero3_reduce_bytes == 2.0
+
+
+def test_fsdp_exposed_time_follows_the_gather_precision_when_communication_bound():
+    """MPT-30B on 8 A100 (one node), micro-batch 1, no recomputation: a layer's bf16 gather of 12 x 7168^2 = 617M
+    parameters, 1.23 GB, takes 1.23 GB x 7/8 / 255 GB/s = 4.2 ms on NVLink and its fp32 gather twice that; the
+    first gather of each pass is exposed, so Composer's pre-0.14 DEFAULT (fp32 gathers) exposes more of the FSDP
+    traffic than PURE (bf16)."""
+    par = dict(zero_stage=3, tensor=1, pipeline=1, micro_batch_size=1, recompute="none", global_batch_size=8)
+    base = {"framework": "fsdp", "grad_reduce_precision": "bf16"}
+    t16 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "bf16"}, **par))
+    t32 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "fp32"}, **par))
+    assert t32.time_breakdown_s["dp_comm"] > t16.time_breakdown_s["dp_comm"]
+
+
+def test_framework_fixed_step_time_is_its_own_breakdown_line_and_not_inherited_by_torchtitan():
+    """Composer's fitted time per step (data/training_frameworks.yaml, fsdp) is charged once per step, in the
+    framework line; TorchTitan takes FSDP's schedule and precisions but states its own (zero) step time."""
+    assert framework("torchtitan").zero3_prefetch == "unit"
+    assert framework("torchtitan").step_fixed_s == 0.0
+    fw = framework("fsdp")
+    assert fw.step_fixed_s > 0.0
+    par = dict(zero_stage=3, tensor=1, pipeline=1, micro_batch_size=1, recompute="full", global_batch_size=64)
+    fsdp = estimate(scen("mpt-7b", nodes=1, training={"framework": "fsdp"}, **par))
+    titan = estimate(scen("mpt-7b", nodes=1, training={"framework": "torchtitan"}, **par))
+    assert fsdp.time_breakdown_s["framework"] == pytest.approx(fw.step_fixed_s)  # no pipeline: only the step time
+    assert titan.time_breakdown_s["framework"] == pytest.approx(0.0)
+    # the step's fixed-fraction overhead (3%) applies to it too
+    assert fsdp.step_time_s - titan.step_time_s == pytest.approx(fw.step_fixed_s * 1.03, rel=1e-6)

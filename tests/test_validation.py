@@ -35,10 +35,9 @@ def test_calibration_median_error_at_most_4_percent(table):
     assert cal["error"].abs().median() <= 0.04  # the target: median <= 4%
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "target not met: mpt-95 -11.8%, mpt-99 +10.7%, mpt-94 +10.5% (FSDP's communication is a fitted hidden "
-    "fraction; the rows with recomputation are too slow on compute alone; docs/validation.md)"))
 def test_calibration_every_row_within_10_percent(table):
+    # the target (max <= 10%), met since FSDP's traffic follows its schedule (one unit ahead, one NCCL stream),
+    # Composer's precisions by version and Composer's fixed time per step: the worst is mpt-94 at +9.2%
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
     assert cal["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"  # the target
@@ -53,11 +52,11 @@ def test_narayanan_rows_within_10_percent(table):
     assert nar["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"
 
 
-def test_calibration_regression_guard_every_row_below_12_percent(table):
-    # not the target (10%, above): today's worst row is mpt-95 at -11.8%; this keeps it from growing
+def test_calibration_regression_guard_every_row_below_9_5_percent(table):
+    # tighter than the target (10%, above): today's worst row is mpt-94 at +9.2%; this keeps it from growing
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
-    assert cal["error"].abs().max() < 0.12, f"{worst['run_id']}: {worst['error']:+.1%}"
+    assert cal["error"].abs().max() < 0.095, f"{worst['run_id']}: {worst['error']:+.1%}"
 
 
 def test_external_runs_within_target(table):

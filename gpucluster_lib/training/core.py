@@ -46,13 +46,20 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   parameters is never hidden); the parameter all-gather likewise behind the first forward
   [11]. Without overlap the whole reduction is exposed. ``parallelism.dp_overlap`` replaces
   this by a fixed hidden fraction. ZeRO-3 gathers the parameters twice and reduce-scatters
-  the gradients every micro-batch [4]. DeepSpeed fetches one module ahead: each pass over a layer
+  the gradients every micro-batch, in the framework's gather and reduction precisions [4, 16].
+  DeepSpeed fetches one module ahead: each pass over a layer
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
   shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
   gather and the reduce-scatter of the module two back, ``sum_j max(c w_j, a w_(j-1) + r w_(j+2))``
-  [15]. FSDP's exposure is the fitted fraction ``zero3_overlap`` of compute.
+  [15]. PyTorch FSDP (``zero3_prefetch: unit``) gathers one unit (a transformer layer) ahead, all
+  collectives on one NCCL stream: forward ``a + (n-1) max(f, a) + f``, backward with prefetch
+  ``a + max(b, a) + (n-2) max(b, a + r) + max(b, r) + r`` (each unit computes beside the
+  reduce-scatter of the unit above and the gather of the unit below), the root unit (embedding,
+  final norm, output layer) exposed [13]. Frameworks with ``zero3_prefetch: fraction`` expose
+  the fitted fraction ``zero3_overlap`` of compute.
 * Optimizer: Adam state traffic at memory bandwidth. A fixed ``step_overhead`` fraction
-  covers data loading, logging and stragglers.
+  covers data loading, logging and stragglers; a framework may add a fixed time per step
+  (``step_fixed_s``, data/training_frameworks.yaml).
 
 Memory (every pipeline stage; the largest is reported with its stage)
 --------------------------------------------------------------------
@@ -98,6 +105,24 @@ References
         weight of a GPT-3-size layer is larger than that, so one module is in flight ahead of
         the module computing (DeepSpeed configuration documentation, ZeRO
         ``stage3_prefetch_bucket_size``).
+.. [13] PyTorch FSDP (FULL_SHARD): ``BackwardPrefetch`` (torch/distributed/fsdp/api.py: every
+        collective of a process group runs on one NCCL stream, so issue order decides the
+        overlap); the post-backward hook reshards, prefetches the next unit's all-gather and only
+        then issues the reduce-scatter, which waits for the gradient computation
+        (``_post_backward_hook``, torch/distributed/fsdp/_runtime_utils.py, PyTorch 2.0-2.1); with
+        ``limit_all_gathers`` the CPU issues a gather after the free event of the unit two back
+        (``_FreeEventQueue``, _limiter_utils.py, two gathers in flight); PyTorch "FSDP Notes:
+        FSDP Prefetch Nuances" (docs/source/notes/fsdp.rst: implicit forward prefetch, no backward
+        overlap without prefetch, no extra communication with activation checkpointing). Units:
+        llm-foundry's ``MPTForCausalLM.fsdp_wrap_fn`` (each ``MPTBlock``); backward prefetch:
+        Composer's default ``BACKWARD_POST`` (composer/trainer/dist_strategy.py v0.12.1-v0.16.4).
+.. [16] ZeRO-3 / FSDP precisions (``zero3_gather_bytes``, ``zero3_reduce_bytes``): DeepSpeed
+        reduce-scatters the 16-bit gradients (``allreduce_always_fp32`` false, stage3.py v0.3.13);
+        Composer's FSDP mixed precision ``DEFAULT`` up to v0.13 keeps ``param_dtype`` None (fp32
+        gathers) and reduces in the autocast dtype (composer/trainer/mosaic_fsdp.py v0.13.1,
+        ``get_mixed_precision``), from v0.14 gathers 16-bit parameters and reduces in fp32
+        (mosaic_fsdp.py v0.14.0, mosaic_fsdp_utils.py v0.16.4); ``PURE`` gathers and reduces in
+        16 bits. ``training.param_gather_precision`` / ``grad_reduce_precision`` set them per run.
 .. [15] DeepSpeed ZeRO-3 gradient reduction with ``overlap_comm`` (the stage-3 default):
         ``FP16_DeepSpeedZeroOptimizer_Stage3.reduce_independent_p_g_buckets_and_remove_grads``
         reduces the bucket (``reduce_ipg_grads``, which starts with
@@ -439,9 +464,9 @@ def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck:
 
 def _step_time(ctx: Context, t_pipe, t_dp, t_opt):
     """Step time and its fixed-fraction overhead [s] from the pipeline, the exposed data-parallel
-    communication and the optimizer. Non-decreasing in each term (the plan search's bound reads
-    ``t_dp = t_opt = 0``)."""
-    base = t_pipe + t_dp + t_opt
+    communication, the optimizer and the framework's fixed time per step (``step_fixed_s`` >= 0).
+    Non-decreasing in each term (the plan search's bound reads ``t_dp = t_opt = 0``)."""
+    base = t_pipe + t_dp + t_opt + ctx.framework.step_fixed_s
     overhead = ctx.eff.step_overhead * base
     return base + overhead, overhead
 
@@ -510,18 +535,27 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         ex_grad = np.maximum(t_grad - w_bwd, bucket * t_grad) if ctx.overlap_grad_reduce else t_grad
         ex_param = np.maximum(t_param - w_fwd, bucket * t_param) if ctx.overlap_param_gather else t_param
         exposed_grad = ex_grad + ex_param
-    # ZeRO-3: gather parameters for forward and backward and reduce-scatter gradients, per micro-batch.
-    z3_bytes = 3.0 * p_gpu * BYTES_16
+    # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
+    # the gradients, in the framework's gather and reduction precisions [4, 16].
     L_s = np.where(single, L, L / pp)
-    t_z3 = m * (_ring_gather(z3_bytes, n_dp, dp_bw, 0.0) + 3.0 * L_s * (n_dp > 1) * dp_alpha * nodes_in_group)
+    z3_lat = L_s * (n_dp > 1) * dp_alpha * nodes_in_group  # ring latency of one pass over the layers
+    t_ag = _ring_gather(p_gpu * fw.zero3_gather_bytes, n_dp, dp_bw, 0.0) + z3_lat  # one gather pass
+    t_rs = _ring_gather(p_gpu * fw.zero3_reduce_bytes, n_dp, dp_bw, 0.0) + z3_lat  # the reduce-scatter
+    t_z3 = m * (2.0 * t_ag + t_rs)
     compute_total = t_pipe
-    if fw.zero3_prefetch == "module":  # DeepSpeed: the next module's gather runs behind this one [12]
-        g_pass = t_z3 / (3.0 * m * L_s)  # one pass of gathers (or the reduce-scatter), per layer
+    if fw.zero3_prefetch == "unit":  # PyTorch FSDP: one unit (layer) ahead, one NCCL stream [13]
+        unit = L_s * lp / p_gpu  # the layers' share of the stage's parameters; the rest is the root unit
+        a_l, r_l = t_ag * unit / L_s, t_rs * unit / L_s  # one layer's gather and reduce-scatter
+        exposed_z3 = m * (fsdp_exposed(train / 3.0, train - train / 3.0 + recomp, a_l, r_l, L_s,
+                                       fw.backward_prefetch != "none")
+                          + (t_ag + t_rs) * (1.0 - unit))
+    elif fw.zero3_prefetch == "module":  # DeepSpeed: the next module's gather runs behind this one [12]
+        g_pass = t_ag / L_s  # one pass of gathers, per layer
         fwd_c = train / 3.0
         exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass)
                                 + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass)
-                                           + _backward_pass(ctx, train - fwd_c, 0.0, g_pass),
-                                           _backward_pass(ctx, train - fwd_c + recomp, g_pass, g_pass))
+                                           + _backward_pass(ctx, train - fwd_c, 0.0, t_rs / L_s),
+                                           _backward_pass(ctx, train - fwd_c + recomp, g_pass, t_rs / L_s))
                                 - train - recomp)
     else:
         exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
@@ -543,7 +577,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         "bubble": bubble,
         "dp_comm": t_dp,
         "optimizer": t_opt,
-        "framework": m * (phi - 1.0) * raw_max,
+        "framework": m * (phi - 1.0) * raw_max + fw.step_fixed_s,
         "overhead": overhead,
     }
 
@@ -626,6 +660,38 @@ def _backward_pass(ctx: Context, compute, gather, reduce):
     w = module_shares(ctx)
     n = len(w)
     return sum(np.maximum(compute * w[j], gather * w[(j - 1) % n] + reduce * w[(j + 2) % n]) for j in range(n))
+
+
+def fsdp_exposed(fwd, bwd, a, r, n, prefetch: bool = True):
+    """Exposed PyTorch FSDP communication of one micro-batch over ``n`` units (transformer layers)
+    [s] [13]: ``fwd`` / ``bwd`` one unit's forward and backward compute (the recomputed forward
+    inside the backward: the checkpoint wrapper sits inside the unit, so it runs on the backward's
+    gather), ``a`` / ``r`` one unit's parameter all-gather and gradient reduce-scatter.
+
+    Forward (implicit prefetch): the gather of unit i+1 runs beside the compute of unit i, the first
+    gather is exposed: ``a + (n-1) max(f, a) + f``. Every collective of a rank runs on one NCCL
+    stream, in issue order. With backward prefetch (BACKWARD_POST, Composer's default, or
+    BACKWARD_PRE) the gather of unit i-1 is issued before the reduce-scatter of unit i; the gather
+    does not wait for unit i's compute on the GPU, only for the collectives ahead of it on the NCCL
+    stream, the reduce-scatter of unit i+1 (queued when unit i+1's gradients were computed, it
+    waits for them). With ``limit_all_gathers`` the CPU issues it once unit i+1's compute has
+    finished, i.e. when unit i starts computing. So unit i computes beside the reduce-scatter of
+    i+1 and the gather of i-1: ``a + max(b, a) + (n-2) max(b, a + r) + max(b, r) + r`` (the first
+    gather and the last reduce-scatter exposed; n >= 2, ``a + b + r`` for one unit). Without
+    backward prefetch the gather of unit i-1 is issued after unit i's reduce-scatter and waits
+    for it: ``n (a + b + r)`` ("0 overlap", PyTorch FSDP notes). Returns that minus the compute
+    ``n (f + b)``, never negative.
+
+    Worked case, n = 3, f = 2, b = 4, a = 3, r = 5: forward 3 + 2 x 3 + 2 = 11; backward
+    3 + 4 + 8 + 5 + 5 = 25, exposed 11 + 25 - 18 = 18; without prefetch 3 x 12 = 36, exposed 29."""
+    n = np.asarray(n, dtype=float)
+    t_fwd = a + (n - 1.0) * np.maximum(fwd, a) + fwd
+    if prefetch:
+        t_bwd = np.where(n >= 2.0, a + np.maximum(bwd, a) + np.maximum(n - 2.0, 0.0) * np.maximum(bwd, a + r)
+                         + np.maximum(bwd, r) + r, a + bwd + r)
+    else:
+        t_bwd = n * (a + bwd + r)
+    return np.maximum(t_fwd + t_bwd - n * (fwd + bwd), 0.0)
 
 
 def gather_buffer_layers(ctx: Context) -> float:

@@ -55,6 +55,9 @@ if TYPE_CHECKING:
 #: GEMM efficiency curve (gpucluster_lib.calibration.gemm) for each training precision.
 GEMM_DTYPE = {"bf16": "bf16", "fp16": "fp16", "fp8": "fp8", "tf32": "tf32", "fp32": "tf32"}
 
+#: Bytes per element of ``training.grad_reduce_precision`` and ``training.param_gather_precision``.
+PRECISION_BYTES = {"fp32": 4.0, "bf16": 2.0, "fp16": 2.0}
+
 #: Peak-FLOP/s column of the accelerator table for each training precision.
 PRECISION_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops",
                   "tf32": "tf32_tflops", "fp32": "fp32_tflops"}
@@ -194,6 +197,11 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
     eff = for_accelerator(acc, overrides)
     fw = framework_terms(tr.framework)
+    if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
+        b = PRECISION_BYTES[tr.grad_reduce_precision]
+        fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
+    if tr.param_gather_precision is not None:  # Composer's DEFAULT before 0.14 gathers fp32 parameters
+        fw = dataclasses.replace(fw, zero3_gather_bytes=PRECISION_BYTES[tr.param_gather_precision])
     par = scenario.parallelism
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units

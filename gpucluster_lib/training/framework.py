@@ -33,8 +33,18 @@ class Framework:
     bucket_params: float
     bucket_params_per_dp_rank: float
     tp_comm_overlap: bool
-    #: ZeRO-3 parameter prefetch: "module" (one module ahead, DeepSpeed) or "fraction" (fitted share)
+    #: ZeRO-3 parameter prefetch: "module" (one module ahead, DeepSpeed), "unit" (one wrapped layer
+    #: ahead, PyTorch FSDP) or "fraction" (the fitted share ``zero3_overlap``)
     zero3_prefetch: str = "fraction"
+    #: FSDP's backward prefetch (``zero3_prefetch: unit``): "post" (BACKWARD_POST), "pre" (BACKWARD_PRE)
+    #: or "none"
+    backward_prefetch: str = "post"
+    #: bytes per parameter element of the ZeRO-3 / FSDP parameter all-gathers
+    zero3_gather_bytes: float = 2.0
+    #: bytes per gradient element of the ZeRO-3 / FSDP gradient reduce-scatter
+    zero3_reduce_bytes: float = 2.0
+    #: fixed time per optimizer step [s] (host-side per-step work of the training loop)
+    step_fixed_s: float = 0.0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,8 +77,8 @@ def framework(name: str = "megatron") -> Framework:
         raise ScenarioError("training.framework", f"unknown framework {name!r}; valid: {', '.join(rows)}")
     row = dict(rows[name])
     base = row.pop("same_as", None)
-    if base is not None:
-        row = {**rows[base], "name": row.get("name", rows[base]["name"])}
+    if base is not None:  # the base framework's terms, with the ones this row states
+        row = {**rows[base], **row}
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -77,7 +87,11 @@ def framework(name: str = "megatron") -> Framework:
                      bucket_params=float(row["bucket_params"]),
                      bucket_params_per_dp_rank=float(row["bucket_params_per_dp_rank"]),
                      tp_comm_overlap=bool(row["tp_comm_overlap"]),
-                     zero3_prefetch=str(row.get("zero3_prefetch", "fraction")))
+                     zero3_prefetch=str(row.get("zero3_prefetch", "fraction")),
+                     backward_prefetch=str(row.get("backward_prefetch", "post")),
+                     zero3_gather_bytes=float(row.get("zero3_gather_bytes", 2.0)),
+                     zero3_reduce_bytes=float(row.get("zero3_reduce_bytes", 2.0)),
+                     step_fixed_s=float(row.get("step_fixed_s", 0.0)))
 
 
 @lru_cache(maxsize=1)

@@ -77,6 +77,9 @@ def scenario_for(row: dict[str, Any]) -> Any:
                                 "flash_attention": str(row["flash_attention"]).lower() == "true"}
     if str(row.get("framework", "")).strip():
         training["framework"] = row["framework"]
+    for key in ("param_gather_precision", "grad_reduce_precision"):  # the run's FSDP mixed precision
+        if str(row.get(key, "")).strip():
+            training[key] = row[key]
     return from_dict({
         "name": str(row.get("run_id", "published run")),
         "model": model,
