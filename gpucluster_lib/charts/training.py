@@ -13,7 +13,7 @@ from gpucluster_lib.units import GIB
 BREAKDOWN_LABELS = {
     "compute": "compute", "recompute": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm",
     "ep_comm": "EP comm", "pp_comm": "PP comm", "bubble": "pipeline bubble", "dp_comm": "DP comm (exposed)",
-    "optimizer": "optimizer", "framework": "framework (pipeline engine)", "overhead": "overhead",
+    "optimizer": "optimizer", "framework": "framework (pipeline slots, time per step)", "overhead": "overhead",
 }
 MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
                  "gather_buffers": "gathered parameters (ZeRO-3)", "activations": "activations", "other": "other (context, buffers, fragmentation)"}
