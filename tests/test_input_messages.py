@@ -7,6 +7,7 @@ print an unclear message (Python's None, a blamed key the user never set).
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -27,11 +28,11 @@ NCCL = DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"
 
 @pytest.mark.parametrize(("par", "pp", "message"), [
     ({"pipeline_layers": [12] * 8, "first_stage_layers": 10}, 8,
-     "parallelism.pipeline_layers: gives every stage's layers, so first_stage_layers and last_stage_layers cannot "
+     "parallelism.pipeline_layers: gives every stage's layers, so the first and last stages' layer counts cannot "
      "be set as well; keep one or the other"),
     ({"first_stage_layers": 3}, 1,
      "parallelism.first_stage_layers: sets the layers of one pipeline stage, but the pipeline has a single stage; "
-     "raise parallelism.pipeline to 2 or more, or remove this key"),
+     "raise the pipeline parallelism to 2 or more, or remove it"),
     ({"first_stage_layers": 200}, 8,
      "parallelism.first_stage_layers: 200 on the first stage is more than the model's 96 layers; lower it"),
     # 2 stages: first + last = 40 + 40 = 80 of 96
@@ -49,7 +50,7 @@ NCCL = DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"
      "most 90"),
     ({"last_stage_layers": 0}, 8,
      "parallelism.last_stage_layers: is 0, but every pipeline stage needs at least one layer; give 1 or more, "
-     "or remove this key"),
+     "or remove it"),
     ({"pipeline_layers": [16] * 6 + [0, 0]}, 8,
      "parallelism.pipeline_layers: gives stage 7 of 8 no layers; every stage needs at least one layer (use fewer "
      "pipeline stages)"),
@@ -324,18 +325,18 @@ def test_every_training_efficiency_parameter_has_a_range():
 @pytest.mark.parametrize(("par", "message"), [
     # 16 GPUs, Llama 2 70B (80 layers): the rule that empties the search space speaks for itself
     ({"first_stage_layers": 0}, "parallelism.first_stage_layers: is 0, but every pipeline stage needs at least "
-                                "one layer; give 1 or more, or remove this key"),
+                                "one layer; give 1 or more, or remove it"),
     ({"tp_comm_overlap": True, "sequence_parallel": False},
      "parallelism.tp_comm_overlap: needs tensor parallelism with sequence parallelism (Megatron pipelines the "
-     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); set sequence_parallel: true "
-     "or remove tp_comm_overlap"),
+     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); turn sequence parallelism on, "
+     "or turn the TP communication overlap off"),
     ({"tensor": 1, "tp_comm_overlap": True},
      "parallelism.tp_comm_overlap: needs tensor parallelism with sequence parallelism (Megatron pipelines the "
-     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); raise tensor to 2 or more "
-     "or remove tp_comm_overlap"),
+     "all-gather / reduce-scatter of the sequence-parallel layers with the GEMMs); raise the tensor parallelism to "
+     "2 or more, or turn the TP communication overlap off"),
     ({"zero_stage": 3, "pipeline": 2}, "parallelism.zero_stage: 3 is tried only without pipelining (ZeRO-3 "
                                        "re-gathers every parameter for each micro-batch), but the pipeline is fixed "
-                                       "at 2 stages; lower zero_stage to 2 or less, or set pipeline: 1"),
+                                       "at 2 stages; lower the ZeRO stage to 2 or less, or use a pipeline of 1 stage"),
     # data 16 x pipeline 2 = 32 GPUs, not 16: no single rule; every fixed field is listed in words,
     # a 0 kept, a false one as "off", no Python True / None
     ({"data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False},
@@ -407,3 +408,87 @@ def test_calibrate_gemm_messages_name_the_file_and_its_line(tmp_path):
     csv.write_text(text.replace("bf16,2000", "bf16,900"))
     with pytest.raises(CalibrationError, match=r"^c\.csv: no dense bf16 peak"):
         calibrate("lab", gemm=read_gemm_table(csv), peaks={})
+
+
+# ----------------------------------------------------------------- plan messages name settings in words
+
+#: What the app and the report must not show in a plan's message or fix: a dotted scenario key
+#: ("parallelism.pipeline"), a snake_case key ("sequence_parallel"), a YAML setting
+#: ("sequence_parallel: true", "pipeline: 1") or Python ("True", "None", a list, "pipeline > 1").
+PLAN_KEYS = "|".join(f.name for f in __import__("dataclasses").fields(ParallelismSpec))
+NOT_WORDS = re.compile(r"\b[a-z][a-z_]+\.[a-z][a-z_]+\b|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|:\s*(?:true|false)\b"
+                       rf"|\b(?:{PLAN_KEYS})\s*:|\b(?:True|False|None)\b|[\[\]{{}}]|==|!=|[<>]=?\s*\d")
+
+#: GPT-3 175B (96 layers, 96 heads) on 128 x 8 A100 unless a case says otherwise; Mixtral 8x7B has 8
+#: experts and 8 KV heads, Llama 2 70B 8 KV heads
+PLAN_CASES = [
+    ({"tensor": 5}, {}),                                                  # 96 attention heads
+    ({"tensor": 16, "pipeline": 1}, {"model": "llama2-70b"}),             # 8 KV heads
+    ({"context": 3}, {}),                                                 # 2,048 tokens
+    ({"pipeline": 16}, {"nodes": 3}),                                     # 24 GPUs, not divisible by 8 x 16
+    ({"data": 4}, {}),                                                    # 8 x 8 x 4 = 256 of 1,024 GPUs
+    ({"expert": 2}, {}),                                                  # GPT-3 is dense
+    ({"tensor": 1, "pipeline": 1, "expert": 3}, {"model": "mixtral-8x7b"}),
+    ({"tensor": 8, "pipeline": 1, "expert": 4}, {"model": "mixtral-8x7b", "nodes": 2}),   # data 2, expert 4
+    ({"pipeline": 1, "virtual_stages": 2}, {}),
+    ({"virtual_stages": 5}, {}),                                          # 12 layers per stage
+    ({"virtual_stages": 8, "first_stage_layers": 6}, {}),
+    ({"global_batch_size": 1000}, {}),                                    # data 16 x micro-batch 1
+    ({"tensor": 1, "tp_comm_overlap": True}, {}),
+    ({"tensor": 8, "sequence_parallel": False, "tp_comm_overlap": True}, {}),
+    ({"pipeline_layers": [12] * 8, "first_stage_layers": 10}, {}),
+    ({"pipeline_layers": [12] * 7}, {}),
+    ({"pipeline_layers": [13] * 8}, {}),
+    ({"pipeline_layers": [16] * 6 + [0, 0]}, {}),
+    ({"pipeline": 1, "first_stage_layers": 3}, {}),
+    ({"first_stage_layers": 200}, {}),
+    ({"pipeline": 2, "first_stage_layers": 40, "last_stage_layers": 40}, {}),
+    ({"last_stage_layers": 0}, {}),
+    ({"last_stage_layers": 96}, {}),
+    ({"pipeline": 128}, {}),                                              # 128 stages for 96 layers
+    # the automatic plan search: the rule that empties its space
+    ({"auto": True, "tp_comm_overlap": True, "sequence_parallel": False}, {}),
+    ({"auto": True, "tensor": 1, "tp_comm_overlap": True}, {}),
+    ({"auto": True, "zero_stage": 3, "pipeline": 2}, {}),
+    ({"auto": True, "first_stage_layers": 0}, {}),
+    ({"auto": True, "data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False}, {"nodes": 2}),
+]
+
+
+def _plan_training(par, model="gpt3-175b", nodes=128):
+    import gpucluster_lib
+    from gpucluster_lib.scenario import from_dict
+
+    base = {} if par.get("auto") else {"tensor": 8, "pipeline": 8, "micro_batch_size": 1}
+    return gpucluster_lib.design(from_dict({
+        "model": {"preset": model}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": nodes},
+        "parallelism": {**base, **par}, "training": {"tokens": 3e11}})).training
+
+
+def test_every_plan_message_and_fix_names_settings_in_words():
+    """Every message the plan checks (training/plans.py) can raise, for a written plan and for the
+    plan search, and the fix of the uneven-split finding: no key, YAML or Python in the text. The
+    cases reach every ``raise`` of plans.py, so a new message comes with a case."""
+    import ast
+    import inspect
+    import traceback
+
+    from gpucluster_lib.training import plans
+
+    texts, reached = [], set()
+    for par, where in PLAN_CASES:
+        with pytest.raises(ScenarioError) as err:
+            _plan_training(par, **where)
+        texts.append(err.value.detail)  # the message after the field's key path (kept for machines)
+        frames = [f for f in traceback.extract_tb(err.value.__traceback__) if f.filename == plans.__file__]
+        if frames:
+            reached.add(frames[-1].lineno)
+    raises = [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(inspect.getsource(plans)))
+              if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)
+              and getattr(n.exc.func, "id", "") in ("ScenarioError", "_tp_overlap_error")]
+    assert len(raises) == 25 and [r for r in raises if not any(r[0] <= n <= r[1] for n in reached)] == []
+    # 96 layers on 5 stages (40 GPUs): the balanced split is a finding, with a fix
+    uneven = [f for f in _plan_training({"pipeline": 5}, nodes=5).findings if f.code == "training-pipeline-uneven-split"]
+    assert uneven and uneven[0].field == "parallelism.pipeline"
+    texts += [uneven[0].message, uneven[0].fix]
+    assert [t for t in texts if NOT_WORDS.search(t)] == []

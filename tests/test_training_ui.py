@@ -75,7 +75,7 @@ def test_panel_updates_and_shows_errors():
     assert "selective" in panel.summary.value
     assert panel.state.scenario.parallelism.recompute == "selective"
     panel.tp.value = 5
-    assert "parallelism.tensor: 5 does not divide attention_heads 96" in panel.msg.value
+    assert "parallelism.tensor: 5 does not divide the model&#x27;s 96 attention heads" in panel.msg.value
     # the scenario holds what the page shows (so every tab and the download agree), and no number
     # of the old plan stays beside the error: summary, findings and plans are emptied
     assert panel.state.scenario.parallelism.tensor == 5
@@ -116,4 +116,4 @@ def test_panel_framework_and_tp_overlap_inputs():
     assert panel.est.time_breakdown_s["tp_comm"] < tp_default  # the collectives run behind their GEMMs
     panel.tp.value = 1
     assert "tp_comm_overlap: needs tensor parallelism with sequence parallelism" in panel.msg.value
-    assert "raise tensor to 2 or more" in panel.msg.value  # the message names the fix
+    assert "raise the tensor parallelism to 2 or more" in panel.msg.value  # the message names the fix

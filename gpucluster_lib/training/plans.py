@@ -180,14 +180,14 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     cp = spec.context or 1
     ep = spec.expert or 1
     if arch.attention_heads % tp:
-        raise ScenarioError("parallelism.tensor", f"{tp} does not divide attention_heads {arch.attention_heads}; "
+        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.attention_heads} attention heads; "
                             f"valid: {_choices(divisors(arch.attention_heads))}")
     if arch.kv_heads % tp:
-        raise ScenarioError("parallelism.tensor", f"{tp} does not divide kv_heads {arch.kv_heads}; "
+        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.kv_heads} KV heads; "
                             f"valid: {_choices(divisors(arch.kv_heads))}")
     stages = resolve_layout(spec, arch.layers, pp)
     if arch.seq_length % cp:
-        raise ScenarioError("parallelism.context", f"{cp} does not divide seq_length {arch.seq_length}; "
+        raise ScenarioError("parallelism.context", f"{cp} does not divide the sequence length of {arch.seq_length} tokens; "
                             f"valid: {_choices([c for c in divisors(arch.seq_length) if c <= 64])}")
     if gpus % (tp * pp * cp):
         raise ScenarioError("parallelism", f"{gpus} GPUs are not divisible by tensor x pipeline x context = "
@@ -195,19 +195,21 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     dp = spec.data or gpus // (tp * pp * cp)
     if tp * pp * dp * cp != gpus:
         raise ScenarioError("parallelism.data", f"tensor x pipeline x data x context = {tp} x {pp} x {dp} x {cp} = "
-                            f"{tp * pp * dp * cp}, not the {gpus} GPUs of the cluster; use data: {gpus // (tp * pp * cp)}")
+                            f"{tp * pp * dp * cp}, not the {gpus} GPUs of the cluster; use a data parallelism of "
+                            f"{gpus // (tp * pp * cp)}")
     if ep > 1:
         if not arch.is_moe:
-            raise ScenarioError("parallelism.expert", f"{ep} needs a mixture-of-experts model; {arch.name} is dense (use 1)")
+            raise ScenarioError("parallelism.expert", f"{ep} needs a mixture-of-experts model; {arch.name} is dense (use an "
+                                "expert parallelism of 1)")
         if arch.num_experts % ep:
-            raise ScenarioError("parallelism.expert", f"{ep} does not divide num_experts {arch.num_experts}; "
+            raise ScenarioError("parallelism.expert", f"{ep} does not divide the model's {arch.num_experts} experts; "
                                 f"valid: {_choices(divisors(arch.num_experts))}")
         if (dp * cp) % ep:
             raise ScenarioError("parallelism.expert", f"{ep} does not divide data x context = {dp * cp} "
                                 "(experts are sharded over the data-parallel ranks)")
     vp = spec.virtual_stages or 1
     if vp > 1 and pp == 1:
-        raise ScenarioError("parallelism.virtual_stages", f"{vp} needs pipeline > 1 (interleaved 1F1B)")
+        raise ScenarioError("parallelism.virtual_stages", f"{vp} needs a pipeline of 2 or more stages (interleaved 1F1B)")
     if stages is None and (arch.layers // pp) % vp:
         raise ScenarioError("parallelism.virtual_stages", f"{vp} does not divide the {arch.layers // pp} layers per "
                             f"stage; valid: {_choices(divisors(arch.layers // pp))}")
@@ -218,7 +220,7 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb)
     if gbs % (dp * mb):
         raise ScenarioError("parallelism.global_batch_size",
-                            f"{gbs} is not divisible by data x micro_batch_size = {dp} x {mb} = {dp * mb}; "
+                            f"{gbs} is not divisible by data parallelism x micro-batch size = {dp} x {mb} = {dp * mb}; "
                             f"use a multiple of {dp * mb}, e.g. {dp * mb * max(1, round(gbs / (dp * mb)))}")
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
     tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
@@ -235,8 +237,8 @@ def _tp_overlap_error(tp_is_one: bool) -> ScenarioError:
     return ScenarioError("parallelism.tp_comm_overlap", "needs tensor parallelism with sequence parallelism "
                          "(Megatron pipelines the all-gather / reduce-scatter of the sequence-parallel layers "
                          "with the GEMMs); "
-                         + ("raise tensor to 2 or more" if tp_is_one else "set sequence_parallel: true")
-                         + " or remove tp_comm_overlap")
+                         + ("raise the tensor parallelism to 2 or more" if tp_is_one else "turn sequence parallelism on")
+                         + ", or turn the TP communication overlap off")
 
 
 def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int) -> None:
@@ -249,7 +251,7 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int) -> None:
     if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
         raise ScenarioError("parallelism.zero_stage", f"3 is tried only without pipelining (ZeRO-3 re-gathers every "
                             f"parameter for each micro-batch), but the pipeline is fixed at {fixed_pp} stages; lower "
-                            "zero_stage to 2 or less, or set pipeline: 1")
+                            "the ZeRO stage to 2 or less, or use a pipeline of 1 stage")
     if spec.pipeline_layers is not None or spec.first_stage_layers is not None or spec.last_stage_layers is not None \
             or spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
         errors = []
@@ -273,11 +275,11 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
     """
     if spec.pipeline_layers is not None:
         if spec.first_stage_layers is not None or spec.last_stage_layers is not None:
-            raise ScenarioError("parallelism.pipeline_layers", "gives every stage's layers, so first_stage_layers and "
-                                "last_stage_layers cannot be set as well; keep one or the other")
+            raise ScenarioError("parallelism.pipeline_layers", "gives every stage's layers, so the first and last "
+                                "stages' layer counts cannot be set as well; keep one or the other")
         st = [int(x) for x in spec.pipeline_layers]
         if len(st) != pp:
-            raise ScenarioError("parallelism.pipeline_layers", f"gives {len(st)} stages but pipeline is {pp}; "
+            raise ScenarioError("parallelism.pipeline_layers", f"gives {len(st)} stages but the pipeline has {pp}; "
                                 f"list one layer count per stage")
         if any(x < 0 for x in st) or sum(st) != layers:
             raise ScenarioError("parallelism.pipeline_layers", f"must be non-negative counts adding up to the model's "
@@ -291,7 +293,7 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
         field = "parallelism.first_stage_layers" if first is not None else "parallelism.last_stage_layers"
         if pp == 1:
             raise ScenarioError(field, "sets the layers of one pipeline stage, but the pipeline has a single stage; "
-                                "raise parallelism.pipeline to 2 or more, or remove this key")
+                                "raise the pipeline parallelism to 2 or more, or remove it")
         fixed = (first or 0) + (last or 0)
         free = [i for i, v in ((0, first), (pp - 1, last)) if v is None] + list(range(1, pp - 1))
         given = " and ".join(f"{v} on the {w} stage" for w, v in (("first", first), ("last", last)) if v is not None)
@@ -303,7 +305,7 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
         if 0 in (first, last):
             field = "parallelism.first_stage_layers" if first == 0 else "parallelism.last_stage_layers"
             raise ScenarioError(field, "is 0, but every pipeline stage needs at least one layer; give 1 or more, "
-                                "or remove this key")
+                                "or remove it")
         if free and layers - fixed < len(free):
             which = "the first and last stages together" if first is not None and last is not None else "it"
             raise ScenarioError(field, f"{given} leaves a stage with no layers; each of the {pp} stages needs at "
@@ -333,10 +335,10 @@ def layout_findings(spec: ParallelismSpec, layers: int, plan: Plan) -> list[Find
         return []
     st = plan.pipeline_layers
     return [Finding("training-pipeline-uneven-split", "info",
-                    f"pipeline {plan.pipeline} does not divide the {layers} layers: balanced split with "
+                    f"a pipeline of {plan.pipeline} stages does not divide the {layers} layers: balanced split with "
                     f"{min(st)} to {max(st)} layers per stage (first {st[0]}, last {st[-1]})",
-                    fix="give parallelism.pipeline_layers, first_stage_layers / last_stage_layers, or a pipeline "
-                        "size that divides the layers", field="parallelism.pipeline")]
+                    fix="give the layers of every pipeline stage, or of the first or last stage, or use a "
+                        "pipeline parallelism that divides the layers", field="parallelism.pipeline")]
 
 
 def _expand(cols: dict[str, np.ndarray], name: str, values) -> dict[str, np.ndarray]:

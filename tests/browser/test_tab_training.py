@@ -33,6 +33,6 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     tp = page.locator(".widget-text", has_text="Tensor (TP)").locator("input")
     tp.fill("5")
     tp.press("Enter")
-    expect(page.locator(".gc-error").first).to_contain_text("parallelism.tensor: 5 does not divide attention_heads")
+    expect(page.locator(".gc-error").first).to_contain_text("parallelism.tensor: 5 does not divide the model's 96 attention heads")
     assert "Traceback" not in page.locator("body").inner_text()
     page.screenshot(path=str(artifacts / "app-training-bad-plan.png"), full_page=True)
