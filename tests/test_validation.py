@@ -164,3 +164,20 @@ def test_a100_fabric_efficiency_is_stated_as_a_fitted_knob_below_the_measured_ra
     doc = " ".join((Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text().split())
     assert f"0.75 to {eff:g} of line rate). That is below the 80-90% of line rate" in doc
     assert f"takes {0.80 / eff:.2f}-{0.90 / eff:.2f} times the time" in doc     # 0.80 / 0.70, 0.90 / 0.70
+
+
+def test_mpt_rows_state_composer_precisions_of_their_table():
+    # llm-foundry benchmarking README, column "MP Mode": PURE gathers and reduces bf16; DEFAULT on the A100
+    # tables (Composer before v0.14, mosaic_fsdp.py v0.13.1) gathers fp32 and reduces bf16; DEFAULT on the H100
+    # tables (Composer v0.16.4, mosaic_fsdp_utils.py) gathers bf16 and reduces fp32
+    runs = validation.load_runs()
+    mpt = runs[runs["run_id"].str.startswith("mpt-")]
+    assert len(mpt) == 10
+    for r in mpt.itertuples():
+        if "PURE" in r.label:
+            want = ("bf16", "bf16")
+        elif r.accelerator.startswith("a100"):
+            want = ("fp32", "bf16")
+        else:
+            want = ("bf16", "fp32")
+        assert (r.param_gather_precision, r.grad_reduce_precision) == want, r.run_id
