@@ -70,6 +70,7 @@ from gpucluster_lib.scenario import ModelSpec, ParallelismSpec, Scenario, load_s
 from gpucluster_lib.training.estimate import build_context, search_plans
 from gpucluster_lib.training.estimate import estimate as estimate_training
 from gpucluster_lib.workloads.checkpoint import has_checkpoint, has_transformer
+from gpucluster_lib.workloads.vision import ignored_language_settings
 
 #: How many times each stage has run in this process (tests and benchmarks read it).
 STAGE_CALLS: Counter[str] = Counter()
@@ -115,15 +116,24 @@ def _facility(d: Design) -> facility_mod.Budget:
 def _training(d: Design) -> Any:
     if not has_model(d.scenario.model):
         return None
-    return estimate_training(d.scenario, d.catalog, hardware=d.hardware, network=d.network)
+    return _with_ignored_settings(estimate_training(d.scenario, d.catalog, hardware=d.hardware, network=d.network),
+                                  d.scenario, "training")
 
 
 def _serving(d: Design) -> Any:
     if not has_model(d.scenario.model):
         return None
     gbps = fabric_gbps_per_gpu(d.scenario, d.hardware, d.catalog, d.network)
-    return serve(d.scenario, d.catalog, hardware=d.hardware, fabric_gbps=gbps, node=d.node,
-                 cluster_facility=d.facility, network=d.network, calibration=d.calibration)
+    return _with_ignored_settings(serve(d.scenario, d.catalog, hardware=d.hardware, fabric_gbps=gbps, node=d.node,
+                                        cluster_facility=d.facility, network=d.network, calibration=d.calibration),
+                                  d.scenario, "serving")
+
+
+def _with_ignored_settings(result: Any, scenario: Scenario, stage: str) -> Any:
+    """``result`` with a warning for each language-model key a vision model ignores
+    (:func:`~gpucluster_lib.workloads.vision.ignored_language_settings`), as a new result."""
+    extra = ignored_language_settings(scenario, stage)
+    return dataclasses.replace(result, findings=[*result.findings, *extra]) if extra else result
 
 
 def _plans(d: Design) -> Any:

@@ -146,3 +146,72 @@ def test_cli_serve_dispatches_vision(tmp_path, capsys):
     assert main(["serve", str(p), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["model"] == "ViT-B/16" and out["gpus"] >= 1 and out["images_per_s_per_gpu"] > 0
+
+
+# ---------------------------------------------------------------- language-model settings on a vision model
+
+def test_language_model_settings_on_a_vision_model_are_findings_naming_them():
+    """Keys only a language model reads, set on ResNet-50, each get one warning in words; the
+    training stage reports the model and training/parallelism keys, the serving stage the model
+    and inference keys, and the design lists the model key once."""
+    import re
+
+    import gpucluster_lib
+
+    d = gpucluster_lib.design(from_dict({
+        "model": {"preset": "resnet50", "seq_length": 4096},
+        "hardware": {"server": "dgx-h100", "nodes": 1},
+        "parallelism": {"tensor": 8}, "training": {"framework": "deepspeed", "epochs": 90},
+        "inference": {"input_tokens": 2000, "requests_per_s": 5, "images_per_s": 1000, "batch_size": 32}}))
+
+    def ignored(findings):
+        return {f.field: f for f in findings if f.code == "workload-setting-ignored"}
+
+    assert set(ignored(d.training.findings)) == {"model.seq_length", "parallelism.tensor", "training.framework"}
+    assert set(ignored(d.serving.findings)) == {"model.seq_length", "inference.input_tokens",
+                                                "inference.requests_per_s"}
+    everything = [f for f in d.findings if f.code == "workload-setting-ignored"]
+    assert sorted(f.field for f in everything) == ["inference.input_tokens", "inference.requests_per_s",
+                                                   "model.seq_length", "parallelism.tensor", "training.framework"]
+    seq = ignored(d.findings)["model.seq_length"]
+    assert seq.severity == "warning"
+    assert seq.message == ("The sequence length is set, but ResNet-50 (v1.5) is a vision model: only language "
+                           "models read it, so it has no effect")
+    assert ignored(d.serving.findings)["inference.input_tokens"].message.startswith("The prompt length is set")
+    assert ignored(d.training.findings)["parallelism.tensor"].message.startswith("The tensor parallelism (TP) is set")
+    for f in everything:  # words, not keys
+        assert not re.search(r"\b[a-z]+_[a-z_]+\b|\b[a-z_]+\.[a-z_]+\b", f.message + " " + f.fix), f
+    # the settings a vision model reads (epochs, images/s, batch size) are no finding, and its numbers hold
+    assert d.serving.batch_size == 32 and d.training.epochs == 90
+
+
+def test_the_same_settings_on_a_language_model_or_left_unset_are_no_finding():
+    import gpucluster_lib
+
+    lm = gpucluster_lib.design(from_dict({
+        "model": {"preset": "llama2-7b", "seq_length": 4096}, "hardware": {"server": "dgx-h100", "nodes": 1},
+        "parallelism": {"tensor": 8}, "inference": {"input_tokens": 2000, "requests_per_s": 5}}))
+    vision = gpucluster_lib.design(from_dict({
+        "model": {"preset": "vit-l16"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+        "training": {"epochs": 300, "dataset_images": 1.2e6}, "inference": {"images_per_s": 500}}))
+    for d in (lm, vision):
+        assert [f for f in d.findings if f.code == "workload-setting-ignored"] == []
+
+
+def test_the_language_model_settings_table_covers_every_architecture_and_plan_key():
+    """Every architecture key (but the preset and family a vision model is chosen by) and every
+    parallelism key is listed; none that a vision model's stages read is."""
+    import dataclasses
+
+    from gpucluster_lib.scenario import InferenceSpec, ModelSpec, ParallelismSpec, TrainingSpec
+    from gpucluster_lib.workloads.vision import LANGUAGE_MODEL_SETTINGS as T
+
+    assert set(T["model"]) == {f.name for f in dataclasses.fields(ModelSpec)} - {"preset", "kind"}
+    assert set(T["parallelism"]) == {f.name for f in dataclasses.fields(ParallelismSpec)}
+    assert set(T["training"]) <= {f.name for f in dataclasses.fields(TrainingSpec)}
+    assert set(T["inference"]) <= {f.name for f in dataclasses.fields(InferenceSpec)}
+    # read by training/vision.py, inference/vision.py, or by the storage and reliability stages for any model
+    assert not set(T["training"]) & {"precision", "gemm_efficiency", "epochs", "dataset_images", "tokens",
+                                      "deadline_days"}
+    assert not set(T["inference"]) & {"precision", "batch_size", "images_per_s", "video_streams", "video_fps",
+                                       "vision_efficiency"}

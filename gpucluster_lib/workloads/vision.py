@@ -31,14 +31,15 @@ Checks against other figures are in ``tests/test_vision.py``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.findings import Finding
 from gpucluster_lib.resources import data_path, load_yaml
-from gpucluster_lib.scenario import ModelSpec
+from gpucluster_lib.scenario import ModelSpec, Scenario
 from gpucluster_lib.units import GB, TERA
 
 VISION_PATH = data_path("vision_models.yaml")
@@ -128,6 +129,98 @@ def resolve_vision(spec: ModelSpec | str, *, path: str = "model.preset") -> Visi
     e = load_vision_presets()[key]
     return VisionModel(key, e["name"], e["kind"], int(e["params"]), float(e["macs_per_image"]),
                        int(e["resolution"]), e["source"])
+
+
+# --------------------------------------------------------------------------- settings a vision model ignores
+
+#: The scenario keys only a language model reads, by the stage that would read them, each with
+#: its name in words (the app's Training tab labels where it has the control). A vision model
+#: is its preset (:func:`resolve_vision`); its training reads ``training.precision``,
+#: ``gemm_efficiency``, ``epochs`` and ``dataset_images`` (:mod:`gpucluster_lib.training.vision`),
+#: its serving the precision, batch size, images/s or video streams, video frame rate and
+#: ``vision_efficiency`` (:mod:`gpucluster_lib.inference.vision`). ``training.tokens`` and
+#: ``deadline_days`` are not listed: the storage and reliability stages read them for any model.
+LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
+    "model": {
+        "layers": "The number of layers", "hidden_size": "The hidden size",
+        "attention_heads": "The number of attention heads", "kv_heads": "The number of KV heads",
+        "head_dim": "The attention head size", "ffn_hidden_size": "The feed-forward size",
+        "ffn_type": "The feed-forward type", "vocab_size": "The vocabulary size",
+        "seq_length": "The sequence length", "tied_embeddings": "Tied embeddings",
+        "position_embedding": "The position embedding", "bias": "The linear layers' biases",
+        "norm": "The normalisation", "num_experts": "The number of experts",
+        "experts_per_token": "The experts per token", "expert_ffn_hidden_size": "The expert feed-forward size",
+        "shared_experts": "The shared experts", "moe_layer_interval": "The spacing of the mixture-of-experts layers",
+        "dense_layers": "The leading dense layers", "q_lora_rank": "The latent attention's query rank",
+        "kv_lora_rank": "The latent attention's KV rank", "qk_rope_head_dim": "The latent attention's RoPE size",
+        "v_head_dim": "The value head size",
+    },
+    "training": {
+        "flash_attention": "Fused (flash) attention", "framework": "The training framework",
+        "efficiency": "The training efficiency overrides", "param_gather_precision": "The parameter gather precision",
+        "grad_reduce_precision": "The gradient reduction precision",
+    },
+    "parallelism": {
+        "auto": "The automatic plan search", "tensor": "The tensor parallelism (TP)",
+        "pipeline": "The pipeline parallelism (PP)", "data": "The data parallelism",
+        "context": "The context parallelism (CP)", "expert": "The expert parallelism",
+        "virtual_stages": "The virtual pipeline stages", "micro_batch_size": "The micro-batch size",
+        "global_batch_size": "The global batch size", "recompute": "The recomputation",
+        "sequence_parallel": "Sequence parallelism", "zero_stage": "The ZeRO stage",
+        "distributed_optimizer": "The distributed optimizer",
+        "allow_tp_across_nodes": "Tensor parallelism across nodes",
+        "dp_overlap": "The hidden share of the data-parallel communication",
+        "sharded_collectives": "The sharded collectives", "pipeline_layers": "The layers of each pipeline stage",
+        "first_stage_layers": "The first pipeline stage's layers", "last_stage_layers": "The last pipeline stage's layers",
+        "embedding_in_pipeline_split": "The embedding's share of the pipeline split",
+        "loss_in_pipeline_split": "The loss's share of the pipeline split",
+        "tp_comm_overlap": "The TP communication overlap", "overlap_grad_reduce": "The overlapped gradient reduction",
+        "overlap_param_gather": "The overlapped parameter gather",
+    },
+    "inference": {
+        "tensor_parallel": "The serving tensor parallelism", "input_tokens": "The prompt length",
+        "output_tokens": "The output length", "requests_per_s": "The request rate",
+        "tokens_per_s": "The token rate", "ttft_slo_s": "The time-to-first-token target",
+        "tpot_slo_s": "The time-per-output-token target", "arrival": "The request arrival",
+        "slo_percentile": "The latency percentile", "output_tokens_cv": "The spread of output lengths",
+        "kv_cache_scheduling": "The KV-cache scheduling", "max_num_tokens": "The engine's token budget",
+        "kv_cache_precision": "The KV-cache precision", "memory_bandwidth_efficiency": "The HBM bandwidth efficiency",
+        "decode_step_overhead_s": "The fixed time per decode step", "allreduce_latency_s": "The all-reduce latency",
+        "link_bandwidth_efficiency": "The NVLink bandwidth efficiency", "memory_utilization": "The engine's memory share",
+        "runtime_overhead_gib": "The runtime memory overhead", "mig_profile": "The MIG profile",
+    },
+}
+
+#: What the training and the serving stage read of the scenario sections above.
+_STAGE_SECTIONS = {"training": ("model", "training", "parallelism"), "serving": ("model", "inference")}
+_STAGE_READS = {"training": "trains for a number of epochs over a data set of images",
+                "serving": "is served at a target in images per second or video streams"}
+
+
+def ignored_language_settings(scenario: Scenario, stage: str) -> list[Finding]:
+    """A warning for every key of ``scenario`` that only a language model reads, when its model is
+    a vision model (:func:`is_vision_model`): the key is set (differs from its default) and has no
+    effect. ``stage``: "training" (model, training and parallelism keys) or "serving" (model and
+    inference keys); a model key is reported by both stages, with the same code and message, so
+    the design lists it once. No findings for a language model."""
+    if not is_vision_model(scenario.model):
+        return []
+    m = resolve_vision(scenario.model)
+    found = []
+    for section in _STAGE_SECTIONS[stage]:
+        spec = getattr(scenario, section)
+        defaults = {f.name: f for f in fields(spec)}
+        for key, name in LANGUAGE_MODEL_SETTINGS[section].items():
+            f = defaults[key]
+            default = f.default_factory() if f.default_factory is not MISSING else f.default
+            if getattr(spec, key) == default:
+                continue
+            found.append(Finding(
+                "workload-setting-ignored", "warning",
+                f"{name} is set, but {m.name} is a vision model: only language models read it, so it has no effect",
+                fix="remove it; a vision model's architecture comes from its preset" if section == "model"
+                else f"remove it; a vision model {_STAGE_READS[stage]}", field=f"{section}.{key}"))
+    return found
 
 
 def _peak(acc: dict[str, Any], precision: str, table: dict[str, str]) -> float | None:
