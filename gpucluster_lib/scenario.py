@@ -248,7 +248,8 @@ class TrainingSpec:
                   "Composer's DEFAULT mixed precision before version 0.14 gathers fp32)")
     grad_reduce_precision: Literal["fp32", "bf16", "fp16"] | None = f(
         None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
-                  "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT; PURE: bf16)")
+                  "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT from version 0.16.4; "
+                  "PURE: bf16)")
 
 
 @dataclass(frozen=True)

@@ -306,8 +306,8 @@ def test_fsdp_unit_schedule_serialises_the_prefetched_gather_behind_the_reduce_s
 
 
 def test_composer_fsdp_mixed_precision_sets_the_gather_and_reduce_bytes():
-    """Composer's FSDP mixed precision: DEFAULT from v0.14 gathers 16-bit parameters and reduces fp32
-    (composer/trainer/mosaic_fsdp.py v0.14.0, mosaic_fsdp_utils.py v0.16.4, get_mixed_precision); DEFAULT up to
+    """Composer's FSDP mixed precision: DEFAULT from v0.16.4 gathers 16-bit parameters and reduces fp32
+    (composer/trainer/mosaic_fsdp_utils.py v0.16.4, get_mixed_precision: reduce_dtype torch.float32); DEFAULT up to
     v0.13 leaves param_dtype None (fp32 gathers) and reduces in the autocast dtype (mosaic_fsdp.py v0.13.1);
     PURE gathers and reduces in 16 bits."""
     fw = framework("fsdp")

@@ -120,9 +120,10 @@ References
         reduce-scatters the 16-bit gradients (``allreduce_always_fp32`` false, stage3.py v0.3.13);
         Composer's FSDP mixed precision ``DEFAULT`` up to v0.13 keeps ``param_dtype`` None (fp32
         gathers) and reduces in the autocast dtype (composer/trainer/mosaic_fsdp.py v0.13.1,
-        ``get_mixed_precision``), from v0.14 gathers 16-bit parameters and reduces in fp32
-        (mosaic_fsdp.py v0.14.0, mosaic_fsdp_utils.py v0.16.4); ``PURE`` gathers and reduces in
-        16 bits. ``training.param_gather_precision`` / ``grad_reduce_precision`` set them per run.
+        ``get_mixed_precision``); v0.14.0-v0.16.3 gather 16-bit parameters and leave
+        ``reduce_dtype`` None, which PyTorch's ``MixedPrecision`` takes from ``param_dtype`` (16-bit
+        reduction); from v0.16.4 it gathers 16-bit parameters and reduces in fp32
+        (mosaic_fsdp_utils.py v0.16.4); ``PURE`` gathers and reduces in 16 bits. ``training.param_gather_precision`` / ``grad_reduce_precision`` set them per run.
 .. [15] DeepSpeed ZeRO-3 gradient reduction with ``overlap_comm`` (the stage-3 default):
         ``FP16_DeepSpeedZeroOptimizer_Stage3.reduce_independent_p_g_buckets_and_remove_grads``
         reduces the bucket (``reduce_ipg_grads``, which starts with
