@@ -123,3 +123,40 @@ def test_docs_list_no_code_that_no_longer_exists():
     assert not stale, (
         f"docs/findings.md lists {', '.join(stale)}, which no Finding(...) in gpucluster_lib reports any more: "
         "remove those rows (or rename them to the code that replaced them)")
+
+
+#: A fix the app and the report show as it is: no dotted scenario key ("facility.cooling"), no
+#: snake_case key ("rack_power_limit_kw"), no YAML setting (": true", "backup: offsite") and no
+#: Python (True / None, a list, "==" or "costs.*"). The ``field`` beside it keeps the key path.
+FIX_NOT_WORDS = re.compile(r"\b[a-z][a-z_]+\.(?:[a-z][a-z_]+\b|\*)|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
+                           r"|\b[a-z_]+:\s+[a-z0-9'-]+|\b(?:True|False|None)\b|[\[\]]|==|!=")
+#: Where others word the fixes: serving (inference/, checked by tests/test_inference.py) and the
+#: training engine's modules (but plans.py, whose texts tests/test_input_messages.py also checks).
+FIX_TEXTS_ELSEWHERE = ("gpucluster_lib/inference/", "gpucluster_lib/training/")
+
+
+def _literal_text(node: ast.AST) -> str:
+    """The literal parts of a string expression (an f-string's values as "{}")."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        return "".join("{}" if isinstance(v, ast.FormattedValue) else _literal_text(v) for v in node.values)
+    if isinstance(node, ast.BinOp):
+        return _literal_text(node.left) + _literal_text(node.right)
+    if isinstance(node, ast.IfExp):
+        return _literal_text(node.body) + " " + _literal_text(node.orelse)
+    return "{}"
+
+
+def test_every_fix_is_written_in_words():
+    bad = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        if rel.startswith(FIX_TEXTS_ELSEWHERE) and rel != "gpucluster_lib/training/plans.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and _called_name(node) == "Finding":
+                for kw in node.keywords:
+                    if kw.arg == "fix" and FIX_NOT_WORDS.search(text := _literal_text(kw.value)):
+                        bad.append(f"{rel}:{node.lineno}: {text}")
+    assert bad == []

@@ -513,7 +513,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
                                 f"network fabric sized and priced for the {plural(hw.nodes, 'job node')}; a spare node "
                                 f"({spares_n:,} in all) uses a free switch port or takes the failed node's place "
                                 "and cabling",
-                                fix="set costs.network_price if your design wires the spares permanently",
+                                fix="give a network price if your design wires the spares permanently",
                                 field="reliability.spare_nodes"))
     # storage: the same appliances as the facility budget and the checkpoint write time
     # (gpucluster_lib.facility.storage.size_storage); a single node on local NVMe buys none
@@ -567,7 +567,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         if costs.colocation_per_kw_month is not None:
             findings.append(Finding("cost-colocation-ignored", "warning",
                                     "costs.colocation_per_kw_month is set but costs.facility_model is 'build'",
-                                    fix="set costs.facility_model: colocation", field="costs.facility_model"))
+                                    fix="choose colocation as the facility model, or remove the colocation price", field="costs.facility_model"))
     opex = {"energy": energy, "maintenance": maintenance, "space": space, "total": energy + maintenance + space}
 
     # ---- TCO
@@ -617,12 +617,12 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     if breakeven > 1:
         findings.append(Finding("cost-own-never-pays", "warning",
                                 f"owning costs {per_gpu_h:.2f} per GPU-hour at 100% use, more than renting at {rent:.2f}",
-                                fix="check prices (costs.*) or rent", field="costs.rent_per_gpu_hour"))
+                                fix="check the prices, or rent", field="costs.rent_per_gpu_hour"))
     estimated = sorted(k for k, v in prices.sources.items() if "ESTIMATE" in v)
     if estimated:
         findings.append(Finding("cost-estimated-prices", "info",
                                 f"prices that are engineering estimates: {', '.join(estimated)}",
-                                fix="replace them with quotes in costs.* or costs.prices", field="costs.prices"))
+                                fix="replace them with quoted prices", field="costs.prices"))
 
     return CostResult(
         currency=costs.currency, years=years, gpus=hw.gpus, nodes_bought=nodes_bought, it_power_kw=it_kw,
@@ -656,7 +656,7 @@ def _rented(scenario: Scenario, hw: Any, budget: Any, rel: Any, training_days: f
     findings = [Finding("cost-rented", "info",
                         f"{hw.gpus:,} x {hw.accelerator_id} rented {costs.rent_term} at {price:.3g} per GPU-hour: "
                         f"{per_year:,.0f} a year; no hardware, facility, energy or maintenance cost of its own",
-                        fix="set costs.rent_per_gpu_hour to a quoted price", field="costs.rent_per_gpu_hour")]
+                        fix="give a quoted rent per GPU-hour", field="costs.rent_per_gpu_hour")]
     # per GPU-hour used: on-demand pays only the hours used; a reserved term pays idle hours too
     used = 1.0 if costs.rent_term == "on-demand" else costs.load_fraction
     return CostResult(

@@ -183,7 +183,7 @@ def cooling_plant(*, cooling: str, compute_racks: int, nodes: int, node_peak_w: 
                                     f"each compute rack releases {rack_heat_w / W_PER_KW:,.1f} kW, above the "
                                     f"{door_cap_w / W_PER_KW:g} kW a rear door removes: "
                                     f"{(rack_heat_w - door_cap_w) / W_PER_KW:,.1f} kW a rack reaches the room",
-                                    fix="fewer nodes per rack, or direct liquid cooling (facility.cooling: liquid)",
+                                    fix="fewer nodes per rack, or direct liquid cooling",
                                     field="facility.cooling"))
     elif cooling == "liquid" and liquid_w > 0:
         kind = cdu
@@ -200,7 +200,7 @@ def cooling_plant(*, cooling: str, compute_racks: int, nodes: int, node_peak_w: 
             findings.append(Finding("facility-cdu-in-rack", "info",
                                     f"a rack's {rack_liquid_w / W_PER_KW:,.1f} kW on liquid needs "
                                     f"{per_rack - CDU_REDUNDANT_UNITS} in-rack CDUs of {cap:g} kW (plus one spare)",
-                                    fix="in-row CDUs (facility.cdu: in-row) for racks this dense", field="facility.cdu"))
+                                    fix="in-row coolant distribution units (CDUs) for racks this dense", field="facility.cdu"))
     sec = coolant_flow_l_per_min(liquid_w + door_w, coolant_delta_t_c)
     rack_flow = coolant_flow_l_per_min(rack_liquid_w, coolant_delta_t_c)
     fws = coolant_flow_l_per_min(liquid_w + door_w, facility_water_delta_t_c)

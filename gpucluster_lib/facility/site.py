@@ -421,7 +421,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
                                     f"facility.storage_power_kw {fac.storage_power_kw:g} kW is racked as {appliances} "
                                     f"x {store.appliance_rack_units}U appliance(s); reliability and cost use "
                                     f"{store.appliances} x {store.system}",
-                                    fix="set reliability.storage_units to the same appliance count",
+                                    fix="give the same count of storage appliances for the storage reliability",
                                     field="facility.storage_power_kw"))
     else:
         appliances = store.appliances
@@ -436,7 +436,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
             findings.append(Finding("storage-sized", "info",
                                     f"shared storage sized as {appliances} x {store.appliance_rack_units}U {store.system} "
                                     f"of {store.appliance_power_w / W_PER_KW:g} kW ({need})",
-                                    fix="set facility.storage_power_kw to your storage system's power",
+                                    fix="give your storage system's power",
                                     field="facility.storage_power_kw"))
     storage_ru = (store.total_rack_units if fac.storage_power_kw is None
                   else appliances * store.appliance_rack_units)
@@ -603,7 +603,7 @@ def _over_rack_findings(devices: list[RackDevice], usable_u: int, fac: Any, cap_
                                 f"{what}: taller than the {usable_u} usable units of a rack "
                                 f"({fac.rack_units}U less {fac.reserved_rack_units}U reserved); each is counted "
                                 f"in a rack of its own that cannot hold it",
-                                fix=f"racks of at least {need + fac.reserved_rack_units}U (facility.rack_units)",
+                                fix=f"racks of at least {need + fac.reserved_rack_units}U",
                                 field="facility.rack_units"))
     if hot:
         need_kw = max(d.power_w for ds in hot.values() for d in ds) / W_PER_KW
@@ -613,8 +613,8 @@ def _over_rack_findings(devices: list[RackDevice], usable_u: int, fac: Any, cap_
         findings.append(Finding("facility-infra-device-over-rack-limit", "error",
                                 f"{what}: above the {cap_w / W_PER_KW:,.1f} kW a rack's power and cooling carry; "
                                 f"each is counted in a rack of its own that cannot carry it",
-                                fix=f"raise {key} to at least {math.ceil(need_kw)} kW (or better cooling, "
-                                    f"facility.cooling)", field=key))
+                                fix=f"raise the rack {'power' if power_binds else 'cooling'} limit to at least "
+                                    f"{math.ceil(need_kw)} kW, or use better cooling", field=key))
 
 
 def _vendor_infra_racks(scenario: Scenario, server: dict[str, Any] | None, nodes: int, fit: RackFit) -> int:
@@ -642,14 +642,14 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
     if lim["power"] < 1:
         findings.append(Finding("facility-rack-power", "error",
                                 f"one node's peak {peak_kw:,.1f} kW exceeds the rack power limit "
-                                f"{fit.power_limit_w / W_PER_KW:g} kW", fix=f"raise facility.rack_power_limit_kw to at "
+                                f"{fit.power_limit_w / W_PER_KW:g} kW", fix=f"raise the rack power limit to at "
                                 f"least {math.ceil(peak_kw + pa.MGMT_SWITCH_W / W_PER_KW)} kW",
                                 field="facility.rack_power_limit_kw"))
     if lim["cooling"] < 1:
         findings.append(Finding("facility-rack-cooling", "error",
                                 f"one node's peak {peak_kw:,.1f} kW exceeds what {fac.cooling} cooling removes per "
                                 f"rack ({cooling_limit_kw:g} kW)",
-                                fix="rear-door or direct liquid cooling (facility.cooling)", field="facility.cooling"))
+                                fix="rear-door or direct liquid cooling", field="facility.cooling"))
     if lim["weight"] < 1:
         findings.append(Finding("facility-rack-weight", "error",
                                 f"one node ({node.weight_kg:,.0f} kg) exceeds the rack weight limit "
@@ -658,7 +658,7 @@ def _rack_findings(fit: RackFit, node: NodeDesign, fac: Any, cooling_limit_kw: f
     if node.weight_estimated:
         findings.append(Finding("facility-rack-weight", "info",
                                 f"node weight not in the catalogue; estimated {node.weight_kg:,.0f} kg "
-                                f"({pa.SERVER_KG_PER_U:g} kg per U)", fix="add weight_kg to the servers.csv row"))
+                                f"({pa.SERVER_KG_PER_U:g} kg per U)", fix="add the server's weight to its row of the server catalogue"))
     if fit.fits:
         others = ", ".join(f"{c} {lim[c]}" for c in CONSTRAINTS if c != fit.binding)
         if fit.basis == "rack-scale":

@@ -461,7 +461,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
         psu_count, psu_red = n_work + 1, f"{n_work}+1"
         findings.append(Finding("node-psu-capacity", "info",
                                 f"no supplies given: sized as {psu_red} x {psu_rating:,.0f} W for the estimated "
-                                f"peak {peak:,.0f} W", fix="set hardware.parts.psus", field="hardware.parts.psus"))
+                                f"peak {peak:,.0f} W", fix="list the node's supplies among its parts", field="hardware.parts.psus"))
     usable = None
     if psu_count and psu_rating and psu_red:
         path = "hardware.parts.psus" if parts is not None and parts.psus is not None else "servers.csv psu_redundancy"
@@ -471,7 +471,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
         findings.append(Finding("node-psu-capacity", "info",
                                 f"{server['id'] if server else 'this node'}: the catalogue gives no supply "
                                 "configuration, so the supply check is skipped",
-                                fix="add psu_count, psu_rating_w and psu_redundancy, or hardware.parts.psus"))
+                                fix="add the supply count, rating and redundancy to the server catalogue, or list the node's supplies among its parts"))
     if frame is not None and not complete and frame.get("max_power_w") and comp_peak > float(frame["max_power_w"]):
         what = "recommended maximum draw" if frame["kind"] == "workstation" else "power envelope"
         findings.append(Finding("node-psu-capacity", "warning",
@@ -583,8 +583,8 @@ def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | No
     if ff in ("board", "TPU"):
         return [Finding("node-form-factor", "error",
                         f"{acc['id']} ({ff}) is not sold as a part; it comes only in a vendor system",
-                        fix="pick a catalogue system (hardware.server) for this accelerator; a TPU is rented "
-                        "as cloud capacity (costs.purchase: rent)",
+                        fix="pick a catalogue server for this accelerator; a TPU is rented as cloud capacity "
+                        "(rent it in place of buying it)",
                         field="hardware.accelerator")]
     base = (frame or {}).get("gpu_baseboard")
     fid = (frame or {}).get("id", "the chassis")
@@ -594,12 +594,12 @@ def check_form_factor(acc: dict[str, Any], gpus: int, frame: dict[str, Any] | No
             out.append(Finding("node-form-factor", "error",
                                f"{acc['id']} is an {ff} module and needs an {'HGX/DGX' if ff == 'SXM' else 'OAM UBB'}"
                                f" baseboard; {fid} has {base} GPU slots",
-                               fix=f"pick a chassis with gpu_baseboard '{want}', or a PCIe version of the GPU",
+                               fix=f"pick a chassis with a {want} GPU baseboard, or a PCIe version of the GPU",
                                field="hardware.parts.chassis"))
         if gpus not in BASEBOARD_GPU_COUNTS:
             out.append(Finding("node-form-factor", "error",
                                f"{ff} baseboards hold {' or '.join(map(str, BASEBOARD_GPU_COUNTS))} GPUs, not {gpus}",
-                               fix="set hardware.gpus_per_node to 4 or 8", field="hardware.gpus_per_node"))
+                               fix="use 4 or 8 GPUs per node", field="hardware.gpus_per_node"))
     elif ff == "PCIe" and base in ("sxm", "oam"):
         out.append(Finding("node-form-factor", "error",
                            f"{acc['id']} is a PCIe card; {fid} is a {base.upper()} baseboard chassis without GPU "
@@ -629,12 +629,12 @@ def check_cooling(acc: dict[str, Any], frame: dict[str, Any] | None, complete: b
     if node_cooling == "liquid" and facility_cooling != "liquid":
         out.append(Finding("node-cooling-mismatch", "error",
                            f"{fid} needs direct liquid cooling but facility.cooling is '{facility_cooling}'",
-                           fix="set facility.cooling to 'liquid' (coolant distribution units)",
+                           fix="use direct liquid cooling (coolant distribution units)",
                            field="facility.cooling"))
     elif node_cooling == "hybrid" and facility_cooling == "air":
         out.append(Finding("node-cooling-mismatch", "warning",
                            f"{fid} is hybrid (liquid + air) cooled but facility.cooling is 'air'",
-                           fix="set facility.cooling to 'liquid' or 'rear_door'", field="facility.cooling"))
+                           fix="use direct liquid or rear-door cooling", field="facility.cooling"))
     return out
 
 
@@ -727,7 +727,7 @@ def check_network(nics: list[Nic], mgmt_ports: int, gpus: int, nodes: int, topol
     out: list[Finding] = []
     if ports == 0:
         out.append(Finding("node-network-ports", "error", "the node has no network port",
-                           fix="add a NIC (hardware.parts.nics) and management ports", field="hardware.parts.nics"))
+                           fix="add a network adapter and management ports", field="hardware.parts.nics"))
     elif ports < 2:
         out.append(Finding("node-network-ports", "warning",
                            f"the node has {ports} network port; at least two (management and data) are needed",
@@ -735,7 +735,7 @@ def check_network(nics: list[Nic], mgmt_ports: int, gpus: int, nodes: int, topol
     if nodes > 1 and fabric == 0:
         out.append(Finding("node-network-ports", "error",
                            f"{nodes} nodes but no high-speed fabric port (InfiniBand, or Ethernet >= 100 Gb/s for "
-                           "RoCE) on the node", fix="add compute NICs (network.nic, hardware.parts.nics)",
+                           "RoCE) on the node", fix="add compute network adapters (InfiniBand or RoCE Ethernet)",
                            field="hardware.parts.nics"))
     elif nodes > 1 and topology == "rail-optimized" and fabric < gpus:
         out.append(Finding("node-network-ports", "warning",

@@ -143,7 +143,7 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
         findings.append(Finding("ops-data-capacity-tier-full", "warning",
                                 f"{plural(ops.dataset_versions, 'data set version')} and {plural(archived, 'archived checkpoint')} need "
                                 f"{capacity / TB:,.1f} TB, more than the {tier_tb:,.1f} TB capacity tier",
-                                fix="lower operations.dataset_versions or operations.checkpoint_retention_days",
+                                fix="keep fewer data set versions, or keep checkpoints for fewer days",
                                 field="operations.checkpoint_retention_days"))
     bw = storage.appliances * storage.appliance_write_gb_per_s * GB
     staging = data / bw if (data and bw) else None
@@ -152,12 +152,12 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
     if data is None:
         findings.append(Finding("ops-data-no-dataset", "info",
                                 "no data set size: the scenario gives no training tokens or images",
-                                fix="set operations.dataset_tb", field="operations.dataset_tb"))
+                                fix="give the data set size", field="operations.dataset_tb"))
     if fast_cap is not None and fast_need > fast_cap:
         findings.append(Finding("ops-data-fast-tier-full", "warning",
                                 f"the fast tier holds {fast_cap / TB:,.1f} TB but the data set and {kept} checkpoints "
-                                f"need {fast_need / TB:,.1f} TB", fix="raise reliability.storage_units, or stage "
-                                "part of the data set at a time", field="reliability.storage_units"))
+                                f"need {fast_need / TB:,.1f} TB", fix="add storage appliances, or stage part of "
+                                "the data set at a time", field="reliability.storage_units"))
     elif fast_cap is None and data:
         findings.append(Finding("ops-data-local", "info",
                                 f"no shared file system: the {data / TB:,.2f} TB data set is copied to every node's "
@@ -165,7 +165,7 @@ def plan_data(scenario: Scenario, *, storage: Any, reliability: Any = None) -> D
     if ops.backup == "none":
         findings.append(Finding("ops-data-no-backup", "warning",
                                 "no backup: a lost data set version or checkpoint archive cannot be restored",
-                                fix="set operations.backup: offsite", field="operations.backup"))
+                                fix="choose an off-site backup", field="operations.backup"))
     if data and staging is not None:
         findings.append(Finding("ops-data-staging", "info",
                                 f"staging the {data / TB:,.1f} TB data set into the fast tier at "

@@ -288,7 +288,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         findings.append(Finding("ops-no-head-node", "warning",
                                 "no head node: the scheduler, cluster manager and monitoring run on compute node "
                                 "node0001 and take its resources from jobs",
-                                fix=f"set hardware.head_nodes: {recommended}", field="hardware.head_nodes"))
+                                fix=f"use {plural(recommended, 'head node')}", field="hardware.head_nodes"))
     elif heads < recommended:
         needs = ", ".join(f"{n} {what}" for n, what in ((management, "management"), (control, "control-plane"),
                                                         (login, "login")) if n)
@@ -297,7 +297,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
                                 "share nodes"
                                 + (" and Kubernetes' etcd has no quorum after one failure" if k8s and heads < 3
                                    else ""),
-                                fix=f"set hardware.head_nodes: {recommended}", field="hardware.head_nodes"))
+                                fix=f"use {plural(recommended, 'head node')}", field="hardware.head_nodes"))
     else:
         findings.append(Finding("ops-head-nodes", "info",
                                 f"{plural(heads, 'head node')}: {management} management" + (" (HA pair)" if ha else "")
@@ -320,7 +320,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         cps, tpc = 32, 2
         findings.append(Finding("ops-cpu-unknown", "info",
                                 f"no CPU core count for the node: the scheduler files assume {sockets} x {cps} cores "
-                                f"with {tpc} threads each", fix="name the CPU in hardware.parts.cpus",
+                                f"with {tpc} threads each", fix="name the node's CPU among its parts",
                                 field="hardware.parts.cpus"))
     memory_mib = int(float(node.memory_gb or 0) * GB // 2**20)
 
@@ -346,12 +346,12 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         findings.append(Finding("ops-driver-cuda", "warning",
                                 f"CUDA {ops.cuda} needs driver branch {need} or newer, the plan has {ops.gpu_driver}: "
                                 "only CUDA minor-version compatibility applies (no new features such as PTX JIT)",
-                                fix=f"set operations.gpu_driver to a {need} release or lower operations.cuda",
+                                fix=f"use a GPU driver of branch {need} or newer, or an older CUDA version",
                                 field="operations.gpu_driver"))
     if k8s and fabric == "InfiniBand" and not net_operator:
         findings.append(Finding("ops-rdma-without-network-operator", "warning",
                                 "Kubernetes pods on an InfiniBand fabric need the RDMA device plugin of the network "
-                                "operator for GPUDirect RDMA", fix="set operations.network_operator: true",
+                                "operator for GPUDirect RDMA", fix="turn the network operator on",
                                 field="operations.network_operator"))
 
     # ---- monitoring
@@ -379,7 +379,7 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         findings.append(Finding("ops-monitoring-disk", "warning",
                                 f"Prometheus needs {disk / GB:,.0f} GB, more than a head node's "
                                 f"{HEAD_NODE_LOCAL_DISK_BYTES / GB:,.0f} GB of local NVMe",
-                                fix="lower operations.retention_days or raise operations.scrape_interval_s, or use "
+                                fix="keep metrics for fewer days or scrape them less often, or use "
                                     "remote storage", field="operations.retention_days"))
 
     # ---- serving replicas (N+1) and queues
@@ -400,12 +400,12 @@ def plan_stack(scenario: Scenario, catalog: Any, *, hardware: Any, node: Any, ne
         if ops.serving_spare_replicas == 0:
             findings.append(Finding("ops-serving-no-headroom", "warning",
                                     f"{plural(n_rep, 'serving replica')} exactly {'meets' if n_rep == 1 else 'meet'} the demand: one failed replica "
-                                    "drops requests", fix="set operations.serving_spare_replicas: 1",
+                                    "drops requests", fix="keep one spare serving replica",
                                     field="operations.serving_spare_replicas"))
         if s_nodes > nodes:
             findings.append(Finding("ops-serving-exceeds-cluster", "warning",
                                     f"{total} replicas x {tp} GPUs = {gpus} GPUs on {s_nodes} nodes, more than the "
-                                    f"cluster's {nodes}", fix="raise hardware.nodes or lower the demand",
+                                    f"cluster's {nodes}", fix="add nodes or lower the demand",
                                     field="hardware.nodes"))
         else:
             findings.append(Finding("ops-serving-replicas", "info",

@@ -50,6 +50,7 @@ from gpucluster_lib.errors import ScenarioError, UnknownIdError
 from gpucluster_lib.facility import storage as storage_mod
 from gpucluster_lib.facility.storage import size_storage
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.resources import data_root, load_yaml
 from gpucluster_lib.scenario import Scenario, parse_redundancy
@@ -677,7 +678,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
                                 f"a single node writes its {ckpt / GB:.0f} GB checkpoint to local NVMe at "
                                 f"{store.checkpoint_write_gb_per_s:g} GB/s ({store.checkpoint_write_s:.0f} s); "
                                 "no central storage appliance",
-                                fix="set reliability.storage_system to add a shared file system",
+                                fix="choose a storage system to add a shared file system",
                                 field="reliability.storage_system"))
     sid, units, write_gbps = store.system, store.appliances, store.checkpoint_write_gb_per_s
     delta = checkpoint_write_s(ckpt, write_gbps)
@@ -749,7 +750,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
             p10, p50, p90 = (band[k] if math.isfinite(band[k]) else None for k in ("p10", "p50", "p90"))
     elif scenario.training.tokens is None:
         findings.append(Finding("rel-no-tokens", "info", "training.tokens is not set: no days to train",
-                                fix="set training.tokens (e.g. 3.0e+11)", field="training.tokens"))
+                                fix="give the training tokens (such as 300 billion)", field="training.tokens"))
 
     # findings
     if g < 0.5:
@@ -767,11 +768,11 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
         findings.append(Finding("rel-too-few-spares", "warning",
                                 f"{rel.spare_nodes} spare nodes cover the nodes in repair only {full_size:.1%} of the time; "
                                 f"{recommended} give {rel.spare_confidence:.0%}",
-                                fix=f"set reliability.spare_nodes: {recommended}", field="reliability.spare_nodes"))
+                                fix=f"keep {plural(recommended, 'spare node')}", field="reliability.spare_nodes"))
     if rel.redundant_head_node and head_nodes < 2:
         findings.append(Finding("rel-head-node-not-redundant", "warning",
                                 f"reliability.redundant_head_node is true but hardware.head_nodes is {head_nodes}",
-                                fix="set hardware.head_nodes: 2 (active/standby scheduler and control plane)",
+                                fix="use 2 head nodes (an active and a standby scheduler and control plane)",
                                 field="hardware.head_nodes"))
     elif not ha:
         findings.append(Finding("rel-single-head-node", "info",
