@@ -771,16 +771,16 @@ def cross_checks(s: Scenario) -> None:
                                 f"'{s.hardware.parts.psus.redundancy}' leaves no usable supply: N must be at least 1")
         if n + m != s.hardware.parts.psus.count:
             raise ScenarioError("hardware.parts.psus.redundancy",
-                                f"'{s.hardware.parts.psus.redundancy}' does not add up to psus.count "
-                                f"{s.hardware.parts.psus.count}")
+                                f"'{s.hardware.parts.psus.redundancy}' does not add up to the node's "
+                                f"{s.hardware.parts.psus.count} power supplies")
     hw = s.hardware
     if hw.nodes is not None and hw.gpus is not None and hw.gpus_per_node is not None:
         if hw.nodes * hw.gpus_per_node != hw.gpus:
-            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs do not equal nodes x gpus_per_node = "
+            raise ScenarioError("hardware.gpus", f"{hw.gpus} GPUs do not equal nodes x GPUs per node = "
                                 f"{hw.nodes} x {hw.gpus_per_node}; give only two of the three")
     inf = s.inference
     if inf.requests_per_s is not None and inf.tokens_per_s is not None:
-        raise ScenarioError("inference.tokens_per_s", "give requests_per_s or tokens_per_s, not both")
+        raise ScenarioError("inference.tokens_per_s", "give a request rate or a token rate, not both")
 
 
 def parse_redundancy(text: str, path: str = "redundancy") -> tuple[int, int]:

@@ -58,13 +58,13 @@ def test_shorthands():
         ("hardware: {parts: {psus: {count: 2, rating_w: 2000, redundancy: '0+2'}}}", ScenarioError,
          r"hardware\.parts\.psus\.redundancy: '0\+2' leaves no usable supply"),
         ("hardware: {parts: {psus: {count: 4, rating_w: 3000, redundancy: '2+1'}}}", ScenarioError,
-         r"'2\+1' does not add up to psus\.count 4"),
+         r"'2\+1' does not add up to the node's 4 power supplies"),
         ("hardware: {parts: {psus: {count: 4, redundancy: 'three plus one'}}}", ScenarioError,
          r"must be written N\+M"),
         ("hardware: {parts: {psus: {count: 4, rating_w: -3000}}}", ScenarioError,
          r"hardware\.parts\.psus\.rating_w: must be a positive number, got -3000"),
         ("hardware: {nodes: 4, gpus: 30, gpus_per_node: 8}", ScenarioError, r"hardware\.gpus: 30 GPUs do not equal"),
-        ("inference: {requests_per_s: 5, tokens_per_s: 100}", ScenarioError, r"requests_per_s or tokens_per_s, not both"),
+        ("inference: {requests_per_s: 5, tokens_per_s: 100}", ScenarioError, r"inference.tokens_per_s: give a request rate or a token rate, not both"),
     ],
 )
 def test_bad_scenarios(text, exc, match):
