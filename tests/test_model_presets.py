@@ -19,6 +19,12 @@ from gpucluster_lib.workloads.transformer import resolve_transformer
         ("llama3-70b", 70_553_706_496),  # meta-llama/Meta-Llama-3-70B: 70,553,706,496
         ("llama3-405b", 405_853_388_800),  # meta-llama/Llama-3.1-405B: 405,853,388,800
         ("mixtral-8x7b", 46_702_792_704),  # mistralai/Mixtral-8x7B-v0.1: 46,702,792,704
+        # llm-foundry scripts/train/benchmarking/README.md (b2a43a1), NumParams at SeqLen 2048 (the norms' weights,
+        # 0.03-0.07%, are not in the preset count)
+        ("mpt-125m", 125_311_488),
+        ("mpt-350m", 355_985_408),
+        ("mpt-760m", 760_470_528),
+        ("mpt-1b", 1_315_950_592),
     ],
 )
 def test_total_params_match_published(preset, published):

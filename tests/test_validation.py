@@ -6,8 +6,8 @@ data/efficiency.yaml was fitted on them): the targets are median |step-time erro
 expected failure, so it turns into an unexpected pass once met). Every Narayanan row (Megatron-LM and
 DeepSpeed ZeRO-3) is within 10% and guarded so; a separate regression guard keeps every row below 12%,
 so today's error does not grow. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
-weak scaling; never used for fitting): the targets median <= 7% and every row <= 15% (measured 4.1% /
-13.8%).
+weak scaling, 33 further llm-foundry MPT rows; never used for fitting): the targets median <= 7% (measured
+5.8%) and every row <= 15% (measured 28.6%: not met by MPT-70B on 64 A100 40GB alone, an expected failure).
 """
 
 from __future__ import annotations
@@ -61,10 +61,37 @@ def test_calibration_regression_guard_every_row_below_9_5_percent(table):
 
 def test_external_runs_within_target(table):
     ext = table[table["set"] == "external"]
-    assert len(ext) >= 15  # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows
+    # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows and 33 held-out llm-foundry MPT rows
+    assert len(ext) == 48
     assert ext["error"].abs().median() <= 0.07  # held-out target: median <= 7%
+
+
+@pytest.mark.xfail(strict=True, reason="MPT-70B on 64 A100 40GB at micro-batch 2 is predicted 29% too fast (the "
+                   "published run has 27% fewer tokens per GPU than on 128 GPUs at micro-batch 4; the model misses it)")
+def test_external_every_row_within_15_percent(table):
+    ext = table[table["set"] == "external"]
     worst = ext.loc[ext["error"].abs().idxmax()]
-    assert ext["error"].abs().max() <= 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # every row <= 15%
+    assert ext["error"].abs().max() <= 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # the target: every row <= 15%
+
+
+def test_external_regression_guard(table):
+    # every held-out row but MPT-70B on 64 A100 40GB (-28.6%) is within the 15% target; the worst of the others is
+    # MPT-760M on 8 H100 (-14.5%), and the MT-NLG row at 13.8%
+    ext = table[table["set"] == "external"]
+    over = ext[ext["error"].abs() > 0.15]
+    assert list(over["run_id"]) == ["mpt-a100-40-70b-s2048-g64-mb2"]
+    assert over["error"].abs().max() < 0.30
+
+
+def test_held_out_mpt_short_steps_do_not_contradict_a_fixed_step_time(table):
+    # llm-foundry benchmarking README (b2a43a1): the held-out MPT rows with steps under 2 s (MPT-125M to 13B, 0.43 to
+    # 1.6 s; Composer's fixed 0.15 s is 9-35% of them) are within 15% and on average neither too slow nor too fast;
+    # a fixed time that is wrong would push them all one way
+    ext = table[(table["set"] == "external") & table["run_id"].str.startswith("mpt-")]
+    short = ext[ext["published_step_s"] < 2.0]
+    assert len(short) == 14
+    assert short["error"].abs().max() <= 0.15
+    assert abs(short["error"].mean()) <= 0.03
 
 
 def test_published_conversions_by_hand():
@@ -76,6 +103,12 @@ def test_published_conversions_by_hand():
         pytest.approx(f / (163e12 * 3072))
     # llm-foundry MPT-7B on 8 A100: 96 sequences x 2048 tokens / 37,130 tokens/s
     assert validation.published_step_time_s(runs.loc["mpt-100"].to_dict(), 312) == pytest.approx(96 * 2048 / 37130)
+    # llm-foundry README (b2a43a1), table 'A100 40GB', MPT-125M on 128 GPUs: 3328 x 2048 tokens / 15,863,837 T/s = 0.4296 s
+    row = runs.loc["mpt-a100-40-125m-s2048-g128-mb26"].to_dict()
+    assert validation.published_step_time_s(row, 312) == pytest.approx(0.42964, rel=1e-4)
+    # H100 FP8 table, MPT-1B at SeqLen 512: 1792 x 512 tokens / 562,523 T/s = 1.6311 s
+    row = runs.loc["mpt-h100fp8-1b-s512-g8-mb56"].to_dict()
+    assert validation.published_step_time_s(row, 989) == pytest.approx(1.63105, rel=1e-4)
 
 
 def test_every_published_calibration_plan_fits_in_memory(table):
@@ -172,7 +205,7 @@ def test_mpt_rows_state_composer_precisions_of_their_table():
     # tables (Composer v0.16.4, mosaic_fsdp_utils.py) gathers bf16 and reduces fp32
     runs = validation.load_runs()
     mpt = runs[runs["run_id"].str.startswith("mpt-")]
-    assert len(mpt) == 10
+    assert len(mpt) == 43 and (mpt["set"] == "calibration").sum() == 10  # 10 fitted, 33 held out
     for r in mpt.itertuples():
         if "PURE" in r.label:
             want = ("bf16", "bf16")
@@ -181,3 +214,26 @@ def test_mpt_rows_state_composer_precisions_of_their_table():
         else:
             want = ("bf16", "fp32")
         assert (r.param_gather_precision, r.grad_reduce_precision) == want, r.run_id
+
+
+def test_step_length_bands_of_the_generated_doc_by_hand():
+    # docs/validation.md's "MPT rows by step length" table: bands [0, 2), [2, 20), [20, inf) s of the published step
+    import importlib.util
+    from pathlib import Path
+
+    import pandas as pd
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
+    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    df = pd.DataFrame({"run_id": ["mpt-a", "mpt-b", "mpt-c", "mpt-d", "megatron-1"],
+                       "set": ["external"] * 4 + ["calibration"],
+                       "published_step_s": [0.5, 1.99, 2.0, 30.0, 1.0], "error": [0.10, -0.04, -0.20, 0.05, 0.5]})
+    bands = {b["band"]: b for b in mod.step_length_rows(df)}
+    assert set(bands) == {"under 2 s", "2 to 20 s", "20 s and more"}  # the Megatron row is not an MPT row
+    assert bands["under 2 s"]["rows"] == 2
+    assert bands["under 2 s"]["median"] == pytest.approx(0.07)   # (0.10 + 0.04) / 2
+    assert bands["under 2 s"]["max"] == pytest.approx(0.10)
+    assert bands["under 2 s"]["mean"] == pytest.approx(0.03)     # (0.10 - 0.04) / 2
+    assert bands["2 to 20 s"]["mean"] == pytest.approx(-0.20)    # 2.0 s falls in the second band
