@@ -17,7 +17,8 @@
 #
 # * **calibration** rows (Narayanan 2021 Tables 1 and 2, MosaicML MPT on A100 and H100): the efficiency
 #   parameters were fitted on these (`scripts/calibrate_training.py`), no per-row constants.
-# * **external** rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B): never used for fitting.
+# * **external** rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core on H100, and 33 further MosaicML
+#   MPT runs of the same llm-foundry tables, MPT-125M to 70B): never used for fitting.
 #
 # Error = predicted / published - 1 on the step time (positive: the model is too slow).
 
