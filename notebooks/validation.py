@@ -36,6 +36,9 @@ validation_chart(df)
 # ## Errors per run
 
 # %%
+import pandas as pd
+
+pd.set_option("display.max_rows", 200)  # every run, not the first and last five
 cols = ["run_id", "set", "label", "plan", "published_step_s", "predicted_step_s", "error"]
 df[cols].assign(error=(df["error"] * 100).round(1)).round(3).rename(columns={"error": "error [%]"})
 
