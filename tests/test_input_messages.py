@@ -386,6 +386,32 @@ def test_a_failed_report_removes_the_file_and_only_the_folders_it_made(tmp_path,
     assert sorted(p.name for p in made.iterdir()) == ["other.txt"]
 
 
+def test_a_report_whose_pdf_fails_removes_the_page_and_the_folders_it_made(tmp_path, monkeypatch):
+    from gpucluster_lib.report import pdf, render
+    from gpucluster_lib.report.pdf import PdfError
+
+    def write_page(scenario, scenario_path, out_html, *args):
+        out_html.write_text("<html></html>")
+
+    def fail(html_path, pdf_path, **kwargs):
+        pdf_path.write_bytes(b"%PDF-1.7 half")  # Chromium stopped half-way
+        raise PdfError("Chromium could not print report.html")
+
+    monkeypatch.setattr(render, "_execute", write_page)
+    monkeypatch.setattr(pdf, "chromium_path", lambda: "chromium")
+    monkeypatch.setattr(pdf, "html_to_pdf", fail)
+    out = tmp_path / "new" / "report.html"
+    with pytest.raises(PdfError, match="could not print"):
+        render.render_report(REFERENCE, out, pdf=True)
+    assert list(tmp_path.iterdir()) == []  # no page, no half PDF, no folder "new"
+    # a PDF that was there before stays (only what this run made is removed), with its folder
+    (tmp_path / "kept").mkdir()
+    (tmp_path / "kept" / "report.pdf").write_bytes(b"%PDF old")
+    with pytest.raises(PdfError):
+        render.render_report(REFERENCE, tmp_path / "kept" / "report.html", pdf=True)
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == ["report.pdf"]
+
+
 def test_calibrate_gemm_messages_name_the_file_and_its_line(tmp_path):
     from gpucluster_lib.calibration.run import read_gemm_table
 

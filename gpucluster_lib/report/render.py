@@ -132,15 +132,18 @@ def render_report(scenario_path: str | os.PathLike, out_html: str | os.PathLike,
         chromium_path()  # no browser: fail before the notebook runs, with the install command
     out_html = Path(out_html)
     created = writable_file(out_html)  # an unwritable -o fails now, not after the notebook has run
+    pdf_path = out_html.with_suffix(".pdf")
+    if pdf and not pdf_path.exists():
+        created.insert(0, pdf_path)  # a PDF that fails half-way is removed with the rest
     try:
         _execute(scenario, scenario_path, out_html, notebook, timeout_s, keep_notebook, allow_paths)
-    except BaseException:
-        remove_created(created)
-        raise
-    if pdf:
-        from gpucluster_lib.report.pdf import html_to_pdf
+        if pdf:
+            from gpucluster_lib.report.pdf import html_to_pdf
 
-        html_to_pdf(out_html, out_html.with_suffix(".pdf"))
+            html_to_pdf(out_html, pdf_path)
+    except BaseException:
+        remove_created(created)  # a failed run, the notebook's or the PDF's, leaves nothing it made
+        raise
     return out_html
 
 
