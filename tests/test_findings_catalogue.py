@@ -125,11 +125,13 @@ def test_docs_list_no_code_that_no_longer_exists():
         "remove those rows (or rename them to the code that replaced them)")
 
 
-#: A fix the app and the report show as it is: no dotted scenario key ("facility.cooling"), no
+#: A message or fix the app and the report show as it is: no dotted scenario key ("facility.cooling"), no
 #: snake_case key ("rack_power_limit_kw"), no YAML setting (": true", "backup: offsite") and no
 #: Python (True / None, a list, "==" or "costs.*"). The ``field`` beside it keeps the key path.
-FIX_NOT_WORDS = re.compile(r"\b[a-z][a-z_]+\.(?:[a-z][a-z_]+\b|\*)|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
-                           r"|\b[a-z_]+:\s+[a-z0-9'-]+|\b(?:True|False|None)\b|[\[\]]|==|!=")
+MESSAGE_NOT_WORDS = re.compile(r"\b[a-z][a-z_]+\.(?:[a-z][a-z_]+\b|\*)|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b"
+                               r"|\b(?:True|False|None)\b|[\[\]]|==|!=")
+#: a fix is an action, so a "word: value" in it is a YAML setting (a message may say "no backup: ...")
+FIX_NOT_WORDS = re.compile(MESSAGE_NOT_WORDS.pattern + r"|\b[a-z_]+:\s+[a-z0-9'-]+")
 #: Where others word the fixes: serving (inference/, checked by tests/test_inference.py) and the
 #: training engine's modules (but plans.py, whose texts tests/test_input_messages.py also checks).
 FIX_TEXTS_ELSEWHERE = ("gpucluster_lib/inference/", "gpucluster_lib/training/")
@@ -148,7 +150,7 @@ def _literal_text(node: ast.AST) -> str:
     return "{}"
 
 
-def test_every_fix_is_written_in_words():
+def test_every_fix_and_message_is_written_in_words():
     bad = []
     for path in sorted(PACKAGE.rglob("*.py")):
         rel = path.relative_to(ROOT).as_posix()
@@ -156,7 +158,9 @@ def test_every_fix_is_written_in_words():
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _called_name(node) == "Finding":
-                for kw in node.keywords:
-                    if kw.arg == "fix" and FIX_NOT_WORDS.search(text := _literal_text(kw.value)):
-                        bad.append(f"{rel}:{node.lineno}: {text}")
+                texts = [("fix", k.value, FIX_NOT_WORDS) for k in node.keywords if k.arg == "fix"]
+                texts += [("message", m, MESSAGE_NOT_WORDS) for m in node.args[2:3]]
+                for what, value, rule in texts:
+                    if rule.search(text := _literal_text(value)):
+                        bad.append(f"{rel}:{node.lineno}: {what} {text}")
     assert bad == []

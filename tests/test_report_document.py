@@ -188,7 +188,10 @@ def test_findings_chapter_lists_fixes(root):
     page = document.all_findings_html(d)
     # the reference rack has one head node while a redundant one is asked for: a warning with a fix
     assert "Warning:" in page and "What to do:" in page
-    assert "“Hardware: Head nodes”" in page  # the scenario key in words, not hardware.head_nodes
+    # the setting in words, not hardware.head_nodes
+    assert "a redundant head node is asked for, but the cluster has 1 head node" in page
+    assert "use 2 head nodes (an active and a standby scheduler and control plane)" in page
+    assert "head_nodes" not in page
     assert identifier_leaks(document.document_html(d)) == []
 
 

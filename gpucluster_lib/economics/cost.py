@@ -566,7 +566,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
         space = 0.0
         if costs.colocation_per_kw_month is not None:
             findings.append(Finding("cost-colocation-ignored", "warning",
-                                    "costs.colocation_per_kw_month is set but costs.facility_model is 'build'",
+                                    "a colocation price per kW and month is set, but the facility model is to build",
                                     fix="choose colocation as the facility model, or remove the colocation price", field="costs.facility_model"))
     opex = {"energy": energy, "maintenance": maintenance, "space": space, "total": energy + maintenance + space}
 

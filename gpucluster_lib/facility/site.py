@@ -418,7 +418,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
         appliances = math.ceil(storage_w / store.appliance_power_w - 1e-9) if storage_w else 0
         if appliances != store.appliances:
             findings.append(Finding("storage-power-override", "info",
-                                    f"facility.storage_power_kw {fac.storage_power_kw:g} kW is racked as {appliances} "
+                                    f"the storage power of {fac.storage_power_kw:g} kW is racked as {appliances} "
                                     f"x {store.appliance_rack_units}U appliance(s); reliability and cost use "
                                     f"{store.appliances} x {store.system}",
                                     fix="give the same count of storage appliances for the storage reliability",
@@ -512,7 +512,7 @@ def budget(scenario: Scenario, catalog: Catalog | None = None, *, nodes: int | N
     energy_mwh = facility_power_w(it_typ_w, fac.pue) * HOURS_PER_YEAR / W_PER_KW / KW_PER_MW
     if fac.power_redundancy == "N":
         findings.append(Finding("facility-power-redundancy", "warning",
-                                "facility.power_redundancy is 'N': one UPS or generator failure drops the load",
+                                "the power redundancy is N: one UPS or generator failure drops the load",
                                 fix="use 'N+1' (or '2N' for Tier IV style)", field="facility.power_redundancy"))
     # the per-rack management switch is in the network design's power (its management
     # network), so it is not added to the rack again here

@@ -450,7 +450,7 @@ def build_node(scenario: Scenario, catalog: Catalog | None = None, *,
         peak, typical = comp_peak, comp_typ
         if complete and overrides and server.get("max_power_w"):
             findings.append(Finding("node-psu-capacity", "info",
-                                    f"hardware.parts changes {server['id']}'s components, so the peak is the "
+                                    f"the parts given change {server['id']}'s components, so the peak is the "
                                     f"component estimate {comp_peak:,.0f} W, not the vendor's "
                                     f"{server['max_power_w']:,.0f} W", field="hardware.parts"))
 
@@ -628,12 +628,12 @@ def check_cooling(acc: dict[str, Any], frame: dict[str, Any] | None, complete: b
                                fix="pick a liquid-cooled chassis or an air-cooled GPU", field="hardware.accelerator"))
     if node_cooling == "liquid" and facility_cooling != "liquid":
         out.append(Finding("node-cooling-mismatch", "error",
-                           f"{fid} needs direct liquid cooling but facility.cooling is '{facility_cooling}'",
+                           f"{fid} needs direct liquid cooling but the facility cooling is {facility_cooling.replace('_', '-')}",
                            fix="use direct liquid cooling (coolant distribution units)",
                            field="facility.cooling"))
     elif node_cooling == "hybrid" and facility_cooling == "air":
         out.append(Finding("node-cooling-mismatch", "warning",
-                           f"{fid} is hybrid (liquid + air) cooled but facility.cooling is 'air'",
+                           f"{fid} is hybrid (liquid + air) cooled but the facility cooling is air",
                            fix="use direct liquid or rear-door cooling", field="facility.cooling"))
     return out
 

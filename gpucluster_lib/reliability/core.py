@@ -749,7 +749,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
                                       planned_loss_fraction=planned_loss)
             p10, p50, p90 = (band[k] if math.isfinite(band[k]) else None for k in ("p10", "p50", "p90"))
     elif scenario.training.tokens is None:
-        findings.append(Finding("rel-no-tokens", "info", "training.tokens is not set: no days to train",
+        findings.append(Finding("rel-no-tokens", "info", "the training tokens are not set: no days to train",
                                 fix="give the training tokens (such as 300 billion)", field="training.tokens"))
 
     # findings
@@ -771,7 +771,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
                                 fix=f"keep {plural(recommended, 'spare node')}", field="reliability.spare_nodes"))
     if rel.redundant_head_node and head_nodes < 2:
         findings.append(Finding("rel-head-node-not-redundant", "warning",
-                                f"reliability.redundant_head_node is true but hardware.head_nodes is {head_nodes}",
+                                f"a redundant head node is asked for, but the cluster has {plural(head_nodes, 'head node')}",
                                 fix="use 2 head nodes (an active and a standby scheduler and control plane)",
                                 field="hardware.head_nodes"))
     elif not ha:
@@ -787,7 +787,7 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days_ideal: Any 
     deadline = scenario.training.deadline_days
     if deadline is not None and p90 is not None and p90 > deadline:
         findings.append(Finding("rel-deadline-at-risk", "warning",
-                                f"P90 days to train {p90:.1f} exceeds training.deadline_days {deadline:g}",
+                                f"P90 days to train {p90:.1f} exceeds the deadline of {deadline:g} days",
                                 fix="add GPUs or accept a later date", field="training.deadline_days"))
 
     return ReliabilityResult(
