@@ -158,9 +158,40 @@ def test_every_fix_and_message_is_written_in_words():
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and _called_name(node) == "Finding":
-                texts = [("fix", k.value, FIX_NOT_WORDS) for k in node.keywords if k.arg == "fix"]
+                # the fix is the fourth argument or the keyword (Finding(code, severity, message, fix, field))
+                fixes = [k.value for k in node.keywords if k.arg == "fix"] + node.args[3:4]
+                texts = [("fix", value, FIX_NOT_WORDS) for value in fixes]
                 texts += [("message", m, MESSAGE_NOT_WORDS) for m in node.args[2:3]]
                 for what, value, rule in texts:
                     if rule.search(text := _literal_text(value)):
                         bad.append(f"{rel}:{node.lineno}: {what} {text}")
     assert bad == []
+
+
+def test_the_words_test_reads_a_fix_given_by_position():
+    """Finding(code, severity, message, fix, field): the fix as the fourth argument is read too (it let
+    'set network.mgmt_ports_per_node: 2' through when only fix= was read)."""
+    call = ast.parse('Finding("a-b", "warning", "one port", "set network.mgmt_ports_per_node: 2", "f")').body[0]
+    fixes = [k.value for k in call.value.keywords if k.arg == "fix"] + call.value.args[3:4]
+    assert [FIX_NOT_WORDS.search(_literal_text(v)) is not None for v in fixes] == [True]
+    assert FIX_NOT_WORDS.search("give each node 2 management ports") is None
+
+
+def test_estimated_prices_are_named_in_words():
+    """The list of estimated prices is built at run time, so the source scan cannot see it: the
+    priced items of the largest shipped scenario (fibre, transceivers, storage) read as words."""
+    from gpucluster_lib import design
+    from gpucluster_lib.economics.cost import price_name
+    from gpucluster_lib.scenario import load_scenario
+
+    # hand-read from data/cabling.yaml (fibre-mmf, length class in-row) and data/switches.csv (qm9700)
+    assert price_name("cable:fibre-mmf:in-row:400G") == "400G multimode fibre in the row"
+    assert price_name("cable:fibre-smf:hall:400G") == "400G single-mode fibre across the hall"
+    assert price_name("transceiver:mma4z00-ns") == "MMA4Z00-NS transceiver"  # NVIDIA's part number
+    assert price_name("storage_capacity_per_tb") == "capacity-tier storage per TB"
+    d = design(load_scenario(PACKAGE / "data" / "scenarios" / "roce-24k-h100.yaml"))
+    assert price_name("switch:qm9700", d.catalog) == "NVIDIA Quantum-2 QM9700 NDR InfiniBand switch (managed)"
+    (f,) = [f for f in d.cost.findings if f.code == "cost-estimated-prices"]
+    assert "400G single-mode fibre across the hall" in f.message and "head node" in f.message
+    assert MESSAGE_NOT_WORDS.search(f.message) is None, f.message
+    assert f.field == "costs.prices"

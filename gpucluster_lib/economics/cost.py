@@ -307,6 +307,40 @@ class _Prices:
         return float(entry["value"])
 
 
+#: Words for the priced items (the keys of ``CostResult.price_sources``), as the findings show them.
+PRICE_WORDS = {"accelerator": "accelerator", "server": "server", "head_node": "head node", "network": "network",
+               "rack": "rack with power distribution", "facility_per_kw": "facility build cost per kW",
+               "colocation_per_kw_month": "colocation per kW and month", "rent": "rented GPU-hour",
+               "storage": "storage system", "storage_per_tb": "storage per TB",
+               "storage:capacity": "capacity-tier storage system",
+               "storage_capacity_per_tb": "capacity-tier storage per TB"}
+#: cable media and length classes of data/cabling.yaml in words
+_CABLE_WORDS = {"fibre-mmf": "multimode fibre", "fibre-smf": "single-mode fibre", "DAC": "copper cable (DAC)",
+                "AOC": "active optical cable", "copper-rj": "copper patch cord"}
+_LENGTH_WORDS = {"in-rack": "in the rack", "in-row": "in the row", "hall": "across the hall"}
+
+
+def price_name(key: str, cat: Any = None) -> str:
+    """A priced item in words: ``head_node`` -> "head node", ``switch:qm9700`` -> the switch's catalogue
+    name, ``transceiver:mma4z00-ns`` -> "MMA4Z00-NS transceiver" (NVIDIA's part number),
+    ``cable:fibre-mmf:in-row:400G`` -> "400G multimode fibre in the row"."""
+    if key in PRICE_WORDS:
+        return PRICE_WORDS[key]
+    kind, _, rest = key.partition(":")
+    if kind == "switch" and rest:
+        try:
+            return str((cat.get("switches", rest) if cat is not None else {}).get("name") or f"switch {rest}")
+        except Exception:  # not in the catalogue: the id is all there is
+            return f"switch {rest}"
+    if kind == "transceiver" and rest:
+        return f"{rest.upper()} transceiver"
+    if kind == "cable" and rest:
+        medium, length, speed = (rest.split(":") + ["", ""])[:3]
+        words = [speed, _CABLE_WORDS.get(medium, medium.replace("-", " ")), _LENGTH_WORDS.get(length, length)]
+        return " ".join(w for w in words if w)
+    return key.replace("_", " ").replace(":", " ")
+
+
 def _network_capex(scenario: Scenario, cat: Any, prices: _Prices, topology: TopologyDesign) -> float:
     """Network CapEx [currency]: ``costs.network_price``, else the topology's bill of materials."""
     if scenario.costs.network_price is not None:
@@ -621,7 +655,8 @@ def assess(scenario: Scenario, catalog: Any = None, *, training_days: float | No
     estimated = sorted(k for k, v in prices.sources.items() if "ESTIMATE" in v)
     if estimated:
         findings.append(Finding("cost-estimated-prices", "info",
-                                f"prices that are engineering estimates: {', '.join(estimated)}",
+                                "prices that are engineering estimates: "
+                                + ", ".join(sorted({price_name(k, cat) for k in estimated})),
                                 fix="replace them with quoted prices", field="costs.prices"))
 
     return CostResult(

@@ -622,7 +622,7 @@ def failure_findings(table: Any) -> list[Finding]:
     return [Finding("explore-failed-points", "warning",
                     f"{len(bad)} of {len(table)} points failed ({int((bad['status'] == 'invalid').sum())} invalid, "
                     f"{int((bad['status'] == 'error').sum())} errors); the first, point {int(first['point'])}: "
-                    f"{first['message']}", "see the message column of results.csv", "axes")]
+                    f"{first['message']}", "see the message of each failed point in the results table", "axes")]
 
 
 def _table(sweep: Sweep, rows: list[dict[str, Any]]) -> Any:

@@ -497,7 +497,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         nics = net.nics_per_node or gpn
         findings.append(Finding("topology-no-nic", "info",
                                 f"no compute NIC named: assumed {nics} x {nic_speed:g} Gb/s per node",
-                                "set network.nic (nics.csv id)", "network.nic"))
+                                "name the compute NIC (one of the catalogue's NICs)", "network.nic"))
     ports_per_node = int(nics) * nic_ports
     switch: dict | None = None
     if net.switch:
@@ -506,7 +506,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         switch = default_switch(cat, nic_speed, nic_protocol)
         findings.append(Finding("topology-default-switch", "info",
                                 f"no switch named: using {switch['id']} ({switch['ports']} x "
-                                f"{switch['port_speed_gbps']:g} Gb/s)", "set network.switch", "network.switch"))
+                                f"{switch['port_speed_gbps']:g} Gb/s)", "name the compute switch", "network.switch"))
     if switch is not None:
         link_gbps, breakout = _link(switch, nic_speed)
         radix = int(switch["ports"]) * breakout
@@ -579,7 +579,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
     if kind == "ring":
         if net.tiers is not None:
             findings.append(Finding("topology-tiers-ignored", "info", "a ring has no switch tiers",
-                                    "drop network.tiers", "network.tiers"))
+                                    "leave the number of switch tiers unset", "network.tiers"))
         if fm:
             findings.append(Finding("topology-fm-ignored", "info",
                                     "a ring has no switch for the fabric manager ports", "", "network.fabric_manager_ports"))
@@ -657,7 +657,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
             if ports_per_node != gpn:
                 findings.append(Finding("topology-rail-misaligned", "warning",
                                         f"rail-optimised wiring wants one NIC port per GPU: {ports_per_node} ports "
-                                        f"for {gpn} GPUs per node", "set network.nics_per_node to the GPU count",
+                                        f"for {gpn} GPUs per node", "use as many NICs per node as GPUs",
                                         "network.nics_per_node"))
             su_nodes = net.scalable_unit_nodes or dmax
             m = math.ceil(su_nodes / dmax)
@@ -726,7 +726,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
             if fewest < tiers:
                 findings.append(Finding("topology-extra-tiers", "info",
                                         f"{tiers} tiers asked where {fewest} would hold {endpoints:,} endpoints: "
-                                        "more switches and hops than needed", f"set network.tiers: {fewest}",
+                                        "more switches and hops than needed", f"use {fewest} switch tiers",
                                         "network.tiers"))
         if tiers == 1:
             switches = {"leaf": 1, "spine": 0, "core": 0}
@@ -862,7 +862,7 @@ def design_topology(scenario: Scenario, catalog: Catalog | None = None, *, nodes
         if mpn < 2:
             findings.append(Finding("topology-mgmt-ports", "warning",
                                     f"{mpn} management port per node: the BMC and the OS need one each",
-                                    "set network.mgmt_ports_per_node: 2", "network.mgmt_ports_per_node"))
+                                    "give each node 2 management ports", "network.mgmt_ports_per_node"))
 
     # -- totals --------------------------------------------------------------------
     def tally(groups: list[LinkGroup]) -> tuple[dict[str, int], dict[str, int]]:
