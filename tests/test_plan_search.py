@@ -215,11 +215,26 @@ def test_taking_no_plans_before_any_evaluation_gives_an_empty_evaluation():
     assert len(res["step_time_s"]) == 0
 
 
-def test_gpt3_fsdp_zero3_overlap_above_one_is_refused_before_any_search():
+def test_gpt3_zero3_overlap_above_one_is_refused_before_any_search():
     # zero3_overlap 1.3 made the ZeRO-3 exposed time negative: the bounded search then returned
     # TP4 PP8 DP2 ZeRO-2 (28,708 tokens/s) while the exhaustive one found TP8 PP1 DP8 ZeRO-3
     # (31,153 tokens/s). A hidden fraction is at most 1, so the scenario is refused at load.
+    # (Megatron, whose ZeRO-3 hides that fraction; PyTorch FSDP schedules its gathers by unit.)
     from gpucluster_lib.errors import ScenarioError
     with pytest.raises(ScenarioError, match=r"^training\.efficiency\.zero3_overlap: must be from 0 to 1 "):
         scenario({"preset": "gpt3-175b"}, nodes=8, par={"global_batch_size": 512},
-                 training={"framework": "fsdp", "efficiency": {"zero3_overlap": 1.3}})
+                 training={"framework": "megatron", "efficiency": {"zero3_overlap": 1.3}})
+
+
+def test_fsdp_fp32_gathers_enter_the_factorised_memory_fit():
+    # MPT-30B on 8 H100 at global batch 64: fp32 gathered parameters (Composer's pre-0.14 DEFAULT) take
+    # 2 layers x 616.59M x 4 B = 4.93e9 B per GPU under ZeRO-3 instead of 2.47e9 B in bf16, so fewer plans fit;
+    # the bounded search reads the same memory as the evaluation and stays exact.
+    fits = {}
+    for precision in ("bf16", "fp32"):
+        s = scenario({"preset": "mpt-30b"}, par={"global_batch_size": 64},
+                     training={"framework": "fsdp", "param_gather_precision": precision})
+        fast, full, _ = both(s, 10)
+        assert_same(fast, full)
+        fits[precision] = full.fitting
+    assert fits["fp32"] < fits["bf16"]

@@ -332,7 +332,32 @@ def test_fsdp_exposed_time_follows_the_gather_precision_when_communication_bound
     base = {"framework": "fsdp", "grad_reduce_precision": "bf16"}
     t16 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "bf16"}, **par))
     t32 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "fp32"}, **par))
-    assert t32.time_breakdown_s["dp_comm"] > t16.time_breakdown_s["dp_comm"]
+    # one micro-batch (global batch 8 = DP 8 x 1) and every unit's compute (tens of ms) longer than its gather or
+    # reduce-scatter: exposed are the first gather of the forward and of the backward pass, the last reduce-scatter
+    # and the root unit (embedding 50368 x 7168 + learned positions 2048 x 7168 + final norm: 29.972e9 - 48 x
+    # 616.59e6 = 0.376e9 parameters) gathered and reduce-scattered, at 300 GB/s x 0.85 = 255 GB/s, ring 7/8:
+    layer16 = 616.59e6 * 2 * 7 / 8 / 255e9  # 4.232 ms: one layer's bf16 gather or reduce-scatter
+    root = 0.376e9 * 7 / 8 / 255e9  # 1.29 ms per byte per element
+    assert t16.time_breakdown_s["dp_comm"] == pytest.approx(3 * layer16 + root * (2 + 2), rel=2e-3)  # 17.86 ms
+    # fp32 gathers: both first gathers and the root's gather twice as long, the bf16 reduce-scatters as before
+    assert t32.time_breakdown_s["dp_comm"] == pytest.approx(2 * 2 * layer16 + layer16 + root * (4 + 2),
+                                                            rel=2e-3)  # 28.91 ms
+
+
+def test_fsdp_gathered_parameters_take_the_gather_precision_in_memory():
+    """FSDP keeps the gathered parameters of two units (the computing one and the prefetched one): MPT-30B layers
+    of 12 x 7168^2 + 4 x 7168 (two layernorms) = 616.59M parameters, in fp32 (Composer's pre-0.14 DEFAULT,
+    param_dtype None) 2 x 616.59M x 4 B = 4.93e9 B (4.59 GiB), in bf16 half of it."""
+    par = dict(zero_stage=3, tensor=1, pipeline=1, micro_batch_size=1, recompute="none", global_batch_size=8)
+    base = {"framework": "fsdp", "grad_reduce_precision": "bf16"}
+    t16 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "bf16"}, **par))
+    t32 = estimate(scen("mpt-30b", nodes=1, training={**base, "param_gather_precision": "fp32"}, **par))
+    layer = 12 * 7168**2 + 4 * 7168  # MPT-30B (models.yaml: hidden 7168, ffn 28672, no biases)
+    assert t32.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2 * layer * 4, rel=1e-9)  # 4.93e9 B
+    assert t16.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-9)  # 2.47e9 B
+    # the whole difference, with the fragmentation allowance on top of it
+    assert t32.memory_per_gpu_bytes["total"] - t16.memory_per_gpu_bytes["total"] == pytest.approx(
+        2 * layer * 2 * (1 + t16.assumptions["efficiency"]["fragmentation"]), rel=1e-6)
 
 
 def test_framework_fixed_step_time_is_its_own_breakdown_line_and_not_inherited_by_torchtitan():

@@ -743,8 +743,9 @@ class _MemoryCommon:
         self.per_layer, self.rebuilt = per_layer, rebuilt
         self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
         # ZeRO-3 keeps the gathered parameters of the current and the prefetched unit [4]: two layers
-        # (FSDP wraps each layer), or for DeepSpeed two adjacent weight modules [12]
-        self.gather = np.where(zero == 3, gather_buffer_layers(ctx) * lp * BYTES_16, 0.0)
+        # (FSDP wraps each layer), or for DeepSpeed two adjacent weight modules [12], in the gather
+        # precision (``zero3_gather_bytes``: 4 for FSDP's fp32 gathers, param_dtype None [16])
+        self.gather = np.where(zero == 3, gather_buffer_layers(ctx) * lp * ctx.framework.zero3_gather_bytes, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
         self.frag = e.fragmentation
 
