@@ -9,10 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import CatalogError, ScenarioError
 from gpucluster_lib.scenario import ParallelismSpec, from_dict
 from gpucluster_lib.training import build_context, estimate, evaluate, search_plans
-from gpucluster_lib.training.framework import framework
+from gpucluster_lib.training.framework import framework, framework_from_rows, framework_rows
 from gpucluster_lib.training.plans import balanced_layout, enumerate_plans, resolve_layout
 from gpucluster_lib.workloads.transformer import resolve_transformer
 
@@ -374,3 +374,15 @@ def test_framework_fixed_step_time_is_its_own_breakdown_line_and_not_inherited_b
     assert titan.time_breakdown_s["framework"] == pytest.approx(0.0)
     # the step's fixed-fraction overhead (3%) applies to it too
     assert fsdp.step_time_s - titan.step_time_s == pytest.approx(fw.step_fixed_s * 1.03, rel=1e-6)
+
+
+@pytest.mark.parametrize(("key", "typo"), [("zero3_prefetch", "units"), ("backward_prefetch", "Post")])
+def test_a_typo_in_a_framework_schedule_key_is_refused_naming_the_framework_and_the_key(key, typo):
+    # "units" would silently select the fitted-fraction schedule, "Post" would keep prefetch on
+    rows = {"fsdp": {**framework_rows()["fsdp"], key: typo},
+            "torchtitan": {"name": "TorchTitan", "same_as": "fsdp"}}
+    for name in ("fsdp", "torchtitan"):  # a row that inherits the typo is refused as well
+        with pytest.raises(CatalogError, match=rf"^training_frameworks\.yaml: framework {name}, {key}: must be one of "):
+            framework_from_rows(name, rows)
+    for name in framework_rows():  # the shipped rows load
+        assert framework_from_rows(name, framework_rows()).id == name

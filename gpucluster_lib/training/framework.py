@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import CatalogError, ScenarioError
 from gpucluster_lib.resources import data_path, load_yaml
 
 FRAMEWORKS_PATH = data_path("training_frameworks.yaml")
@@ -68,6 +68,11 @@ def framework_ids() -> list[str]:
     return list(_table()["frameworks"])
 
 
+def framework_rows() -> dict[str, Any]:
+    """The ``frameworks`` mapping of ``data/training_frameworks.yaml``, as written (read-only)."""
+    return _table()["frameworks"]
+
+
 @lru_cache(maxsize=16)
 def framework(name: str = "megatron") -> Framework:
     """The framework ``name`` of ``data/training_frameworks.yaml``; ``ScenarioError`` naming
@@ -75,10 +80,26 @@ def framework(name: str = "megatron") -> Framework:
     rows = _table()["frameworks"]
     if name not in rows:
         raise ScenarioError("training.framework", f"unknown framework {name!r}; valid: {', '.join(rows)}")
+    return framework_from_rows(name, rows)
+
+
+#: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
+SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none")}
+
+
+def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
+    """The framework ``name`` of the ``frameworks`` mapping of ``data/training_frameworks.yaml``
+    (a ``same_as`` row takes its base's terms); a ``CatalogError`` naming the framework and the key
+    when a schedule key has a value the engine does not know (a typo would silently select
+    another schedule)."""
     row = dict(rows[name])
     base = row.pop("same_as", None)
     if base is not None:  # the base framework's terms, with the ones this row states
         row = {**rows[base], **row}
+    for key, choices in SCHEDULE_CHOICES.items():
+        if key in row and row[key] not in choices:
+            raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                               f"framework {name}, {key}: must be one of {', '.join(choices)}, got {row[key]!r}")
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
