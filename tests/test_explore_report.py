@@ -81,3 +81,24 @@ def test_a_failed_sweep_report_leaves_no_file_or_folder_it_made(tmp_path, monkey
     with pytest.raises(RuntimeError):
         render_sweep_report(out)  # the default, OUTDIR/report.html: the results stay, the empty file goes
     assert not (out / "report.html").exists() and (out / "results.csv").exists()
+
+
+def test_a_cell_that_fails_in_the_sweep_report_is_a_one_line_report_error(tmp_path):
+    """A sweep folder whose sweep.json was edited by hand (an objective neither min nor max) passes
+    the quick check before the kernel starts and fails in the notebook: a ReportError (a
+    GpuClusterError, so the CLI's exit 2) with the kernel's message in one line, as the design report."""
+    import json
+
+    from gpucluster_lib.report.kernel import ReportError
+
+    out = tmp_path / "out"
+    assert main(["sweep", str(_sweep(tmp_path)), "-o", str(out), "--workers", "1", "--no-progress"]) == 0
+    meta = json.loads((out / "sweep.json").read_text("utf-8"))
+    meta["objectives"] = {"cost.tco_usd": "sideways"}
+    (out / "sweep.json").write_text(json.dumps(meta), "utf-8")
+    with pytest.raises(ReportError) as err:
+        render_sweep_report(out)
+    text = str(err.value)
+    assert text.startswith("the sweep report of ") and "could not be written: " in text
+    assert "sideways" in text and "\n" not in text and "Traceback" not in text
+    assert not (out / "report.html").exists()

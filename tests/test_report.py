@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
 import sys
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -149,13 +152,44 @@ def test_a_stage_that_fails_inside_the_report_kernel_is_a_one_line_message(tmp_p
     assert "without encryption" not in err
 
 
-def test_kernel_sockets_are_unix_sockets_in_the_run_folder(tmp_path):
-    """The kernel listens on Unix sockets in the report's temporary folder, and falls back to TCP
-    (jupyter_client's default) where a socket's path would not fit in sockaddr_un."""
-    from gpucluster_lib.report.kernel import kernel_config
+def test_kernel_sockets_are_unix_sockets_in_a_short_folder(tmp_path, monkeypatch):
+    """The kernel listens on Unix sockets in a folder made for the run under /tmp, whatever TMPDIR
+    is, and falls back to TCP (jupyter_client's default) where a socket's path would not fit in
+    sockaddr_un."""
+    from gpucluster_lib.report import kernel
 
-    cfg = kernel_config(tmp_path)
+    cfg = kernel.kernel_config(tmp_path)
     assert cfg.KernelManager.transport == "ipc"
     assert cfg.KernelManager.ip == str(tmp_path.resolve() / "kernel")
     deep = tmp_path / ("d" * 120)  # longer than the 104 bytes macOS allows for a socket path
-    assert "KernelManager" not in kernel_config(deep)
+    assert "KernelManager" not in kernel.kernel_config(deep)
+    long_tmp = tmp_path / ("t" * 90)
+    long_tmp.mkdir()
+    monkeypatch.setenv("TMPDIR", str(long_tmp))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # tempfile reads TMPDIR again
+    folder = kernel._socket_dir()
+    assert folder is not None and Path(folder).parent == Path("/tmp")
+    assert kernel.kernel_config(Path(folder)).KernelManager.transport == "ipc"
+    Path(folder).rmdir()
+
+
+def test_a_report_cell_past_the_timeout_is_one_line_with_a_long_tmpdir(tmp_path, root):
+    """``--timeout 1`` stops the report in its first design cell (importing the library and
+    designing takes longer than a second): exit 2, as for any bad input, and one line on standard
+    error naming the timeout and the option. The kernel is interrupted before it is shut down, so
+    no ZMQError traceback of a kernel answering on a closed socket follows it. TMPDIR is 90+
+    characters, too long for a Unix socket's path, and still the kernel does not fall back to TCP
+    (whose "without encryption" warning would be a second line)."""
+    long_tmp = tmp_path / ("t" * 90)
+    long_tmp.mkdir()
+    assert len(str(long_tmp)) > 85
+    proc = subprocess.run([sys.executable, "-m", "gpucluster_lib", "report",
+                           str(root / "gpucluster_lib/data/scenarios/reference-8x-a100.yaml"), "-o",
+                           str(tmp_path / "x.html"), "--timeout", "1"], capture_output=True, text=True,
+                          timeout=600, env={**os.environ, "TMPDIR": str(long_tmp)})
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "gpucluster report: error: the report of 'Reference 8x A100 rack' could not be written: "
+        "a cell ran longer than the 1 s timeout; raise --timeout"]
+    assert not (tmp_path / "x.html").exists()
+    assert list(long_tmp.iterdir()) == []  # the run's temporary folders are gone

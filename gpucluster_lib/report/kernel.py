@@ -5,21 +5,44 @@ jupyter_client connects to that kernel over TCP on localhost, and ipykernel then
 running over TCP without encryption" on the command's standard error (ipykernel's
 ``IPKernelApp.init_sockets``). The kernel only ever talks to this process, so
 :func:`execute_notebook` connects over Unix domain sockets (ZeroMQ's ``ipc`` transport) in a
-private temporary folder instead: nothing listens on a network port, and the kernel has nothing
-to warn about. The kernel's standard error is left alone, so a real error still reaches the
-user. Where Unix sockets are not available (Windows) or the folder's path is too long for one,
-the default TCP transport is kept.
+private folder made for the run directly under ``/tmp`` (a socket's path is limited to about
+100 bytes, so a long ``TMPDIR`` would not do) and removed afterwards: nothing listens on a network
+port, and the kernel has nothing to warn about. The kernel's standard error is left alone, so a
+real error still reaches the user. Where Unix sockets are not available (Windows) or no short
+folder can be made, the default TCP transport is kept.
+
+A cell that fails, a cell that runs past the timeout and a kernel that dies each end as one
+:class:`ReportError` with a one-line message. On a timeout the kernel is interrupted and the
+interrupted cell given up to :data:`INTERRUPT_WAIT_S` to stop (nbclient's ``interrupt_on_timeout``)
+before the kernel is shut down: a kernel shut down while a cell still runs answers that cell on a
+closed socket, and ipykernel prints a ``ZMQError`` traceback on standard error.
 """
 
 from __future__ import annotations
 
+import logging
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any
+
+from gpucluster_lib.errors import GpuClusterError
 
 # a Unix socket's path holds at most 104 bytes on macOS and 108 on Linux (sockaddr_un.sun_path),
 # and jupyter_client appends "-<port>" (up to 6 characters) to the socket's name
 MAX_SOCKET_PATH = 104 - 7
+#: where the kernel's socket folder is made: short on every POSIX system
+SOCKET_ROOT = "/tmp"
+#: how long an interrupted cell may take to stop [s] (nbclient's ``iopub_timeout``: after a reply,
+#: here the timeout's, the wait for the kernel's "idle"; its default of 4 s is short on a busy machine)
+INTERRUPT_WAIT_S = 30
+#: the name a timed-out cell's error has in nbclient's execute reply (``error_on_timeout``)
+_TIMEOUT_ENAME = "ReportCellTimeout"
+
+
+class ReportError(GpuClusterError, RuntimeError):
+    """The report notebook stopped on an error: the message is the kernel's, without its traceback."""
 
 
 def kernel_config(socket_dir: Path) -> Any:
@@ -34,17 +57,64 @@ def kernel_config(socket_dir: Path) -> Any:
     return Config({"KernelManager": {"transport": "ipc", "ip": str(base)}})
 
 
-def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: dict[str, Any], *,
-                     cwd: str | os.PathLike, timeout_s: int) -> None:
-    """Execute ``notebook`` with ``parameters`` into ``executed`` (papermill, kernel ``python3``,
-    no progress bar, the cells' output not logged); the kernel's sockets live beside
-    ``executed``, in its (temporary) folder. Raises papermill's ``PapermillExecutionError`` when
-    a cell fails."""
-    import papermill as pm
+def _socket_dir() -> str | None:
+    """A new private folder for the kernel's sockets under :data:`SOCKET_ROOT`, or None."""
+    if os.name != "posix":
+        return None
+    try:
+        return tempfile.mkdtemp(prefix="gpc-", dir=SOCKET_ROOT)
+    except OSError:
+        return None
 
-    pm.execute_notebook(str(notebook), str(executed), parameters=parameters, cwd=str(cwd),
-                        execution_timeout=timeout_s, progress_bar=False, kernel_name="python3",
-                        log_output=False, config=kernel_config(executed.parent))
+
+def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: dict[str, Any], *,
+                     cwd: str | os.PathLike, timeout_s: int, what: str = "the report",
+                     timeout_option: str | None = None) -> None:
+    """Execute ``notebook`` with ``parameters`` into ``executed`` (papermill, kernel ``python3``,
+    no progress bar, the cells' output not logged), each cell given ``timeout_s`` seconds.
+
+    A failing cell raises a :class:`ReportError` "``what`` could not be written: <the last line
+    of the cell's error>"; a cell past the timeout one that names the timeout and
+    ``timeout_option`` (the command-line option that raises it), a dead kernel one that says so."""
+    import papermill as pm
+    from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from traitlets.config import Config
+
+    timed_out: list[bool] = []
+
+    def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
+        timed_out.append(execute_reply.get("content", {}).get("ename") == _TIMEOUT_ENAME)
+
+    def timeout_error() -> ReportError:
+        fix = f"; raise {timeout_option}" if timeout_option else ""
+        return ReportError(f"{what} could not be written: a cell ran longer than the {timeout_s} s timeout{fix}")
+
+    # nbclient logs a timeout on papermill's logger; without a handler of its own Python's
+    # last-resort handler would print it on standard error beside the one-line message
+    log = logging.getLogger("papermill")
+    if not any(isinstance(h, logging.NullHandler) for h in log.handlers):
+        log.addHandler(logging.NullHandler())
+    sockets = _socket_dir()
+    try:
+        pm.execute_notebook(
+            str(notebook), str(executed), parameters=parameters, cwd=str(cwd), execution_timeout=timeout_s,
+            progress_bar=False, kernel_name="python3", log_output=False,
+            config=kernel_config(Path(sockets)) if sockets else Config(),
+            interrupt_on_timeout=True, on_cell_error=on_cell_error, iopub_timeout=INTERRUPT_WAIT_S,
+            error_on_timeout={"ename": _TIMEOUT_ENAME, "evalue": f"longer than {timeout_s} s", "traceback": []})
+    except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
+        if any(timed_out):
+            raise timeout_error() from None
+        last = str(exc.evalue).strip().splitlines()[-1] if str(exc.evalue).strip() else exc.ename
+        raise ReportError(f"{what} could not be written: {last}") from None
+    except CellTimeoutError:  # the interrupted cell did not finish either
+        raise timeout_error() from None
+    except DeadKernelError:
+        raise ReportError(f"{what} could not be written: the notebook's Python kernel died (out of memory?); "
+                          "run it again, with more memory free") from None
+    finally:
+        if sockets:
+            shutil.rmtree(sockets, ignore_errors=True)
 
 
 def html_without_code(nb: Any) -> str:

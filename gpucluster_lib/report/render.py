@@ -32,6 +32,7 @@ from gpucluster_lib.report.document import (
     section_html,
     stage_sections,
 )
+from gpucluster_lib.report.kernel import ReportError
 from gpucluster_lib.report.style import DOCUMENT_STYLE
 from gpucluster_lib.report.text import esc, figure_text
 from gpucluster_lib.scenario import load_scenario
@@ -41,8 +42,6 @@ REPORT_NOTEBOOK = NOTEBOOK_DIR / "report.ipynb"
 EXECUTION_TIMEOUT_S = 600
 
 
-class ReportError(GpuClusterError, RuntimeError):
-    """The report notebook stopped on an error: the message is the kernel's, without its traceback."""
 
 
 # ---------------------------------------------------------------- sections (used inside the notebook)
@@ -207,18 +206,15 @@ def esc_path(path: Path) -> str:
 def _execute(scenario: Any, scenario_path: Path, out_html: Path, notebook: str | os.PathLike, timeout_s: int,
              keep_notebook: bool, allow_paths: bool) -> None:
     import nbformat
-    import papermill as pm
 
     from gpucluster_lib.report.kernel import execute_notebook, html_without_code
 
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "report.ipynb"
-        try:
-            execute_notebook(notebook, executed, {"scenario_path": str(scenario_path), "allow_paths": allow_paths},
-                             cwd=Path(notebook).resolve().parent, timeout_s=timeout_s)
-        except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
-            raise ReportError(f"the report of {scenario.name!r} could not be written: "
-                              f"{str(exc.evalue).strip().splitlines()[-1] if exc.evalue else exc.ename}") from None
+        # a failed or timed-out cell is a one-line ReportError (e.g. a price the cost stage needs)
+        execute_notebook(notebook, executed, {"scenario_path": str(scenario_path), "allow_paths": allow_paths},
+                         cwd=Path(notebook).resolve().parent, timeout_s=timeout_s,
+                         what=f"the report of {scenario.name!r}", timeout_option="--timeout")
         nb = nbformat.read(executed, as_version=4)
         nb.metadata["title"] = scenario.name  # the page's title (and the PDF footer's)
         out_html.write_text(html_without_code(nb), encoding="utf-8")

@@ -159,8 +159,10 @@ def _execute(folder: Path, out: Path, timeout_s: int) -> None:
     import nbformat
 
     from gpucluster_lib.report.kernel import execute_notebook, html_without_code
+    from gpucluster_lib.report.render import esc_path
 
     with tempfile.TemporaryDirectory() as tmp:
         executed = Path(tmp) / "sweep_report.ipynb"
-        execute_notebook(SWEEP_NOTEBOOK, executed, {"results_dir": str(folder)}, cwd=NOTEBOOK_DIR, timeout_s=timeout_s)
+        execute_notebook(SWEEP_NOTEBOOK, executed, {"results_dir": str(folder)}, cwd=NOTEBOOK_DIR, timeout_s=timeout_s,
+                         what=f"the sweep report of {esc_path(folder)}")
         out.write_text(html_without_code(nbformat.read(executed, as_version=4)), encoding="utf-8")
