@@ -229,6 +229,34 @@ def test_the_mlperf_table_gives_the_submitters_engine():
     assert next(r for r in rows if r.id == "v4.0-dgx-h100-offline").tokens_per_s == 21_805.8  # validation row 141
 
 
+# Published tokens/s of every row, read from the MLPerf results summaries (closed/NVIDIA/results/<system>/
+# <model>/<Scenario>/performance/run_1/mlperf_log_summary.txt of mlcommons/inference_results_v4.0 at 3c4a1cf and
+# inference_results_v4.1 at a2f5d66): "Tokens per second" (Offline), "Completed tokens per second" (Server).
+PUBLISHED_TOKENS_PER_S = {
+    "v4.0-dgx-h100-offline": 21805.8,   # v4.0 DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99.9/Offline
+    "v4.0-dgx-h100-server": 20556.40,   # v4.0 DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99.9/Server
+    "v4.0-dgx-h200-offline": 27738.3,   # v4.0 H200-SXM-141GBx8_TRT/llama2-70b-99.9/Offline
+    "v4.0-dgx-h200-server": 26485.43,   # v4.0 H200-SXM-141GBx8_TRT/llama2-70b-99.9/Server
+    "v4.1-dgx-h100-offline": 24524.9,   # v4.1 DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99.9/Offline
+    "v4.1-dgx-h100-server": 21605.79,   # v4.1 DGX-H100_H100-SXM-80GBx8_TRT/llama2-70b-99.9/Server
+    "v4.1-dgx-h200-offline": 31302.7,   # v4.1 H200-SXM-141GBx8_TRT/llama2-70b-99/Offline
+    "v4.1-dgx-h200-server": 29228.22,   # v4.1 H200-SXM-141GBx8_TRT/llama2-70b-99/Server
+}
+
+
+def test_every_mlperf_row_holds_its_published_tokens_per_s():
+    rows = {r.id: r for r in mlperf_rows()}
+    assert set(rows) == set(PUBLISHED_TOKENS_PER_S)
+    for rid, published in PUBLISHED_TOKENS_PER_S.items():
+        # the table may round to 0.1 token/s (26,485.43 is kept as 26,485.4)
+        assert rows[rid].tokens_per_s == pytest.approx(published, abs=0.05), rid
+
+
+def test_every_expected_miss_names_a_row_of_the_table():
+    """A renamed or dropped row must not leave its expected-failure entry behind, unseen."""
+    assert set(MLPERF_MISSES) <= {r.id for r in mlperf_rows()}
+
+
 def test_the_mlperf_table_refuses_what_it_does_not_hold():
     with pytest.raises(GpuClusterError, match="no MLPerf round 'v3.1'"):
         mlperf_scenario("v3.1", "dgx-h100", "offline")
