@@ -356,7 +356,9 @@ not part of the model: none is both sourced and consistent with the other checks
   82.6% at the 1,573 tokens of the v4.0 DGX H100 offline step: 0.5-2.6% apart. The wire and the GEMM-shape curve are ruled out above; the
   remaining candidates (the unsplit norms, a wait for the slower rank at each of the 160 all-reduces, the
   all-reduce kernel at these sizes) have no published figure, so no term is added. The figures of this
-  and the previous item are printed by `scripts/trtllm_tables.py`, which holds the table rows.
+  and the previous item are printed by `scripts/trtllm_tables.py` and recomputed by
+  `tests/test_trtllm_tables.py`; the table rows, each release with the file its table is in, are
+  `gpucluster_lib/data/validation/trtllm_llama2_70b_fp8.yaml`.
 """
     (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
 

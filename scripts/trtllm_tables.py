@@ -8,7 +8,10 @@ factor; the per-GPU loss from TP 1 to TP 2), and prints them:
 * TP 1 / TP 2 per GPU on one GPU in one release, published and modelled;
 * the wave and tile fill of a layer's GEMMs at TP 1 and TP 2.
 
-Sources (github.com/NVIDIA/TensorRT-LLM, each table at its release):
+The rows, each release with the file and section its table is in, are
+``gpucluster_lib/data/validation/trtllm_llama2_70b_fp8.yaml``; the model runs at each table's settings
+are ``gpucluster_lib.inference.validation.trtllm_ratio``; tests/test_trtllm_tables.py recomputes the
+figures the docs quote. Sources (github.com/NVIDIA/TensorRT-LLM, each table at its release):
 
 * 0.8.0 and 0.9.0: ``docs/source/performance.md``, "Peak Throughput", H100 / H200 GPUs (FP8), output
   tokens/s per GPU, static batches (``gptSessionBenchmark``) at the stated batch;
@@ -27,57 +30,26 @@ from __future__ import annotations
 
 import math
 
-from gpucluster_lib.inference.serve import serve
-from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.inference.validation import trtllm_model_per_gpu, trtllm_ratio, trtllm_row
 
 LENGTHS = ((128, 128), (2048, 128), (128, 2048), (2048, 2048))
 
-#: 0.9.0 static rows: (system, TP, input, output) -> (batch, output tokens/s per GPU)
-R090 = {("dgx-h100", 2, 128, 128): (1024, 3214), ("dgx-h100", 2, 2048, 128): (96, 346),
-        ("dgx-h100", 2, 2048, 2048): (64, 1011), ("dgx-h200", 1, 128, 128): (1024, 3989),
-        ("dgx-h200", 1, 2048, 128): (64, 418), ("dgx-h200", 1, 2048, 2048): (64, 1458)}
-#: 0.8.0 static rows at the same batches as 0.9.0 (output tokens/s per GPU)
-R080 = {("dgx-h100", 2, 128, 128): 3269, ("dgx-h100", 2, 2048, 128): 347, ("dgx-h100", 2, 2048, 2048): 1020}
-#: 0.10.0 and 0.11.0, LLaMA v2 70B FP8, output tokens/s of the TP group, in LENGTHS order
-R010 = {("dgx-h200", 1): (4055.97, 493.87, 3199.9, 1734.58), ("dgx-h200", 2): (6299.21, 784.47, 6747, 3455.34),
-        ("dgx-h100", 2): (6035.36, 757.55, 4710.45, 2267.45)}
-R011 = {("dgx-h200", 2): (6652.29, 766.38, 7014.86, 3554.71), ("dgx-h100", 2): (6502.44, 747.14, 5267.56, 2457.73)}
-#: each in-flight-batching release's engine limits and scheduler
-IFB = {"0.10.0": (R010, "max_utilization"), "0.11.0": (R011, "no_evict")}
-ENGINE_BATCH = ENGINE_TOKENS = 2048
+
+def release_gain(old: str, new: str, system: str, tp: int, isl: int, osl: int) -> tuple[float, float, float]:
+    """(published / model in ``old``, the same in ``new``, the gain through the model new / old - 1)."""
+    a, b = trtllm_ratio(trtllm_row(old, system, tp, isl, osl)), trtllm_ratio(trtllm_row(new, system, tp, isl, osl))
+    return a, b, b / a - 1
 
 
-def model_per_gpu(system: str, tp: int, isl: int, osl: int, *, batch: int | None = None,
-                  scheduling: str = "no_evict", max_num_tokens: int | None = None) -> float:
-    """The model's output tokens/s per GPU, uniform lengths, no latency limit."""
-    inf = {"precision": "fp8", "input_tokens": isl, "output_tokens": osl, "output_tokens_cv": 0.0,
-           "arrival": "offline", "ttft_slo_s": 1e6, "tpot_slo_s": 1e6, "tensor_parallel": tp,
-           "max_num_tokens": max_num_tokens, "kv_cache_scheduling": scheduling}
-    if batch is not None:
-        inf["batch_size"] = batch
-
-    def run(extra: dict) -> object:
-        sc = from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": system, "nodes": 1},
-                        "inference": {**inf, **extra}})
-        return serve(sc)
-
-    if batch is None:  # in-flight batching: the engine's batch limit or the KV pool, the smaller
-        pool = run({}).max_batch
-        return run({"batch_size": min(ENGINE_BATCH, pool)}).tokens_per_s_per_gpu
-    return run({}).tokens_per_s_per_gpu
+def published_gain(old: str, new: str, system: str, tp: int, isl: int, osl: int) -> float:
+    """The gain from ``old`` to ``new`` as published (same system, TP and lengths)."""
+    return trtllm_row(new, system, tp, isl, osl).per_gpu / trtllm_row(old, system, tp, isl, osl).per_gpu - 1
 
 
-def static_ratio(key: tuple) -> float:
-    """0.9.0 published / model at the stated batch."""
-    batch, pub = R090[key]
-    return pub / model_per_gpu(*key, batch=batch)
-
-
-def ifb_ratio(release: str, system: str, tp: int, isl: int, osl: int) -> float:
-    """Published / model for an in-flight-batching row at the release's settings."""
-    table, scheduling = IFB[release]
-    pub = table[(system, tp)][LENGTHS.index((isl, osl))] / tp
-    return pub / model_per_gpu(system, tp, isl, osl, scheduling=scheduling, max_num_tokens=ENGINE_TOKENS)
+def per_gpu_ratio(release_a: str, a: tuple, release_b: str, b: tuple) -> tuple[float, float]:
+    """Per-GPU output tokens/s of row ``a`` over row ``b``: (published, model)."""
+    ra, rb = trtllm_row(release_a, *a), trtllm_row(release_b, *b)
+    return ra.per_gpu / rb.per_gpu, trtllm_model_per_gpu(ra) / trtllm_model_per_gpu(rb)
 
 
 def gemm_fill(tokens: int, tp: int, tile: tuple[int, int], sms: int = 132) -> float:
@@ -94,32 +66,27 @@ def gemm_fill(tokens: int, tp: int, tile: tuple[int, int], sms: int = 132) -> fl
 
 
 def main() -> None:
+    static = ((128, 128), (2048, 128), (2048, 2048))
     print("0.8.0 -> 0.9.0, static, same batches (DGX H100, TP 2):",
-          ", ".join(f"{R090[k][1] / v - 1:+.1%}" for k, v in R080.items()))
+          ", ".join(f"{published_gain('0.8.0', '0.9.0', 'dgx-h100', 2, i, o):+.1%}" for i, o in static))
     print("0.9.0 -> 0.11.0 through the model (DGX H100, TP 2):")
-    for isl, osl in ((128, 128), (2048, 128), (2048, 2048)):
-        key = ("dgx-h100", 2, isl, osl)
-        r9, r11 = static_ratio(key), ifb_ratio("0.11.0", *key)
-        print(f"  {isl}/{osl}: published / model {r9:.3f} (0.9.0), {r11:.3f} (0.11.0), gain {r11 / r9 - 1:+.1%}")
+    for isl, osl in static:
+        r9, r11, gain = release_gain("0.9.0", "0.11.0", "dgx-h100", 2, isl, osl)
+        print(f"  {isl}/{osl}: published / model {r9:.3f} (0.9.0), {r11:.3f} (0.11.0), gain {gain:+.1%}")
     for system in ("dgx-h100", "dgx-h200"):
-        gains = [b / a - 1 for a, b in zip(R010[(system, 2)], R011[(system, 2)], strict=True)]
+        gains = [published_gain("0.10.0", "0.11.0", system, 2, i, o) for i, o in LENGTHS]
         print(f"0.10.0 -> 0.11.0 as published ({system}, TP 2):", ", ".join(f"{g:+.1%}" for g in gains))
     print("model error on 0.10.0:")
     for system, tp in (("dgx-h200", 1), ("dgx-h100", 2)):
-        errs = [1 / ifb_ratio("0.10.0", system, tp, i, o) - 1 for i, o in LENGTHS]
+        errs = [1 / trtllm_ratio(trtllm_row("0.10.0", system, tp, i, o)) - 1 for i, o in LENGTHS]
         print(f"  {system} TP {tp}:", ", ".join(f"{e:+.1%}" for e in errs))
     print("0.10.0, H200, TP 1 / TP 2 per GPU:")
     for isl, osl in LENGTHS:
-        idx = LENGTHS.index((isl, osl))
-        pub = R010[("dgx-h200", 1)][idx] / (R010[("dgx-h200", 2)][idx] / 2)
-        kw = {"scheduling": "max_utilization", "max_num_tokens": ENGINE_TOKENS}
-        mod = model_per_gpu("dgx-h200", 1, isl, osl, **kw) / model_per_gpu("dgx-h200", 2, isl, osl, **kw)
+        pub, mod = per_gpu_ratio("0.10.0", ("dgx-h200", 1, isl, osl), "0.10.0", ("dgx-h200", 2, isl, osl))
         print(f"  {isl}/{osl}: published {pub:.2f}, model {mod:.2f}")
     print("0.9.0, H200 TP 1 over H100 TP 2 per GPU:")
     for isl, osl in ((128, 128), (2048, 128)):
-        a, b = ("dgx-h200", 1, isl, osl), ("dgx-h100", 2, isl, osl)
-        pub = R090[a][1] / R090[b][1]
-        mod = model_per_gpu(*a, batch=R090[a][0]) / model_per_gpu(*b, batch=R090[b][0])
+        pub, mod = per_gpu_ratio("0.9.0", ("dgx-h200", 1, isl, osl), "0.9.0", ("dgx-h100", 2, isl, osl))
         print(f"  {isl}/{osl}: published {pub:.2f}, model {mod:.2f}")
     print("GEMM wave and tile fill, TP 1 / TP 2:")
     for tokens in (4096, 1573):

@@ -119,3 +119,106 @@ def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | Non
     """The model's output tokens per second of the 8 GPUs for a published row."""
     est = serve(mlperf_scenario(row.round, row.system, row.scenario, path), catalog)
     return est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
+
+
+# -- TensorRT-LLM's own throughput tables ------------------------------------------------------------
+
+TRTLLM_PATH = data_path("validation", "trtllm_llama2_70b_fp8.yaml")
+#: the tables' model, precision and systems: Llama 2 70B in FP8 on one DGX H100 or H200 node
+TRTLLM_MODEL = "llama2-70b"
+_TRTLLM_METHODS = ("static", "inflight")
+
+
+@dataclass(frozen=True)
+class TrtllmRow:
+    """One row of a TensorRT-LLM release's table: ``tokens_per_s`` as published (per GPU for a static
+    row, of the TP group for an in-flight one), ``batch`` the stated batch of a static row."""
+
+    release: str
+    method: str
+    system: str
+    tp: int
+    input_tokens: int
+    output_tokens: int
+    tokens_per_s: float
+    batch: int | None = None
+
+    @property
+    def per_gpu(self) -> float:
+        """Published output tokens per second per GPU."""
+        return self.tokens_per_s if self.method == "static" else self.tokens_per_s / self.tp
+
+
+@lru_cache(maxsize=4)
+def _load_trtllm(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            data = yaml.safe_load(fh)
+    except (OSError, yaml.YAMLError) as exc:
+        raise GpuClusterError(f"cannot read the TensorRT-LLM table {path}: {exc}") from exc
+    releases = data.get("releases") if isinstance(data, dict) else None
+    if not isinstance(releases, dict) or not releases:
+        raise GpuClusterError(f"the TensorRT-LLM table {path} has no 'releases' section")
+    for name, rel in releases.items():
+        if rel.get("method") not in _TRTLLM_METHODS or not rel.get("file") or not rel.get("rows"):
+            raise GpuClusterError(f"release {name} of {path} needs a method ({' or '.join(_TRTLLM_METHODS)}), "
+                                  "the file its table is in, and rows")
+        if rel["method"] == "static" and any(r.get("batch") is None for r in rel["rows"]):
+            raise GpuClusterError(f"release {name} of {path}: every static row states its batch")
+        if rel["method"] == "inflight" and any(k not in rel for k in ("max_batch_size", "max_num_tokens",
+                                                                        "kv_cache_scheduling")):
+            raise GpuClusterError(f"release {name} of {path}: an in-flight table names its engine limits "
+                                  "(max_batch_size, max_num_tokens) and its KV-cache scheduling")
+    return releases
+
+
+def trtllm_releases(path: str | Path | None = None) -> dict[str, dict[str, Any]]:
+    """The releases of the data file, each with its method, source file, engine settings and rows."""
+    return _load_trtllm(str(path or TRTLLM_PATH))
+
+
+def trtllm_rows(release: str, path: str | Path | None = None) -> list[TrtllmRow]:
+    """The rows of one release's table, in the file's order."""
+    rels = trtllm_releases(path)
+    if release not in rels:
+        raise GpuClusterError(f"no TensorRT-LLM release {release!r} in {path or TRTLLM_PATH} "
+                              f"(releases: {', '.join(rels)})")
+    rel = rels[release]
+    return [TrtllmRow(release=release, method=rel["method"], **r) for r in rel["rows"]]
+
+
+def trtllm_row(release: str, system: str, tp: int, input_tokens: int, output_tokens: int,
+               path: str | Path | None = None) -> TrtllmRow:
+    """The row of ``release`` for one system, TP and pair of lengths."""
+    for r in trtllm_rows(release, path):
+        if (r.system, r.tp, r.input_tokens, r.output_tokens) == (system, tp, input_tokens, output_tokens):
+            return r
+    raise GpuClusterError(f"TensorRT-LLM {release} has no row for {system} at TP {tp}, "
+                          f"{input_tokens}/{output_tokens} tokens")
+
+
+def trtllm_model_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
+    """The model's output tokens per second per GPU at the row's own settings: lengths of one value
+    (no spread), FP8, no latency limit; a static row at its stated batch, an in-flight row at the
+    release's engine limits and scheduler with the batch the smaller of the engine's limit and the KV
+    pool (the engine admits what fits)."""
+    inf: dict[str, Any] = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+                           "output_tokens_cv": 0.0, "arrival": "offline", "ttft_slo_s": NO_LIMIT_S,
+                           "tpot_slo_s": NO_LIMIT_S, "tensor_parallel": row.tp}
+    rel = trtllm_releases(path)[row.release]
+
+    def run(extra: dict[str, Any]) -> Any:
+        sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                        "inference": {**inf, **extra}})
+        return serve(sc, catalog)
+
+    if row.method == "static":
+        return run({"batch_size": row.batch, "kv_cache_scheduling": "no_evict"}).tokens_per_s_per_gpu
+    engine = {"max_num_tokens": rel["max_num_tokens"], "kv_cache_scheduling": rel["kv_cache_scheduling"]}
+    pool = run(engine).max_batch
+    return run({**engine, "batch_size": min(int(rel["max_batch_size"]), pool)}).tokens_per_s_per_gpu
+
+
+def trtllm_ratio(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
+    """Published / model output tokens per second per GPU for one row."""
+    return row.per_gpu / trtllm_model_per_gpu(row, catalog, path)
