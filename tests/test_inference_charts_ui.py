@@ -47,7 +47,6 @@ def test_accelerator_comparison(llama3_70b_serving):
 
 
 def test_tab_reacts_and_shows_findings():
-    pytest.importorskip("ipywidgets")
     from gpucluster_lib.ui import tab_inference
     from gpucluster_lib.ui.common import AppState
 
@@ -67,7 +66,6 @@ def test_tab_reacts_and_shows_findings():
 
 
 def test_tab_vision_section():
-    pytest.importorskip("ipywidgets")
     from gpucluster_lib.ui import tab_inference
     from gpucluster_lib.ui.common import AppState
 

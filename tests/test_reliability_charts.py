@@ -103,7 +103,7 @@ def test_report_sections_carry_the_charts(results):
 
 
 def test_panel_updates_scenario_and_figures(results):
-    common = pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import common
     from gpucluster_lib.ui import tab_reliability as tab
 
     state = common.AppState.from_path(GPT3)
@@ -122,7 +122,7 @@ def test_panel_updates_scenario_and_figures(results):
 
 
 def test_panel_shows_error_not_traceback(results):
-    common = pytest.importorskip("gpucluster_lib.ui.common")
+    from gpucluster_lib.ui import common
     from gpucluster_lib.ui import tab_reliability as tab
 
     state = common.AppState.from_path(GPT3)
@@ -132,7 +132,6 @@ def test_panel_shows_error_not_traceback(results):
 
 
 def test_panel_charts_have_independent_colours(results):
-    pytest.importorskip("gpucluster_lib.ui.common")
     from gpucluster_lib.ui import tab_reliability as tab
 
     _, r, c = results

@@ -1,7 +1,8 @@
 """Voila + Debian Chromium (through Playwright) fixtures for the app's browser tests.
 
-No browser download: Playwright drives /usr/bin/chromium. Without Chromium the tests
-are skipped locally but FAIL when ``CI`` is set (CI installs it in .ci/run).
+No browser download: Playwright drives /usr/bin/chromium. Without Chromium, or without
+Playwright, the tests FAIL with the command that installs it, on CI and locally alike (a test
+that needs an absent tool never skips).
 """
 
 from __future__ import annotations
@@ -29,14 +30,21 @@ def _chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
 
 
-@pytest.fixture(scope="session")
-def chromium_path() -> str:
+CHROMIUM_MISSING = "chromium is missing: install it with `sudo apt-get install -y chromium` (Debian/Ubuntu)"
+PLAYWRIGHT_MISSING = "playwright is missing: install it with `pip install -e '.[test]'` (never `playwright install`)"
+
+
+def need_chromium() -> str:
+    """Debian's Chromium, or a test failure that says how to install it."""
     path = _chromium()
     if path is None:
-        if os.environ.get("CI"):
-            pytest.fail("Debian's chromium is missing on CI: .ci/run must apt-get install it")
-        pytest.skip("chromium not installed (apt-get install -y chromium)")
+        pytest.fail(CHROMIUM_MISSING)
     return path
+
+
+@pytest.fixture(scope="session")
+def chromium_path() -> str:
+    return need_chromium()
 
 
 def _free_port() -> int:
@@ -96,7 +104,10 @@ def voila_url(chromium_path: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def browser(chromium_path: str):
-    from playwright.sync_api import sync_playwright
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.fail(PLAYWRIGHT_MISSING)
 
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=chromium_path, args=CHROMIUM_ARGS, headless=True)

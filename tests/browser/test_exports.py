@@ -8,9 +8,7 @@ import io
 import zipfile
 
 import pytest
-
-playwright = pytest.importorskip("playwright.sync_api")
-from playwright.sync_api import expect  # noqa: E402
+from playwright.sync_api import expect  # a missing playwright fails here (never a skip)
 
 pytestmark = pytest.mark.browser
 
