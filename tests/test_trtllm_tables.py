@@ -111,3 +111,24 @@ def test_the_other_figures_of_the_tables_as_quoted():
     for (system, tp), lo, hi in ((("dgx-h200", 1), -26, 41), (("dgx-h100", 2), -14, 56)):
         errs = [100 * (1 / trtllm_ratio(trtllm_row("0.10.0", system, tp, i, o)) - 1) for i, o in LENGTHS]
         assert quoted(min(errs), lo, 0) and quoted(max(errs), hi, 0), (system, errs)
+
+
+def test_wave_and_tile_fill_as_quoted():
+    """scripts/trtllm_tables.py's whole-tile, whole-wave fill of a Llama 2 70B layer's four GEMMs."""
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "scripts" / "trtllm_tables.py"
+    spec = importlib.util.spec_from_file_location("trtllm_tables", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    # by hand, 4,096 tokens, 128 x 128 tiles, TP 1: N = 10,240 / 8,192 / 57,344 / 8,192 at K = 8,192 x 3 and
+    # 28,672 give 32 x (80, 64, 448, 64) tiles, issued in whole waves of 132 as 2,640 / 2,112 / 14,388 / 2,112:
+    # (2,560 + 2,048 + 14,336 + 2,048 x 3.5) / (2,640 + 2,112 + 14,388 + 2,112 x 3.5) = 26,112 / 26,532
+    assert mod.gemm_fill(4096, 1, (128, 128)) == pytest.approx(26_112 / 26_532, rel=1e-12)
+    # docs/validation.md: 98.4% / 97.9% (128 x 128) and 97.9% / 97.0% (128 x 256) at TP 1 / TP 2 for 4,096
+    # tokens, 89.9% / 88.9% and 84.4% / 82.6% at 1,573 tokens
+    for tokens, tile, want in ((4096, (128, 128), (98.4, 97.9)), (4096, (128, 256), (97.9, 97.0)),
+                               (1573, (128, 128), (89.9, 88.9)), (1573, (128, 256), (84.4, 82.6))):
+        got = (100 * mod.gemm_fill(tokens, 1, tile), 100 * mod.gemm_fill(tokens, 2, tile))
+        assert all(quoted(g, w, 1) for g, w in zip(got, want, strict=True)), (tokens, tile, got)
