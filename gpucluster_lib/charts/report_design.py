@@ -24,10 +24,12 @@ STEP_LABELS = {
     "compute": "Compute", "recompute": "Activation recompute", "tp_comm": "Tensor-parallel communication",
     "cp_comm": "Context-parallel communication", "ep_comm": "Expert-parallel communication",
     "pp_comm": "Pipeline communication", "bubble": "Pipeline bubble",
-    "dp_comm": "Data-parallel communication (not hidden)", "optimizer": "Optimizer step", "overhead": "Framework overhead",
+    "dp_comm": "Data-parallel communication (not hidden)", "optimizer": "Optimizer step",
+    "framework": "Framework: pipeline slots and fixed time per step", "overhead": "Step overhead (a share of the step)",
 }
 MEMORY_LABELS = {"weights": "Weights", "gradients": "Gradients", "optimizer_states": "Optimizer states",
-                 "activations": "Activations", "other": "Runtime, buffers, fragmentation"}
+                 "gather_buffers": "Gathered parameters (ZeRO-3)", "activations": "Activations",
+                 "other": "Runtime, buffers, fragmentation"}
 SERVING_MEMORY_LABELS = {"weights": "Weights", "kv_cache": "KV cache", "workspace": "Workspace",
                          "runtime": "Runtime", "free": "Free"}
 CAPEX_LABELS = {"compute": "Compute nodes", "network": "Network", "storage": "Storage",
@@ -48,7 +50,7 @@ def _bar(df: pd.DataFrame, x: str, y: str, title: str, x_title: str, *, colour: 
 
 def step_time_chart(training: Any) -> alt.LayerChart:
     """Where one training step's time goes, per category [s] (``TrainingEstimate``)."""
-    rows = [{"part": STEP_LABELS.get(k, k), "seconds": float(v)}
+    rows = [{"part": STEP_LABELS[k], "seconds": float(v)}
             for k, v in training.time_breakdown_s.items() if v > 0]
     return _bar(pd.DataFrame(rows), "seconds", "part", f"One training step: {training.step_time_s:.2f} s",
                 "Time per step [s]", fmt=".3f")

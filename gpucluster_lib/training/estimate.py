@@ -509,8 +509,11 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     hflops = fl.hardware_flops_per_token(arch, plan.recompute) * tps / hw.gpus
     days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
     findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff, stages)
+    efficiency = eff.to_dict()
+    if ctx.framework.zero3_prefetch != "fraction":  # its own ZeRO-3 schedule: the fitted hidden share is not read
+        efficiency.pop("zero3_overlap", None)
     assumptions = {
-        "efficiency": eff.to_dict(),
+        "efficiency": efficiency,
         "peak_tflops": ctx.peak_flops / TERA,
         "memory_bandwidth_gb_per_s": ctx.memory_bw / GB,
         "nvlink_gb_per_s_per_direction": ctx.nvlink_bw / GB,
@@ -532,7 +535,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
             f"estimated MFU {mfu:.1%} is above the best published training MFU we know of "
             f"({MFU_PUBLISHED_CEILING:.0%}: MPT-7B on 8x A100 80GB, 64.2%, MosaicML llm-foundry benchmarks); "
             "treat this estimate as optimistic",
-            fix="calibrate training.gemm_efficiency (or training.efficiency) to a measured run on your stack",
+            fix="calibrate the matrix-multiply efficiency (or the other training efficiencies) to a measured run "
+                "on your stack",
             field="training.gemm_efficiency")])
     return TrainingEstimate(
         model=arch.name, accelerator=hw.accelerator_id, gpus=hw.gpus, params=arch.total_params(),
@@ -562,11 +566,12 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU ({where}: "
                            f"{parts} GiB) but the accelerator has {cap / GIB:.1f} GiB",
                            fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
-                               "a smaller micro-batch, or parallelism: auto", field="parallelism"))
+                               "a smaller micro-batch, or the automatic plan search", field="parallelism"))
     if plan.tensor > ctx.nvlink_domain:
         out.append(Finding("training-tp-across-nodes", "warning",
                            f"tensor parallelism {plan.tensor} spans nodes (NVLink domain {ctx.nvlink_domain}); "
-                           "its all-reduces run over the scale-out fabric", fix="keep tensor <= GPUs per node",
+                           "its all-reduces run over the scale-out fabric",
+                           fix="keep the tensor parallelism at most the GPUs per node",
                            field="parallelism.tensor"))
     if plan.zero_stage == 3 and plan.pipeline > 1:
         out.append(Finding("training-zero3-with-pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
@@ -592,11 +597,53 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     if days is not None and dl is not None and days > dl:
         out.append(Finding("training-deadline-missed", "warning",
                            f"training takes {days:.1f} days, more than the {dl:g}-day deadline",
-                           fix="add GPUs (see min_gpus_for_deadline) or reduce the token budget",
+                           fix="add GPUs (sizing the cluster for the deadline finds how many) or reduce the token "
+                               "budget",
                            field="training.deadline_days"))
+    fixed = ctx.framework.step_fixed_s
+    if fixed > 0:  # a fitted constant, not a mechanism: say what it is and how large a share of this step
+        out.append(Finding("training-framework-step-time", "info",
+                           f"{ctx.framework.name} adds a fixed {fixed:.2f} s per step, {fixed / step:.0%} of this step: "
+                           "it is fitted to MosaicML's Composer runs of MPT (the training loop's host-side work per "
+                           "batch), not measured",
+                           fix="for PyTorch FSDP without Composer's training loop, choose TorchTitan (FSDP2) as the "
+                               "training framework", field="training.framework"))
+    out += _ignored_settings(scenario, ctx, plan)
     if days is None:
-        out.append(Finding("training-no-token-budget", "info", "training.tokens is not set: no time to train",
+        out.append(Finding("training-no-token-budget", "info", "the training tokens are not set: no time to train",
                            field="training.tokens"))
+    return out
+
+
+def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Finding]:
+    """A warning for each training setting the chosen framework and plan do not read (it is set
+    and has no effect): the hidden share of ZeRO-3 communication (only frameworks with
+    ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
+    gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
+    distributed optimizer gather 16-bit parameters) and the gradient reduction precision without
+    data parallelism (nothing is reduced)."""
+    tr, fw = scenario.training, ctx.framework
+    out = []
+    if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
+        how = "one unit ahead" if fw.zero3_prefetch == "unit" else "one module ahead"
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the hidden share of ZeRO-3 communication is set, but {fw.name} prefetches its parameter "
+                           f"gathers {how} and what stays exposed follows from that schedule: the setting has no "
+                           "effect",
+                           fix="remove it; only Megatron-LM and NeMo read it",
+                           field="training.efficiency.zero3_overlap"))
+    if tr.param_gather_precision is not None and plan.zero_stage != 3:
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the parameter gather precision is set, but the plan shards no parameters (ZeRO stage "
+                           f"{plan.zero_stage}): only ZeRO-3 (FSDP's full sharding) gathers parameters in it, so it has no "
+                           "effect",
+                           fix="remove it, or choose ZeRO stage 3", field="training.param_gather_precision"))
+    if tr.grad_reduce_precision is not None and plan.data * plan.context == 1:
+        out.append(Finding("training-setting-ignored", "warning",
+                           "the gradient reduction precision is set, but the plan has no data parallelism: no "
+                           "gradients are reduced, so it has no effect",
+                           fix="remove it, or train with more than one data-parallel replica",
+                           field="training.grad_reduce_precision"))
     return out
 
 

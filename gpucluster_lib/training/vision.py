@@ -67,14 +67,14 @@ def estimate_training(scenario: Scenario, catalog: Any = None, *, hardware: Any 
     epochs = tr.epochs or 90.0
     images = tr.dataset_images or IMAGENET_1K_TRAIN_IMAGES
     if tr.epochs is None:
-        findings.append(Finding("training-default-epochs", "info", "training.epochs not set: 90 epochs assumed "
-                                "(the ResNet-50 ImageNet recipe)", field="training.epochs"))
+        findings.append(Finding("training-default-epochs", "info", "the training epochs are not set: 90 epochs "
+                                "assumed (the ResNet-50 ImageNet recipe)", field="training.epochs"))
     flops_train = TRAINING_PASSES * m.flops_per_image
     peak = _peak(hw.accelerator, tr.precision, _TRAIN_PEAK)
     if peak is None:
         findings.append(Finding("training-precision-unsupported", "error",
-                                f"{hw.accelerator['id']} has no dense {tr.precision} peak in the catalogue",
-                                fix="use training.precision fp16 (V100 and older have no bf16)",
+                                f"{hw.accelerator.get('name') or hw.accelerator['id']} has no dense {tr.precision} peak in the catalogue",
+                                fix="train in fp16 (V100 and older have no bf16)",
                                 field="training.precision"))
         per_gpu = total = epoch_s = days = mfu = tflops = None
     else:
