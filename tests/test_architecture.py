@@ -9,6 +9,7 @@ where ``cli -> commands`` is a plain import.
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -166,7 +167,9 @@ def _unlisted(found: dict[tuple[str, str], set[str]], allowed: dict[tuple[str, s
     ]
 
 
+@functools.cache
 def _package_private_imports() -> dict[tuple[str, str], set[str]]:
+    """Every private name imported across the package's modules (read once for the two tests below)."""
     found: dict[tuple[str, str], set[str]] = {}
     for path in sorted((ROOT / PACKAGE).rglob("*.py")):
         parts = path.relative_to(ROOT).with_suffix("").parts
