@@ -36,6 +36,23 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def one_of(choices: Iterable[object]) -> str:
+    """Choices as a message lists them: ``one_of(["fp32", "bf16", "fp16"])`` is
+    ``fp32, bf16 or fp16`` (no quotes, brackets or Python reprs)."""
+    words = [str(c) for c in choices]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
+
+
+def yaml_value(value: object) -> str:
+    """A scenario value as its YAML file spells it, for a message: ``true``/``false``, ``null``,
+    numbers as they are, strings and containers as :func:`excerpt` quotes or summarises them."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "null"
+    return excerpt(value)
+
+
 class GpuClusterError(Exception):
     """Base class of every error this library raises on purpose."""
 

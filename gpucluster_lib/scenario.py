@@ -40,7 +40,7 @@ from typing import Any, Literal, Union, get_args, get_origin
 import yaml
 
 from gpucluster_lib.checks import decode_text
-from gpucluster_lib.errors import ScenarioError, excerpt
+from gpucluster_lib.errors import ScenarioError, excerpt, one_of, yaml_value
 
 #: Engine token budget per step when ``inference.max_num_tokens`` is absent [tokens]: TensorRT-LLM's
 #: default ``max_num_tokens`` (``trtllm-build --max_num_tokens``, 8192), raised to one whole prompt when it is longer.
@@ -521,9 +521,8 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
         if not isinstance(value, (str, int, float, bool)) or value not in choices:
             close = difflib.get_close_matches(value, [str(c) for c in choices], n=1) \
                 if isinstance(value, str) and len(value) <= 64 else []
-            hint = f" (did you mean {close[0]!r}?)" if close else ""
-            raise ScenarioError(path, f"must be one of {', '.join(repr(c) for c in choices)}, "
-                                      f"got {excerpt(value)}{hint}")
+            hint = f" (did you mean {close[0]!r}?)" if close else ""  # quoted as the unknown-key hints
+            raise ScenarioError(path, f"must be one of {one_of(choices)}, not {yaml_value(value)}{hint}")
         return value
     if dataclasses.is_dataclass(tp):
         return _build(tp, value, path)

@@ -235,7 +235,7 @@ def test_bad_training_days():
 
 
 def test_bad_cost_values_at_load():
-    with pytest.raises(ScenarioError, match="costs.facility_model: must be one of 'build', 'colocation'"):
+    with pytest.raises(ScenarioError, match="costs.facility_model: must be one of build or colocation, not "):
         loads("costs: {facility_model: rent}\n")
     with pytest.raises(ScenarioError, match="costs.load_fraction: must be at most 1"):
         loads("costs: {load_fraction: 1.5}\n")

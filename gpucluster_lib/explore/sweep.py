@@ -41,7 +41,14 @@ from typing import Any
 
 import numpy as np
 
-from gpucluster_lib.errors import GpuClusterError, ScenarioError, closest, excerpt
+from gpucluster_lib.errors import (
+    GpuClusterError,
+    ScenarioError,
+    closest,
+    excerpt,
+    one_of,
+    yaml_value,
+)
 from gpucluster_lib.explore.cache import StageCache
 from gpucluster_lib.explore.expr import Constraint, parse_constraints, parse_objectives
 from gpucluster_lib.explore.outputs import clean, output_keys, outputs, unknown_key
@@ -337,7 +344,7 @@ def parse_sweep(data: Any, *, base_dir: str | Path | None = None, yes: bool = Fa
     method = sample.get("method", "grid")
     if method not in METHODS:
         near = closest(str(method), METHODS)
-        raise ScenarioError("sample.method", f"must be one of grid, random, lhs, got {method!r}"
+        raise ScenarioError("sample.method", f"must be one of {one_of(METHODS)}, not {yaml_value(method)}"
                             + (f" (did you mean {near[0]!r}?)" if near else ""))
     n = sample.get("points")
     if method != "grid":

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError, one_of, yaml_value
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.units import W_PER_KW
@@ -155,7 +155,7 @@ def cooling_plant(*, cooling: str, compute_racks: int, nodes: int, node_peak_w: 
     heat above the door capacity is residual air.
     """
     if cdu not in CDU_CAPACITY_KW:
-        raise ScenarioError("facility.cdu", f"must be one of {', '.join(CDU_CAPACITY_KW)}, got {cdu!r}")
+        raise ScenarioError("facility.cdu", f"must be one of {one_of(CDU_CAPACITY_KW)}, not {yaml_value(cdu)}")
     cap = float(cdu_capacity_kw) if cdu_capacity_kw is not None else CDU_CAPACITY_KW[cdu]
     if cap <= 0:
         raise ScenarioError("facility.cdu_capacity_kw", f"must be a positive number of kW, got {cap!r}")

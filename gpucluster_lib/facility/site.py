@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpucluster_lib.catalog import Catalog
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError, one_of, yaml_value
 from gpucluster_lib.facility.cooling import CoolingPlant, cooling_plant, liquid_fraction
 from gpucluster_lib.facility.storage import StorageDesign, size_storage
 from gpucluster_lib.findings import Finding, sort_findings
@@ -128,7 +128,7 @@ def redundant_capacity_kw(required_kw: float, scheme: str) -> tuple[float, int, 
         return required_kw * (n + 1) / n, n, n + 1
     if scheme == "2N":
         return 2 * required_kw, 1, 2
-    raise ScenarioError("facility.power_redundancy", f"must be one of 'N', 'N+1', '2N', got {scheme!r}")
+    raise ScenarioError("facility.power_redundancy", f"must be one of {one_of(['N', 'N+1', '2N'])}, not {yaml_value(scheme)}")
 
 
 # --------------------------------------------------------------------------- rack packing

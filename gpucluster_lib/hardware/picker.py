@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from gpucluster_lib.catalog import PRECISION_COLUMNS, Catalog
-from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.errors import ScenarioError, one_of, yaml_value
 
 RANKINGS: dict[str, str] = {
     "peak TFLOP/s": "peak_tflops",
@@ -47,9 +47,9 @@ class PickerFilter:
 
     def validate(self) -> None:
         if self.precision not in PRECISION_COLUMNS:
-            raise ScenarioError("precision", f"must be one of {', '.join(PRECISION_COLUMNS)}, got {self.precision!r}")
+            raise ScenarioError("precision", f"must be one of {one_of(PRECISION_COLUMNS)}, not {yaml_value(self.precision)}")
         if self.rank_by not in RANKINGS:
-            raise ScenarioError("rank_by", f"must be one of {', '.join(RANKINGS)}, got {self.rank_by!r}")
+            raise ScenarioError("rank_by", f"must be one of {one_of(RANKINGS)}, not {yaml_value(self.rank_by)}")
         if self.min_memory_gib < 0:
             raise ScenarioError("min_memory_gib", f"must be zero or more, got {self.min_memory_gib}")
         if self.max_price_usd is not None and self.max_price_usd <= 0:
