@@ -6,8 +6,9 @@ data/efficiency.yaml was fitted on them): the targets are median |step-time erro
 expected failure, so it turns into an unexpected pass once met). Every Narayanan row (Megatron-LM and
 DeepSpeed ZeRO-3) is within 10% and guarded so; a separate regression guard keeps every row below 12%,
 so today's error does not grow. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
-weak scaling, 33 further llm-foundry MPT rows; never used for fitting): the targets median <= 7% (measured
-5.8%) and every row <= 15% (measured 28.6%: not met by MPT-70B on 64 A100 40GB alone, an expected failure).
+weak scaling, 41 further llm-foundry MPT rows; never used for fitting): the targets median <= 7% (measured
+6.4%) and every row <= 15% (measured 34.8%: not met by MPT-70B on 64 A100 40GB and six of the eight long-sequence
+MPT rows, expected failures).
 """
 
 from __future__ import annotations
@@ -61,13 +62,15 @@ def test_calibration_regression_guard_every_row_below_9_5_percent(table):
 
 def test_external_runs_within_target(table):
     ext = table[table["set"] == "external"]
-    # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows and 33 held-out llm-foundry MPT rows
-    assert len(ext) == 48
+    # 3 MT-NLG, BLOOM, 2 Llama 3, 9 Megatron-Core rows and 41 held-out llm-foundry MPT rows (33 at SeqLen 2048 or
+    # 512, 8 at 8192 and 32768)
+    assert len(ext) == 56
     assert ext["error"].abs().median() <= 0.07  # held-out target: median <= 7%
 
 
 @pytest.mark.xfail(strict=True, reason="MPT-70B on 64 A100 40GB at micro-batch 2 is predicted 29% too fast (the "
-                   "published run has 27% fewer tokens per GPU than on 128 GPUs at micro-batch 4; the model misses it)")
+                   "published run has 27% fewer tokens per GPU than on 128 GPUs at micro-batch 4; the model misses it), "
+                   "and MPT-1B / MPT-7B at 8,192 and 32,768 tokens per sequence are 18-35% too fast (see below)")
 def test_external_every_row_within_15_percent(table):
     ext = table[table["set"] == "external"]
     worst = ext.loc[ext["error"].abs().idxmax()]
@@ -75,12 +78,45 @@ def test_external_every_row_within_15_percent(table):
 
 
 def test_external_regression_guard(table):
-    # every held-out row but MPT-70B on 64 A100 40GB (-28.6%) is within the 15% target; the worst of the others is
-    # MPT-760M on 8 H100 (-14.5%), then the Megatron-Core 1.7B row (-13.8%)
+    # every held-out row at up to 4,096 tokens but MPT-70B on 64 A100 40GB (-28.6%) is within the 15% target; the
+    # worst of the others is MPT-760M on 8 H100 (-14.5%), then the Megatron-Core 1.7B row (-13.8%). The long-sequence
+    # rows have their own test below
     ext = table[table["set"] == "external"]
+    ext = ext[~ext["run_id"].isin(LONG_ROWS)]
     over = ext[ext["error"].abs() > 0.15]
     assert list(over["run_id"]) == ["mpt-a100-40-70b-s2048-g64-mb2"]
     assert over["error"].abs().max() < 0.30
+
+
+# llm-foundry benchmarking README (b2a43a1), tables 'H100 80GB BF16' and 'A100 80GB': MPT-1B and MPT-7B at SeqLen
+# 8192 and 32768 on 8 GPUs (the rule, fixed before these rows were compared: both models, both lengths, both tables)
+LONG_ROWS = ["mpt-h100-7b-s32768-g8-mb2", "mpt-h100-7b-s8192-g8-mb8", "mpt-h100-1b-s32768-g8-mb1",
+             "mpt-h100-1b-s8192-g8-mb3", "mpt-a100-80-7b-s32768-g8-mb2", "mpt-a100-80-7b-s8192-g8-mb8",
+             "mpt-a100-80-1b-s32768-g8-mb1", "mpt-a100-80-1b-s8192-g8-mb3"]
+
+
+@pytest.mark.xfail(strict=True, reason="long sequences are predicted too fast: MPT-1B at 8,192 / 32,768 tokens -18% / "
+                   "-31% on H100 and -20% / -35% on A100, MPT-7B at 32,768 -21% on both (at 8,192: -5% and -0.5%). "
+                   "The runs used llm-foundry's Triton FlashAttention, and the attention efficiency is fitted on "
+                   "2,048-token rows only, where attention is 4-11% of the model FLOPs (docs/validation.md)")
+def test_long_sequence_rows_within_15_percent(table):
+    long = table[table["run_id"].isin(LONG_ROWS)]
+    assert len(long) == 8
+    worst = long.loc[long["error"].abs().idxmax()]
+    assert long["error"].abs().max() <= 0.15, f"{worst['run_id']}: {worst['error']:+.1%}"  # the external target
+
+
+def test_long_sequence_rows_regression_guard(table):
+    # today: all eight too fast, the error growing with the sequence (per model and table, 32,768 worse than 8,192);
+    # the worst is MPT-1B on 8 A100 80GB at 32,768 tokens, -34.8%. This keeps them from getting worse unnoticed
+    long = table[table["run_id"].isin(LONG_ROWS)].set_index("run_id")["error"]
+    assert len(long) == 8
+    assert (long < 0.0).all()
+    assert long.abs().max() < 0.37
+    for key in ("h100-1b", "h100-7b", "a100-80-1b", "a100-80-7b"):
+        short = long[[r for r in LONG_ROWS if r.startswith(f"mpt-{key}-s8192")]].iloc[0]
+        longer = long[[r for r in LONG_ROWS if r.startswith(f"mpt-{key}-s32768")]].iloc[0]
+        assert longer < short, key
 
 
 def test_held_out_mpt_short_steps_do_not_contradict_a_fixed_step_time(table):
@@ -109,6 +145,9 @@ def test_published_conversions_by_hand():
     # H100 FP8 table, MPT-1B at SeqLen 512: 1792 x 512 tokens / 562,523 T/s = 1.6311 s
     row = runs.loc["mpt-h100fp8-1b-s512-g8-mb56"].to_dict()
     assert validation.published_step_time_s(row, 989) == pytest.approx(1.63105, rel=1e-4)
+    # H100 BF16 table, row 34, MPT-1B at SeqLen 32768: 32 x 32768 tokens / 96,203 T/s = 10.8996 s
+    row = runs.loc["mpt-h100-1b-s32768-g8-mb1"].to_dict()
+    assert validation.published_step_time_s(row, 989) == pytest.approx(10.8996, rel=1e-4)
 
 
 def test_every_published_calibration_plan_fits_in_memory(table):
@@ -205,7 +244,7 @@ def test_mpt_rows_state_composer_precisions_of_their_table():
     # tables (Composer v0.16.4, mosaic_fsdp_utils.py) gathers bf16 and reduces fp32
     runs = validation.load_runs()
     mpt = runs[runs["run_id"].str.startswith("mpt-")]
-    assert len(mpt) == 43 and (mpt["set"] == "calibration").sum() == 10  # 10 fitted, 33 held out
+    assert len(mpt) == 51 and (mpt["set"] == "calibration").sum() == 10  # 10 fitted, 41 held out
     for r in mpt.itertuples():
         if "PURE" in r.label:
             want = ("bf16", "bf16")
