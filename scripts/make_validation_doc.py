@@ -182,7 +182,9 @@ The `mpt-*` external rows are the other runs of the same llm-foundry tables (scr
 at commit b2a43a1: H100 80GB BF16 and FP8, A100 80GB and A100 40GB with 1600 Gbps RoCE), chosen by a rule
 fixed before they were compared: per table and model size (MPT-125M to 70B), the SeqLen 2048 rows at the
 smallest and the largest GPU count that are not calibration rows; the FP8 table has no such row, so its
-shortest sequence (MPT-1B at 512). Precisions and fabric as in the calibration rows.
+shortest sequence (MPT-1B at 512). Eight more rows test long sequences, by a second rule fixed before they were
+compared: in the H100 80GB BF16 and the A100 80GB tables, MPT-1B and MPT-7B at SeqLen 8192 and 32768 (8 GPUs;
+`mpt-*-s8192-*`, `mpt-*-s32768-*`; see "Long sequences" below). Precisions and fabric as in the calibration rows.
 
 {hdr}{ext}
 
