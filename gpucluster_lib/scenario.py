@@ -244,7 +244,8 @@ class TrainingSpec:
     framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
         "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
     param_gather_precision: Literal["fp32", "bf16", "fp16"] | None = f(
-        None, doc="precision of the ZeRO-3 / FSDP parameter all-gathers; default: the framework's (16-bit; "
+        None, doc="precision of the ZeRO-3 / FSDP parameter all-gathers and of the gathered parameters held in "
+                  "memory (not read below ZeRO-3: a warning); default: the framework's (16-bit; "
                   "Composer's DEFAULT mixed precision before version 0.14 gathers fp32)")
     grad_reduce_precision: Literal["fp32", "bf16", "fp16"] | None = f(
         None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
