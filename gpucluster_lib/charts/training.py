@@ -8,16 +8,8 @@ import altair as alt
 import pandas as pd
 
 from gpucluster_lib.charts import fill_template, records
+from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS  # noqa: F401 (the names every front end uses)
 from gpucluster_lib.units import GIB
-
-BREAKDOWN_LABELS = {
-    "compute": "compute", "recompute": "recompute", "tp_comm": "TP comm", "cp_comm": "CP comm",
-    "ep_comm": "EP comm", "pp_comm": "PP comm", "bubble": "pipeline bubble", "dp_comm": "DP comm (exposed)",
-    "optimizer": "optimizer", "framework": "framework: pipeline slots and fixed time per step",
-    "overhead": "step overhead (a share of the step)",
-}
-MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
-                 "gather_buffers": "gathered parameters (ZeRO-3)", "activations": "activations", "other": "other (context, buffers, fragmentation)"}
 
 
 def _as_dict(est: Any) -> dict[str, Any]:

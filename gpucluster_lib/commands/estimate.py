@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
+from gpucluster_lib.formatting import format_value, humanize_key
+from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS
 
 NAME = "estimate"
 ORDER = 30
@@ -38,10 +40,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _print_text(d: dict) -> None:
-    if "step_time_s" not in d:  # a vision result: print its keys
+    if "step_time_s" not in d:  # a vision result: its fields in words, numbers as a table shows them
         for k, v in d.items():
             if not isinstance(v, (dict, list)):
-                print(f"{k:>28}: {v}")
+                print(f"{humanize_key(k):>24}: {format_value(v) if not isinstance(v, str) else v}")
         return
     gib = 2**30
     p = d["plan"]
@@ -54,8 +56,10 @@ def _print_text(d: dict) -> None:
           f"TFLOP/s   MFU {d['mfu']:.1%}  HFU {d['hfu']:.1%}")
     m = d["memory_per_gpu_bytes"]
     print(f"  memory per GPU  {m['total'] / gib:.1f} GiB of {d['memory_capacity_bytes'] / gib:.1f} GiB "
-          f"({'fits' if d['fits'] else 'DOES NOT FIT'}): " + ", ".join(f"{k} {v / gib:.1f}" for k, v in m.items() if k != "total"))
-    print("  time breakdown  " + ", ".join(f"{k} {v:.3g}s" for k, v in d["time_breakdown_s"].items() if v > 0))
+          f"({'fits' if d['fits'] else 'DOES NOT FIT'}): "
+          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {v / gib:.1f} GiB" for k, v in m.items() if k != "total"))
+    print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {v:.3g} s"
+                                           for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:
         print(f"  time to train   {d['training_days']:.1f} days")
     if "deadline" in d:
