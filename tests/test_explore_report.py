@@ -83,7 +83,7 @@ def test_a_failed_sweep_report_leaves_no_file_or_folder_it_made(tmp_path, monkey
     assert not (out / "report.html").exists() and (out / "results.csv").exists()
 
 
-def test_a_cell_that_fails_in_the_sweep_report_is_a_one_line_report_error(tmp_path):
+def test_a_cell_that_fails_in_the_sweep_report_is_a_one_line_report_error(tmp_path, capfd):
     """A sweep folder whose sweep.json was edited by hand (an objective neither min nor max) passes
     the quick check before the kernel starts and fails in the notebook: a ReportError (a
     GpuClusterError, so the CLI's exit 2) with the kernel's message in one line, as the design report."""
@@ -102,3 +102,5 @@ def test_a_cell_that_fails_in_the_sweep_report_is_a_one_line_report_error(tmp_pa
     assert text.startswith("the sweep report of ") and "could not be written: " in text
     assert "sideways" in text and "\n" not in text and "Traceback" not in text
     assert not (out / "report.html").exists()
+    err = capfd.readouterr().err  # file descriptor 2, shared with the kernel's process
+    assert "Traceback" not in err and "ZMQError" not in err
