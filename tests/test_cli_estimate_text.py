@@ -14,8 +14,10 @@ SNAKE = re.compile(r"\b[a-z0-9]+_[a-z0-9_]+\b")  # a result key such as optimize
 
 def test_estimate_text_names_parts_in_words(capsys):
     assert main(["estimate", str(GPT3)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("GPT-3 175B on 1024 x NVIDIA A100 SXM4 80GB\n")  # the catalogue's name, not its id
     lines = {line.split("  ")[1].strip() if line.startswith("  ") else "": line for line in
-             capsys.readouterr().out.splitlines()}
+             out.splitlines()}
     memory, breakdown = lines["memory per GPU"], lines["time breakdown"]
     # ZeRO-0 (the scenario's plan): Adam's states are not sharded, and nothing is gathered
     for words in ("weights", "gradients", "optimizer states", "gathered parameters (ZeRO-3) 0.0 GiB", "activations"):
@@ -30,5 +32,6 @@ def test_vision_estimate_text_has_words_and_yaml_values(tmp_path, capsys):
     (tmp_path / "v.yaml").write_text("model: resnet50\nhardware: {server: dgx-a100-640gb, nodes: 1}\n")
     assert main(["estimate", str(tmp_path / "v.yaml")]) == 0
     out = capsys.readouterr().out
+    assert "Accelerator: NVIDIA A100 SXM4 80GB" in out
     assert "GPUs: 8" in out and "Fits: yes" in out  # one DGX A100: 8 GPUs (NVIDIA DGX A100 datasheet)
     assert "True" not in out and not SNAKE.findall(out)

@@ -35,11 +35,15 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    _print_text(out)
+    hardware = getattr(d, "hardware", None)
+    _print_text(out, (hardware.accelerator or {}).get("name") if hardware is not None else None)
     return 0
 
 
-def _print_text(d: dict) -> None:
+def _print_text(d: dict, accelerator_name: str | None = None) -> None:
+    """The estimate ``d`` (``to_dict()``) as text, the accelerator by its catalogue name."""
+    if accelerator_name:
+        d = {**d, "accelerator": accelerator_name}
     if "step_time_s" not in d:  # a vision result: its fields in words, numbers as a table shows them
         for k, v in d.items():
             if not isinstance(v, (dict, list)):
