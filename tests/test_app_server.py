@@ -268,3 +268,118 @@ def test_no_niceness_setting_starts_refills_at_the_servers_priority(monkeypatch)
 
     run_alone(scenario())
     assert asked == [None, None]
+
+
+class VoilaPoolStandIn(CappedKernelManager):
+    """Voila's pool as ``voila_kernel_manager_factory`` keeps it (``_pools``: notebook -> tasks, a page
+    takes the first), with kernels that start the moment their fill asks and notebooks that run at once."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self._pools: dict[str, list[asyncio.Task]] = {}
+        self.started: list[str] = []
+        self.fake_kernels: dict[str, SimpleNamespace] = {}
+
+    async def _initialize(self, notebook_path, kernel_id=None, **kwargs):
+        kid = f"k{len(self.started)}"
+        self.started.append(kid)  # Voila's fill starts the kernel here
+        self.fake_kernels[kid] = SimpleNamespace(last_activity=utcnow())
+
+        class Done:
+            async def generate_content_generator(self, *args, **kw):
+                yield "<body>", None
+
+        renderer = Done()
+
+        async def render():
+            async for _ in renderer.generate_content_generator():
+                pass
+
+        return {"kernel_id": kid, "renderer": renderer, "task": asyncio.get_running_loop().create_task(render())}
+
+    def fill_if_needed(self, delay=None, notebook_name="app.ipynb", **kwargs):
+        pool = self._pools.setdefault(notebook_name, [])
+        pool.append(asyncio.get_running_loop().create_task(self._initialize(notebook_name, None)))
+
+    async def get_rendered_notebook(self, notebook_name, **kwargs):
+        content = await self._pools[notebook_name].pop(0)
+        self.fill_if_needed(notebook_name=notebook_name)  # Voila refills on every hand-out
+        return content["task"], [], content["kernel_id"]
+
+    def get_pool_size(self, notebook_name):
+        return len(self._pools.get(notebook_name, []))
+
+    def __contains__(self, kid):
+        return kid in self.fake_kernels
+
+    def get_kernel(self, kid):
+        return self.fake_kernels[kid]
+
+
+def test_a_refill_waits_while_the_pool_still_has_a_ready_kernel_for_the_next_page():
+    async def scenario():
+        km = VoilaPoolStandIn(refill_defer_s=0.3)
+        km.fill_if_needed()
+        km.fill_if_needed()
+        await _settle()
+        assert km.started == ["k0", "k1"]  # the server's first fill: nobody to wait for
+        *_, kid = await km.get_rendered_notebook("app.ipynb")
+        await _settle()
+        assert kid == "k0" and km.started == ["k0", "k1"]  # k1 is ready: the refill waits
+        await asyncio.sleep(0.5)
+        assert km.started == ["k0", "k1", "k2"]  # refill_defer_s later it has started
+        await asyncio.gather(*km._pools["app.ipynb"])
+
+    run_alone(scenario())
+
+
+def test_a_pool_left_without_a_ready_kernel_starts_every_waiting_refill_at_once():
+    async def scenario():
+        km = VoilaPoolStandIn(refill_defer_s=60)
+        km.fill_if_needed()
+        km.fill_if_needed()
+        await _settle()
+        await km.get_rendered_notebook("app.ipynb")  # page 1 takes k0; its refill waits (k1 is ready)
+        await _settle()
+        assert km.started == ["k0", "k1"]
+        await km.get_rendered_notebook("app.ipynb")  # page 2 takes k1: the next page would wait
+        await _settle()
+        assert km.started == ["k0", "k1", "k2", "k3"]  # both refills, not 60 s later
+        *_, kid = await asyncio.wait_for(km.get_rendered_notebook("app.ipynb"), 5)
+        assert kid in ("k2", "k3")  # page 3 gets one of them at once
+        assert len(km._deferred) == 1  # and its own refill waits: the other one is ready
+        km.start_deferred()
+        await asyncio.gather(*km._pools["app.ipynb"])
+
+    run_alone(scenario())
+
+
+def test_a_page_about_to_take_a_waiting_refill_starts_it_at_once():
+    async def scenario():
+        km = VoilaPoolStandIn(refill_defer_s=60)
+        km.fill_if_needed()
+        km.fill_if_needed()
+        await _settle()
+        await km.get_rendered_notebook("app.ipynb")  # page 1 takes k0; its refill waits (k1 is ready)
+        await _settle()
+        assert km.started == ["k0", "k1"]
+        km._pools["app.ipynb"].reverse()  # the waiting refill is the pool item the next page takes
+        *_, kid = await asyncio.wait_for(km.get_rendered_notebook("app.ipynb"), 5)
+        assert kid == "k2"  # started for that page, not 60 s later
+        km.start_deferred()
+        await asyncio.gather(*km._pools["app.ipynb"])
+
+    run_alone(scenario())
+
+
+def test_no_refill_deferral_starts_refills_at_once():
+    async def scenario():
+        km = VoilaPoolStandIn(refill_defer_s=0)
+        km.fill_if_needed()
+        await _settle()
+        await km.get_rendered_notebook("app.ipynb")
+        km.fill_if_needed()
+        await _settle()
+        assert km.started == ["k0", "k1", "k2"]
+
+    run_alone(scenario())

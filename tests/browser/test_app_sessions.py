@@ -5,7 +5,8 @@ kernel cap gets a clear "workbook is full" page instead of a kernel.
 
 The server runs notebooks/voila.json with short culling settings, a pool of 2 and a cap of 3
 kernels: the bare GET and the first page take the two preheated kernels, the second page the
-refill that follows, and the refills after it wait for room. The bare GET comes first so that
+refill that follows (it waits while a ready kernel is left, then starts at once), and the
+refills after it wait for room. The bare GET comes first so that
 its grace runs out while the pages load.
 """
 
@@ -78,9 +79,14 @@ def test_pages_free_their_kernels_and_the_cap_refuses_clearly(browser, short_liv
     status, body, cookie = _get(url)
     assert status == 200 and "_xsrf=" in cookie  # the cookie the page-close beacon posts back
     bare = _kernel_id(body)
+    # its refill waits (refill_defer_s, 10 s in voila.json): the other pool kernel is ready for
+    # the next page, so no kernel starts beside the page that is loading
+    time.sleep(3)
+    assert count() == POOL
 
     # two pages at once, each in a context of its own (two visitors): both render, the second
-    # with the refill that the bare GET's taking started
+    # with the refill that the bare GET's taking asked for (started at once when the first page
+    # took the last ready kernel)
     contexts = [browser.new_context(viewport={"width": 1200, "height": 800}) for _ in range(2)]
     pages = [c.new_page() for c in contexts]
     for page in pages:
