@@ -383,3 +383,22 @@ def test_no_refill_deferral_starts_refills_at_once():
         assert km.started == ["k0", "k1", "k2"]
 
     run_alone(scenario())
+
+
+def test_at_the_cap_a_page_is_served_when_the_pool_holds_a_kernel_on_its_way():
+    """A refill the pool holds (waiting to start, queued or starting) is the kernel the next page
+    takes; one that waits for room under the cap is not: that page gets the "workbook is full" page."""
+
+    async def scenario():
+        km = VoilaPoolStandIn(max_kernels=2)
+        km._kernels.update(a=None, b=None)  # two kernels alive: the cap
+        assert not km.can_serve_page()  # no pool at all
+        never = asyncio.get_running_loop().create_future()
+        refill = asyncio.get_running_loop().create_task(asyncio.wait_for(never, 60))
+        km._pools["app.ipynb"] = [refill]
+        assert km.can_serve_page()  # on its way: the page takes it
+        km._waiting_room.add(refill)
+        assert not km.can_serve_page()  # it waits for a page to close first
+        refill.cancel()
+
+    run_alone(scenario())

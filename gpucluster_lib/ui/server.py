@@ -325,6 +325,7 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self._nice_start = self.preheat_niceness if self.preheat_niceness > 0 and can_restore_priority() else 0
         self._deferred: dict[asyncio.Task, asyncio.Event] = {}  # refills waiting to start, by pool task
         self._refills: set[asyncio.Task] = set()  # pool tasks a hand-out asked for, not yet run
+        self._waiting_room: set[asyncio.Task | None] = set()  # kernel starts waiting for room under the cap
 
     async def defer_refill(self) -> None:
         """Wait before the refill a page's hand-out asked for starts its kernel: up to
@@ -410,15 +411,23 @@ class CappedKernelManager(AsyncMappingKernelManager):
         return self.kernel_count() < self.max_kernels
 
     def can_serve_page(self) -> bool:
-        """Whether a new page gets a kernel: a preheated one is ready, or there is room for one."""
-        return bool(pooled_kernel_ids(self)) or self.has_room()
+        """Whether a new page gets a kernel: a preheated one is ready, the pool holds one on its way
+        (a refill waiting to start, queued or starting: the page takes it), or there is room for one.
+        A pool refill waiting for room does not count: the page would wait for another to close."""
+        on_its_way = any(not t.done() and t not in self._waiting_room for t in _pool_tasks(self))
+        return bool(pooled_kernel_ids(self)) or on_its_way or self.has_room()
 
     async def start_kernel(self, *args: Any, **kwargs: Any) -> str:
         refill = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
-        while not self.has_room():
-            if not refill:
-                raise web.HTTPError(503, reason=FULL_REASON.format(n=self.max_kernels))
-            await asyncio.sleep(self.pool_wait_s)  # the pool refills once a page's kernel is gone
+        task = asyncio.current_task()
+        try:
+            while not self.has_room():
+                if not refill:
+                    raise web.HTTPError(503, reason=FULL_REASON.format(n=self.max_kernels))
+                self._waiting_room.add(task)
+                await asyncio.sleep(self.pool_wait_s)  # the pool refills once a page's kernel is gone
+        finally:
+            self._waiting_room.discard(task)
         if refill and self._nice_start:  # made nicer in the child, between fork and exec
             kwargs["preexec_fn"] = functools.partial(os.nice, self._nice_start)
         self._starting += 1
