@@ -397,7 +397,7 @@ def test_at_the_cap_a_page_is_served_when_the_pool_holds_a_kernel_on_its_way():
         refill = asyncio.get_running_loop().create_task(asyncio.wait_for(never, 60))
         km._pools["app.ipynb"] = [refill]
         assert km.can_serve_page()  # on its way: the page takes it
-        km._waiting_room.add(refill)
+        km._waiting_room.append(refill)
         assert not km.can_serve_page()  # it waits for a page to close first
         refill.cancel()
 

@@ -227,6 +227,8 @@ def _restoring_priority(get_rendered_notebook: Callable) -> Callable:
         pool = getattr(self, "_pools", {}).get(name) or []
         if pool:  # the pool item the page takes (Voila pops the first): nobody waits for a deferred one
             self.start_deferred(pool[0])
+            if not pool[0].done():  # a page waits for it: it gets room before refills nobody waits for
+                self._wanted.add(pool[0])
         before = _pool_tasks(self)
         out = await get_rendered_notebook(self, *args, **kwargs)
         self._refills |= _pool_tasks(self) - before  # the refills of this hand-out (none has run yet)
@@ -325,7 +327,9 @@ class CappedKernelManager(AsyncMappingKernelManager):
         self._nice_start = self.preheat_niceness if self.preheat_niceness > 0 and can_restore_priority() else 0
         self._deferred: dict[asyncio.Task, asyncio.Event] = {}  # refills waiting to start, by pool task
         self._refills: set[asyncio.Task] = set()  # pool tasks a hand-out asked for, not yet run
-        self._waiting_room: set[asyncio.Task | None] = set()  # kernel starts waiting for room under the cap
+        self._held = 0  # refills waiting in defer_refill
+        self._wanted: set[asyncio.Task] = set()  # pool fills a page has taken before their kernel started
+        self._waiting_room: list[asyncio.Task | None] = []  # refills waiting for room under the cap, in order
 
     async def defer_refill(self) -> None:
         """Wait before the refill a page's hand-out asked for starts its kernel: up to
@@ -339,12 +343,14 @@ class CappedKernelManager(AsyncMappingKernelManager):
         if self.refill_defer_s <= 0 or not pooled_kernel_ids(self):
             return
         gate = self._deferred[task] = asyncio.Event()
+        self._held += 1  # it keeps its room under the cap while it waits, as a starting kernel would
         try:
             await asyncio.wait_for(gate.wait(), self.refill_defer_s)
         except TimeoutError:
             pass
         finally:
             self._deferred.pop(task, None)
+            self._held -= 1  # the caller counts it as queued in the same step
 
     def start_deferred(self, task: asyncio.Task | None = None) -> None:
         """Start the deferred refill of pool item ``task`` now (every deferred refill: None), also
@@ -404,11 +410,17 @@ class CappedKernelManager(AsyncMappingKernelManager):
             _LIBC.malloc_trim(0)
 
     def kernel_count(self) -> int:
-        """Kernels alive, starting or waiting for their turn to start."""
-        return len(self._kernels) + self._starting + self._queued
+        """Kernels alive, starting, waiting for their turn to start, or refills waiting to start."""
+        return len(self._kernels) + self._starting + self._queued + self._held
 
-    def has_room(self) -> bool:
-        return self.kernel_count() < self.max_kernels
+    def has_room(self, reserve: int = 0) -> bool:
+        """Whether one more kernel fits under the cap, ``reserve`` more kept free for others."""
+        return self.kernel_count() + reserve < self.max_kernels
+
+    def _wanted_waiting(self, task: asyncio.Task | None) -> int:
+        """Pool fills a page waits for that have not started their kernel (room kept for them)."""
+        self._wanted = {t for t in self._wanted if not t.done()}
+        return len(self._wanted - {task})
 
     def can_serve_page(self) -> bool:
         """Whether a new page gets a kernel: a preheated one is ready, the pool holds one on its way
@@ -420,14 +432,18 @@ class CappedKernelManager(AsyncMappingKernelManager):
     async def start_kernel(self, *args: Any, **kwargs: Any) -> str:
         refill = (kwargs.get("env") or {}).get("VOILA_PREHEAT") == "True"
         task = asyncio.current_task()
-        try:
-            while not self.has_room():
+        try:  # a start a page waits for goes first; other refills get room first come, first served
+            while not self.has_room(0 if task in self._wanted else self._wanted_waiting(task)) or (
+                    refill and task not in self._wanted and self._waiting_room and self._waiting_room[0] is not task):
                 if not refill:
                     raise web.HTTPError(503, reason=FULL_REASON.format(n=self.max_kernels))
-                self._waiting_room.add(task)
+                if task not in self._waiting_room:
+                    self._waiting_room.append(task)
                 await asyncio.sleep(self.pool_wait_s)  # the pool refills once a page's kernel is gone
         finally:
-            self._waiting_room.discard(task)
+            if task in self._waiting_room:
+                self._waiting_room.remove(task)
+            self._wanted.discard(task)
         if refill and self._nice_start:  # made nicer in the child, between fork and exec
             kwargs["preexec_fn"] = functools.partial(os.nice, self._nice_start)
         self._starting += 1
