@@ -42,7 +42,8 @@ make sure they do not pile up; ``notebooks/voila.json`` switches them on:
   run; side by side the page's scripts took about 1.7 times as long. While the pool still holds
   a ready kernel for the next page, a refill waits ``refill_defer_s`` before it starts
   (:meth:`defer_refill`); a page about to take a waiting refill, or a pool left with no ready
-  kernel, starts it at once, so no page waits longer for a kernel than before.
+  kernel, starts it at once (a third visitor right behind two others waits for a refill that
+  started a few seconds later: the price of the faster single page).
 * **A cap on kernels.** :class:`CappedKernelManager` refuses to start kernel number
   ``max_kernels + 1`` (the preheated pool included); a page asked for beyond it gets a short
   "workbook is full" page (HTTP 503) instead of a kernel. The pool's refill waits for room
