@@ -83,7 +83,7 @@ def test_size_limit_and_long_strings_are_not_echoed():
     assert "xxxx" not in str(e)
     # under the size limit, a long value is quoted as a short excerpt
     e = refused(HW + "network: {topology: " + "x" * 50_000 + "}\n",
-                r"network\.topology: must be one of .* got 'x{48}…' \(50,000 characters\)$")
+                r"network\.topology: must be one of .*, not 'x{48}…' \(50,000 characters\)$")
 
 
 def test_excerpt_is_short_for_any_value():
