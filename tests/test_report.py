@@ -193,3 +193,20 @@ def test_a_report_cell_past_the_timeout_is_one_line_with_a_long_tmpdir(tmp_path,
         "a cell ran longer than the 1 s timeout; raise --timeout"]
     assert not (tmp_path / "x.html").exists()
     assert list(long_tmp.iterdir()) == []  # the run's temporary folders are gone
+
+
+def test_a_kernel_that_dies_is_a_report_error(tmp_path, capfd):
+    """A kernel that exits in a cell (as one killed for memory does) is a ReportError saying so,
+    not nbclient's DeadKernelError; nothing of the kernel's reaches standard error."""
+    import nbformat
+
+    from gpucluster_lib.report.kernel import ReportError, execute_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_code_cell("import os\nos._exit(1)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "dies.ipynb")
+    with pytest.raises(ReportError, match=r"^the test report could not be written: the notebook's Python kernel died"):
+        execute_notebook(tmp_path / "dies.ipynb", tmp_path / "out.ipynb", {}, cwd=tmp_path, timeout_s=60,
+                         what="the test report")
+    assert capfd.readouterr().err == ""
