@@ -550,7 +550,7 @@ EFFICIENCY_NAMES = {
     "alpha_network_s": ("Network message latency", "s"), "dp_overlap": ("Data-parallel communication hidden", "%"),
     "zero3_overlap": ("ZeRO-3 communication hidden", "%"), "cp_overlap": ("Context-parallel communication hidden", "%"),
     "ep_overlap": ("Expert-parallel communication hidden", "%"), "tp_overlap": ("Tensor-parallel communication hidden", "%"),
-    "step_overhead": ("Framework overhead per step", "%"), "cuda_context_gib": ("Runtime memory per GPU", "GiB"),
+    "step_overhead": ("Step overhead (a share of the step)", "%"), "cuda_context_gib": ("Runtime memory per GPU", "GiB"),
     "comm_buffers_gib": ("Communication buffers per GPU", "GiB"), "fragmentation": ("Memory fragmentation", "%"),
     "optimizer_bytes_per_param": ("Optimizer memory traffic per parameter", "bytes"),
     "gemm_half_dim": ("Matrix size at half efficiency", ""),

@@ -35,6 +35,7 @@ from gpucluster_lib.training.core import (
 )
 from gpucluster_lib.training.efficiency import Efficiency, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
+from gpucluster_lib.training.labels import MEMORY_LABELS
 from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
@@ -569,12 +570,12 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     out: list[Finding] = []
     cap = ctx.memory_capacity
     if not fits:
-        parts = ", ".join(f"{k} {memory[k] / GIB:.1f}" for k in MEMORY_KEYS)
+        parts = ", ".join(f"{MEMORY_LABELS[k]} {memory[k] / GIB:.1f} GiB" for k in MEMORY_KEYS)
         where = f"pipeline stage {stages['memory_stage'] + 1} of {plan.pipeline}" if stages and plan.pipeline > 1 \
             else "the only pipeline stage"
         out.append(Finding("training-memory-exceeded", "error",
                            f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU ({where}: "
-                           f"{parts} GiB) but the accelerator has {cap / GIB:.1f} GiB",
+                           f"{parts}) but the accelerator has {cap / GIB:.1f} GiB",
                            fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
                                "a smaller micro-batch, or the automatic plan search", field="parallelism"))
     if plan.tensor > ctx.nvlink_domain:
