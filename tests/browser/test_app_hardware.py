@@ -38,3 +38,31 @@ def test_scenario_bar_and_download_link(app_page):
     expect(page.get_by_text("Download scenario YAML")).to_be_visible()
     expect(page.locator("body")).to_contain_text("Scenario:")
     assert "Traceback" not in page.locator("body").inner_text()
+
+
+def test_page_requests_nothing_outside_the_server(browser, voila_url):
+    """The workbook runs offline: every request of a page load goes to the Voila server itself.
+    Voila's lab template links two Font Awesome stylesheets on cdn.jsdelivr.net
+    (share/jupyter/voila/templates/lab/index.html.j2, voila 0.5.13); the app's template
+    (share/jupyter/voila/templates/gpucluster, selected in notebooks/voila.json) leaves them out."""
+    from urllib.parse import urlsplit
+
+    from playwright.sync_api import expect
+
+    from .conftest import PAGE_TIMEOUT_MS
+
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    hosts: list[str] = []  # the host of every network request (data: and blob: URLs are in the page)
+    page.on("request", lambda request: hosts.append(urlsplit(request.url).hostname or "")
+            if urlsplit(request.url).scheme in ("http", "https", "ws", "wss") else None)
+    try:
+        page.goto(voila_url, timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator(".lm-TabBar-tab").first).to_be_visible(timeout=PAGE_TIMEOUT_MS)
+        expect(page.locator("body")).to_contain_text("Scenario:")
+        html = page.content()
+    finally:
+        context.close()
+    outside = sorted({h for h in hosts if h not in ("127.0.0.1", "localhost")})
+    assert hosts and not outside, f"requests outside the server: {outside}"
+    assert "cdn.jsdelivr.net" not in html
