@@ -31,15 +31,10 @@ help:
 	@echo "                NB=\"01_hardware report\" for some only, SYNC_ONLY=1 to skip executing"
 	@echo "make lint    ruff (package, tests, scripts, notebook sources); notebooks in sync with sources"
 
-# The app's Voila page template (notebooks/voila.json selects it) goes where Voila looks for
-# templates, the environment's share/jupyter (an editable install does not copy data files).
-VOILA_TEMPLATE := share/jupyter/voila/templates/gpucluster
-
-$(STAMP): pyproject.toml $(wildcard $(VOILA_TEMPLATE)/*)
+$(STAMP): pyproject.toml
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -e ".[test]"
-	@mkdir -p $(VENV)/$(VOILA_TEMPLATE) && cp $(VOILA_TEMPLATE)/* $(VENV)/$(VOILA_TEMPLATE)/
 	@mkdir -p $(JUPYTER_CONFIG_DIR) $(JUPYTER_DATA_DIR) $(JUPYTER_RUNTIME_DIR) $(IPYTHONDIR) $(XDG_CONFIG_HOME) $(XDG_CACHE_HOME) $(MPLCONFIGDIR)
 	@touch $(STAMP)
 

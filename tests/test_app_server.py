@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -402,3 +403,18 @@ def test_at_the_cap_a_page_is_served_when_the_pool_holds_a_kernel_on_its_way():
         refill.cancel()
 
     run_alone(scenario())
+
+
+def test_the_app_template_is_on_the_jupyter_path_wherever_the_package_is():
+    """Voila finds templates on the Jupyter data path (voila/paths.py, jupyter_core's jupyter_path);
+    the app's template ships inside the package and server.py adds its root once, after what is there."""
+    from gpucluster_lib.ui.server import TEMPLATE_ROOT, add_template_path
+
+    assert (TEMPLATE_ROOT / "voila" / "templates" / "gpucluster" / "index.html.j2").is_file()
+    env = {"JUPYTER_PATH": os.pathsep.join(["/a", "/b"])}
+    add_template_path(env)
+    add_template_path(env)
+    assert env["JUPYTER_PATH"].split(os.pathsep) == ["/a", "/b", str(TEMPLATE_ROOT)]
+    empty: dict[str, str] = {}
+    add_template_path(empty)
+    assert empty == {"JUPYTER_PATH": str(TEMPLATE_ROOT)}

@@ -86,6 +86,24 @@ def _glibc() -> ctypes.CDLL | None:
 
 _LIBC = _glibc()
 
+#: The app's Voila page template ("gpucluster": Voila's lab template without the two Font Awesome
+#: stylesheets it links from a CDN), in the Jupyter data layout ``voila/templates/<name>``.
+TEMPLATE_ROOT = Path(__file__).with_name("jupyter")
+
+
+def add_template_path(environ: dict[str, str] = os.environ) -> None:  # noqa: B006 (the process environment)
+    """Put :data:`TEMPLATE_ROOT` on ``JUPYTER_PATH``, where Voila looks for templates
+    (``voila.paths.collect_template_paths`` through ``jupyter_core.paths.jupyter_path``). Voila
+    imports this module while it loads notebooks/voila.json (the classes it names), before it
+    resolves ``VoilaConfiguration.template``, so the template is found however the package was
+    installed (editable, wheel, conda)."""
+    parts = [p for p in environ.get("JUPYTER_PATH", "").split(os.pathsep) if p]
+    if str(TEMPLATE_ROOT) not in parts:
+        environ["JUPYTER_PATH"] = os.pathsep.join([*parts, str(TEMPLATE_ROOT)])
+
+
+add_template_path()
+
 
 def utcnow() -> datetime:
     """Now, timezone-aware: what Jupyter Server stamps ``last_activity`` with."""

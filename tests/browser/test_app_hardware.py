@@ -44,7 +44,7 @@ def test_page_requests_nothing_outside_the_server(browser, voila_url):
     """The workbook runs offline: every request of a page load goes to the Voila server itself.
     Voila's lab template links two Font Awesome stylesheets on cdn.jsdelivr.net
     (share/jupyter/voila/templates/lab/index.html.j2, voila 0.5.13); the app's template
-    (share/jupyter/voila/templates/gpucluster, selected in notebooks/voila.json) leaves them out."""
+    (gpucluster_lib/ui/jupyter/voila/templates/gpucluster, selected in notebooks/voila.json) leaves them out."""
     from urllib.parse import urlsplit
 
     from playwright.sync_api import expect
