@@ -28,7 +28,7 @@ import yaml
 
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.serve import serve
-from gpucluster_lib.resources import data_path
+from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import Scenario, from_dict
 
 MLPERF_PATH = data_path("validation", "mlperf_llama2_70b.yaml")
@@ -52,13 +52,19 @@ class MlperfRow:
     source: str
 
 
-@lru_cache(maxsize=4)
-def _load(path: str) -> dict[str, Any]:
+def _read_table(path: str, what: str) -> Any:
+    """A validation table's YAML, read as every shipped data file is (:func:`resources.load_yaml`);
+    a missing or broken file is a GpuClusterError naming ``what`` and the path."""
     try:
         with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
+            return load_yaml(fh)
     except (OSError, yaml.YAMLError) as exc:
-        raise GpuClusterError(f"cannot read the MLPerf serving table {path}: {exc}") from exc
+        raise GpuClusterError(f"cannot read the {what} {path}: {exc}") from exc
+
+
+@lru_cache(maxsize=4)
+def _load(path: str) -> dict[str, Any]:
+    data = _read_table(path, "MLPerf serving table")
     for key in ("benchmark", "engines", "rounds", "results"):
         if not isinstance(data, dict) or key not in data:
             raise GpuClusterError(f"the MLPerf serving table {path} has no '{key}' section")
@@ -151,11 +157,7 @@ class TrtllmRow:
 
 @lru_cache(maxsize=4)
 def _load_trtllm(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as fh:
-            data = yaml.safe_load(fh)
-    except (OSError, yaml.YAMLError) as exc:
-        raise GpuClusterError(f"cannot read the TensorRT-LLM table {path}: {exc}") from exc
+    data = _read_table(path, "TensorRT-LLM table")
     releases = data.get("releases") if isinstance(data, dict) else None
     if not isinstance(releases, dict) or not releases:
         raise GpuClusterError(f"the TensorRT-LLM table {path} has no 'releases' section")
