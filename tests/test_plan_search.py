@@ -134,8 +134,8 @@ def test_a_wrong_bound_is_caught_and_every_plan_evaluated(monkeypatch):
     s = scenario({"preset": "llama3-8b"}, nodes=2, par={"global_batch_size": 256})
     ctx = build_context(s)[0]
     right = est._search(ctx, s.parallelism, s.training.tokens, 50, exhaustive=True)
-    real = search._step_time
-    monkeypatch.setattr(search, "_step_time", lambda c, t, d, o: (2.0 * real(c, t, d, o)[0], None))
+    real = search.step_time
+    monkeypatch.setattr(search, "step_time", lambda c, t, d, o: (2.0 * real(c, t, d, o)[0], None))
     space = plan_space(s.parallelism, ctx.arch, ctx.gpus, ctx.nvlink_domain)
     assert search.candidates(ctx, space, 50) is None
     assert_same(est._search(ctx, s.parallelism, s.training.tokens, 50, exhaustive=False), right)

@@ -13,10 +13,10 @@ from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference.fleet import per_mw, size_fleet
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.workloads.vision import (
-    _INFER_PEAK,
     DEFAULT_VISION_EFFICIENCY,
+    INFERENCE_PEAK_COLUMNS,
     VisionEfficiency,
-    _peak,
+    dense_peak,
     estimate_inference,
     resolve_vision,
 )
@@ -90,7 +90,7 @@ def serve_vision(scenario: Scenario, catalog: Any = None, *, hardware: Any = Non
         target = inf.video_streams * fps
     else:
         target = None
-    if _peak(hw.accelerator, inf.precision, _INFER_PEAK) is None:
+    if dense_peak(hw.accelerator, inf.precision, INFERENCE_PEAK_COLUMNS) is None:
         findings.append(Finding("inference-precision-unsupported", "error",
                                 f"{hw.accelerator['id']} has no dense {inf.precision} peak: it cannot serve at "
                                 f"{inf.precision}", fix="use the precision fp16 or bf16",

@@ -282,19 +282,26 @@ def evaluate(ctx: Context, plans: dict[str, np.ndarray], chunk: int = CHUNK) -> 
     if n <= chunk:
         return _evaluate(ctx, plans)
     parts = [_evaluate(ctx, {k: np.asarray(v)[i:i + chunk] for k, v in plans.items()}) for i in range(0, n, chunk)]
-    return _concat(parts)
+    return concat_results(parts)
 
 
-def _concat(parts):
+def concat_results(parts):
+    """One result from the results of consecutive plan chunks (:func:`evaluate`'s dicts, nested
+    or not, or plain arrays): each array joined along the plan axis, in chunk order; units are
+    those of the parts."""
     first = parts[0]
     if isinstance(first, dict):
-        return {k: _concat([p[k] for p in parts]) for k in first}
+        return {k: concat_results([p[k] for p in parts]) for k in first}
     return np.concatenate(parts)
 
 
-def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
+def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     """Per transformer layer, per micro-batch, forward + backward [s]: GEMM/attention/element-wise
-    compute, recomputation, exposed TP / CP / EP communication."""
+    compute, recomputation, exposed TP / CP / EP communication.
+
+    Returns ``(train, recompute, t_tp, t_cp, t_ep, f_act)``: the five times [s] and the FFN width
+    active per token (``f_act`` [elements]; the routed and shared experts' width for MoE), which
+    :func:`layer_memory` takes. Elementwise over plan arrays that broadcast."""
     a, e = ctx.arch, ctx.eff
     full = rc == 2
     sel = rc == 1
@@ -408,11 +415,11 @@ def _layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     return train, recompute, t_tp, t_cp, t_ep, f_act
 
 
-#: What :func:`_pipeline` returns, in this order.
+#: What :func:`pipeline_schedule` returns, in this order.
 PIPELINE_KEYS = ("t_emb", "t_out", "t_p2p", "phi", "raw_max", "which", "n_b", "extra_b", "t_max", "bubble", "t_pipe")
 
 
-def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck: bool = True) -> dict[str, np.ndarray]:
+def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck: bool = True) -> dict[str, np.ndarray]:
     """The pipeline schedule of one step [s]: embedding, output layer and point-to-point time per
     micro-batch, the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
     factor), which stage it is (0 first, 1 middle, 2 last) and its layers, the bubble and
@@ -463,10 +470,11 @@ def _pipeline(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck:
     return out
 
 
-def _step_time(ctx: Context, t_pipe, t_dp, t_opt):
+def step_time(ctx: Context, t_pipe, t_dp, t_opt):
     """Step time and its fixed-fraction overhead [s] from the pipeline, the exposed data-parallel
     communication, the optimizer and the framework's fixed time per step (``step_fixed_s`` >= 0).
-    Non-decreasing in each term (the plan search's bound reads ``t_dp = t_opt = 0``)."""
+    Returns ``(step, overhead)`` [s]. Non-decreasing in each term (the plan search's bound reads
+    ``t_dp = t_opt = 0``)."""
     base = t_pipe + t_dp + t_opt + ctx.framework.step_fixed_s
     overhead = ctx.eff.step_overhead * base
     return base + overhead, overhead
@@ -492,15 +500,15 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     # combination and gathered back (a search has ~10^5 plans but ~10^3 such combinations)
     key = (((((tp * 1025.0 + cp) * 1025.0 + ep) * 8193.0 + mb) * 3.0 + rc) * 2.0 + sp) * 2.0 + tpo
     uniq, first, inverse = np.unique(key, return_index=True, return_inverse=True)
-    parts = _layer_terms(ctx, tp[first], cp[first], ep[first], mb[first], rc[first], sp[first], tpo[first])
+    parts = layer_terms(ctx, tp[first], cp[first], ep[first], mb[first], rc[first], sp[first], tpo[first])
     train, recomp, t_tp, t_cp, t_ep = (np.asarray(x, dtype=float)[inverse] for x in parts[:5])
     f_act = parts[5]
-    a_mem = _layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
+    a_mem = layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
                           rc[first], f_act)
     per_layer_act, rebuilt_act = (np.asarray(x, dtype=float)[inverse] for x in a_mem)
     t_layer = train + recomp + t_tp + t_cp + t_ep
 
-    pl = _pipeline(ctx, q, M, m, t_layer)
+    pl = pipeline_schedule(ctx, q, M, m, t_layer)
     t_emb, t_out, t_p2p, phi, raw_max, which, n_b, extra_b, t_max, bubble, t_pipe = (pl[k] for k in PIPELINE_KEYS)
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
     net_bw = ctx.nic_bw * e.network_efficiency
@@ -566,7 +574,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     p_opt = np.where(sharded, p_gpu / n_dp, p_gpu)
     t_opt = p_opt * e.optimizer_bytes_per_param / (B * em)
 
-    step, overhead = _step_time(ctx, t_pipe, t_dp, t_opt)
+    step, overhead = step_time(ctx, t_pipe, t_dp, t_opt)
 
     breakdown = {
         "compute": m * (n_b * train + extra_b),
@@ -589,13 +597,13 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
             "stage_terms": {"t_layer": t_layer, "t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi}}
 
 
-def _memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[_MemoryCommon, tuple]:
+def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[MemoryCommon, tuple]:
     """The terms shared by every pipeline stage's memory, and the arguments of
-    :meth:`_MemoryCommon.stage` for the stages that can need the most: the first, stage 1 (the
+    :meth:`MemoryCommon.stage` for the stages that can need the most: the first, stage 1 (the
     middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last (PP > 1).
 
     ``q``: plan arrays; ``per_layer`` / ``rebuilt``: one layer's activation bytes
-    (:func:`_layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
+    (:func:`layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
     plan search passes plan dimensions on separate axes).
     """
     a = ctx.arch
@@ -605,7 +613,7 @@ def _memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
-    common = _MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
+    common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt)
     return common, ((np.where(single, L, q["lf"]), 0.0, True, single), (q["l1"], 1.0, False, False),
                     (q["ll"], pp - 1.0, False, True))
@@ -614,8 +622,8 @@ def _memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -
 def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:
     """Memory per GPU [B] by part of the stages that can need the most: the first, stage 1 (the
     middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last
-    (PP > 1). Arguments as :func:`_memory_stages`."""
-    common, stages = _memory_stages(ctx, q, per_layer, rebuilt)
+    (PP > 1). Arguments as :func:`memory_stages`."""
+    common, stages = memory_stages(ctx, q, per_layer, rebuilt)
     return tuple(common.stage(*args) for args in stages)
 
 
@@ -721,9 +729,12 @@ def _prefetch_pass(ctx: Context, compute, comm):
     return sum(np.maximum(compute * w[j], comm * w[(j + 1) % len(w)]) for j in range(len(w)))
 
 
-def _layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
+def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
     """Activation bytes of one layer for one micro-batch, and of the layer rebuilt during its
-    backward under full recomputation [B] (Korthikanti Table 2 generalised, :mod:`.memory`)."""
+    backward under full recomputation [B] (Korthikanti Table 2 generalised, :mod:`.memory`).
+
+    Returns ``(per_layer, rebuilt)`` [B] (``rebuilt`` is 0 without full recomputation); ``s_loc``:
+    sequence length per GPU [tokens]; ``f_act``: the active FFN width of :func:`layer_terms`."""
     a = ctx.arch
     moe_frac = a.moe_layers / a.layers
     f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
@@ -732,8 +743,9 @@ def _layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
     return per_layer, rebuilt
 
 
-class _MemoryCommon:
-    """Per-plan terms shared by the memory of every pipeline stage."""
+class MemoryCommon:
+    """Per-plan terms shared by the memory of every pipeline stage [B]; :meth:`stage` gives one
+    stage's memory per GPU by part."""
 
     def __init__(self, ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last, per_layer, rebuilt):
         e = ctx.eff
@@ -797,12 +809,12 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     s_loc = ctx.arch.seq_length / cp
     m = rep["gbs"] / (rep["dp"] * mb)
     rc, sp = rep["rc"].astype(int), rep["sp"].astype(bool)
-    _, _, _, _, _, f_act = _layer_terms(ctx, tp[:1], cp[:1], ep[:1], mb[:1], rc[:1], sp[:1], rep["tpo"][:1])
+    _, _, _, _, _, f_act = layer_terms(ctx, tp[:1], cp[:1], ep[:1], mb[:1], rc[:1], sp[:1], rep["tpo"][:1])
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
-    per_layer, rebuilt = _layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
-    common = _MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
+    per_layer, rebuilt = layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
+    common = MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
                            m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt)
     mem = common.stage(n, idx, first, last)
     return {"layers": n.astype(int), "time_s": t, "memory": mem}

@@ -11,17 +11,17 @@ from about ``1.25 limit`` evaluations:
    distributed optimizer, sequence parallelism, TP overlap): :class:`~.plans.PlanSpace`.
    Memory depends on the switches only through (ZeRO, distributed optimizer) and
    (recomputation, sequence parallelism), so the engine's own memory formulas
-   (:func:`~.core._memory_stages`) run with these two pairs and the base rows on three
+   (:func:`~.core.memory_stages`) run with these two pairs and the base rows on three
    broadcast axes: each term is computed once per combination of the dimensions it depends on.
    A plan fits when every stage that can need the most does (its memory is the largest of
    them, :func:`~.core.plan_memory`). A stage's total is its model states and activations with
-   the CUDA context, buffers and fragmentation on top (:meth:`~.core._MemoryCommon.on_top`),
+   the CUDA context, buffers and fragmentation on top (:meth:`~.core.MemoryCommon.on_top`),
    which does not decrease as they grow, so it fits exactly when they are at most the largest
    amount that fits, found once by bisection over the floats. Only additions, multiplications
    and divisions are involved: every plan's fit is the one the full evaluation gives.
 2. **A bound on the step time.** The step is the pipeline time plus the exposed data-parallel
    communication plus the optimizer, plus a fixed overhead fraction
-   (:func:`~.core._step_time`, non-decreasing in each term). The data-parallel and optimizer
+   (:func:`~.core.step_time`, non-decreasing in each term). The data-parallel and optimizer
    terms are never negative, so the step is at least the step without them, which depends only
    on the base row and (recomputation, sequence parallelism, TP overlap): a bound on tokens/s
    for every plan at the cost of a few array operations per base row.
@@ -47,14 +47,14 @@ import numpy as np
 
 from gpucluster_lib.training.core import (
     Context,
-    _concat,
-    _layer_memory,
-    _layer_terms,
-    _memory_stages,
-    _pipeline,
-    _step_time,
+    concat_results,
     evaluate,
+    layer_memory,
+    layer_terms,
+    memory_stages,
+    pipeline_schedule,
     plan_arrays,
+    step_time,
 )
 from gpucluster_lib.training.plans import PlanSpace
 
@@ -96,7 +96,7 @@ def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs
     s = float(ctx.arch.seq_length)
     sp_r = rs[:, 1:2].astype(bool) & (tp_k > 1)
     per_layer, rebuilt = (np.broadcast_to(np.asarray(x, dtype=float), (len(rs), len(lk)))[:, lk_of]
-                          for x in _layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[:, 0:1], f_act))
+                          for x in layer_memory(ctx, mb_k, s / cp_k, tp_k, sp_r, rs[:, 0:1], f_act))
 
     # memory on three axes: (zero, dopt), (rc, sp), base row
     q3 = {k: v.reshape(1, 1, nb) for k, v in b.items()}
@@ -105,7 +105,7 @@ def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs
     # the plan's memory is the largest stage total (plan_memory): it fits when every stage does. A
     # stage's total is its model states and activations plus what comes on top of them, which does
     # not decrease as they grow: it fits when they are at most the largest amount that fits.
-    common, stages = _memory_stages(ctx, q3, per_layer[None], rebuilt[None])
+    common, stages = memory_stages(ctx, q3, per_layer[None], rebuilt[None])
     ceiling = _largest_fitting(lambda x: common.on_top(x)[1], ctx.memory_capacity)
     pp = q3["pp"]
     fit_stage = []
@@ -157,7 +157,7 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     lk, lk_of = _rows(space.base, ("tp", "cp", "ep", "mb"))
     tp_k, cp_k, ep_k, mb_k = (lk[None, :, i].astype(float) for i in range(4))
     sp_t = tk[:, 1:2].astype(bool) & (tp_k > 1)  # sequence parallelism needs TP > 1
-    parts = _layer_terms(ctx, tp_k, cp_k, ep_k, mb_k, tk[:, 0:1], sp_t, tk[:, 2:3].astype(float))
+    parts = layer_terms(ctx, tp_k, cp_k, ep_k, mb_k, tk[:, 0:1], sp_t, tk[:, 2:3].astype(float))
     shape = (len(tk), len(lk))
     train, recomp, t_tp, t_cp, t_ep = (np.broadcast_to(np.asarray(x, dtype=float), shape) for x in parts[:5])
     t_layer = (train + recomp + t_tp + t_cp + t_ep)[:, lk_of]  # (time switch rows, base rows)
@@ -187,8 +187,8 @@ def bounds(ctx: Context, space: PlanSpace, key: tuple | None = None) -> dict[str
     q2 = {k: v.reshape(1, nb) for k, v in b.items()}
     m = q2["gbs"] / (q2["dp"] * q2["mb"])
     M = q2["mb"] * (s / q2["cp"])
-    t_pipe = _pipeline(ctx, q2, M, m, t_layer, bottleneck=False)["t_pipe"]
-    lower = _step_time(ctx, t_pipe, 0.0, 0.0)[0] * (1.0 - BOUND_SLACK)
+    t_pipe = pipeline_schedule(ctx, q2, M, m, t_layer, bottleneck=False)["t_pipe"]
+    lower = step_time(ctx, t_pipe, 0.0, 0.0)[0] * (1.0 - BOUND_SLACK)
     tokens = space.base["gbs"][None, :] * ctx.arch.seq_length  # per step, as the table ranks them
     return {**mem, "tk_of": tk_of, "perm": perm, "starts": starts, "step_lower": lower,
             "tps_upper": tokens / lower}  # tokens/s no plan of the (time switch row, base row) exceeds
@@ -296,7 +296,7 @@ class _Evaluated:
             have = np.concatenate(self.cells)
         order = np.argsort(have, kind="stable")
         pos = order[np.searchsorted(have[order], cells)]
-        return _take(_concat(self.results), pos)
+        return _take(concat_results(self.results), pos)
 
 
 def _take(res: Any, pos: np.ndarray) -> Any:

@@ -11,11 +11,11 @@ from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import SECONDS_PER_DAY, SECONDS_PER_HOUR, TERA
 from gpucluster_lib.workloads.vision import (
-    _TRAIN_PEAK,
     DEFAULT_VISION_EFFICIENCY,
     IMAGENET_1K_TRAIN_IMAGES,
     TRAINING_PASSES,
-    _peak,
+    TRAINING_PEAK_COLUMNS,
+    dense_peak,
     resolve_vision,
 )
 
@@ -70,7 +70,7 @@ def estimate_training(scenario: Scenario, catalog: Any = None, *, hardware: Any 
         findings.append(Finding("training-default-epochs", "info", "the training epochs are not set: 90 epochs "
                                 "assumed (the ResNet-50 ImageNet recipe)", field="training.epochs"))
     flops_train = TRAINING_PASSES * m.flops_per_image
-    peak = _peak(hw.accelerator, tr.precision, _TRAIN_PEAK)
+    peak = dense_peak(hw.accelerator, tr.precision, TRAINING_PEAK_COLUMNS)
     if peak is None:
         findings.append(Finding("training-precision-unsupported", "error",
                                 f"{hw.accelerator.get('name') or hw.accelerator['id']} has no dense {tr.precision} peak in the catalogue",

@@ -49,9 +49,11 @@ IMAGENET_1K_TRAIN_IMAGES = 1_281_167
 TRAINING_PASSES = 3
 FLOPS_PER_MAC = 2
 
-_TRAIN_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "tf32": "tf32_tflops",
+#: Training precision -> the accelerator catalogue column of its dense peak [TFLOP/s].
+TRAINING_PEAK_COLUMNS = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "tf32": "tf32_tflops",
                "fp32": "fp32_tflops"}
-_INFER_PEAK = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops"}
+#: Serving precision -> the accelerator catalogue column of its dense peak [TFLOP/s; TOP/s for int8].
+INFERENCE_PEAK_COLUMNS = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "fp8": "fp8_tflops", "int8": "int8_tops"}
 _WEIGHT_BYTES = {"bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5, "tf32": 4, "fp32": 4}
 
 
@@ -223,7 +225,11 @@ def ignored_language_settings(scenario: Scenario, stage: str) -> list[Finding]:
     return found
 
 
-def _peak(acc: dict[str, Any], precision: str, table: dict[str, str]) -> float | None:
+def dense_peak(acc: dict[str, Any], precision: str, table: dict[str, str]) -> float | None:
+    """The accelerator's dense peak at ``precision`` [TFLOP/s, TOP/s for int8], read from the
+    catalogue column ``table`` names (:data:`TRAINING_PEAK_COLUMNS` or
+    :data:`INFERENCE_PEAK_COLUMNS`; int4 weights compute at the bf16 rate); None when the
+    precision has no column or the accelerator no positive value in it."""
     col = table.get("bf16" if precision == "int4" else precision)
     v = acc.get(col) if col else None
     if v is None or (isinstance(v, float) and math.isnan(v)) or v <= 0:
@@ -272,7 +278,7 @@ def estimate_inference(model: VisionModel | str, accelerator: dict[str, Any], *,
     m = resolve_vision(model) if isinstance(model, str) else model
     if batch_size < 1:
         raise ScenarioError("inference.batch_size", f"must be at least 1, got {batch_size}")
-    peak = _peak(accelerator, precision, _INFER_PEAK)
+    peak = dense_peak(accelerator, precision, INFERENCE_PEAK_COLUMNS)
     if peak is None:
         raise ScenarioError("inference.precision", f"{accelerator['id']} has no dense {precision} peak in the catalogue")
     compute = peak * TERA * efficiency.compute_efficiency
