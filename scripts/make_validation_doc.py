@@ -357,10 +357,30 @@ not part of the model: none is both sourced and consistent with the other checks
   (128 x 256) of the work they issue at TP 1 / TP 2 for 4,096 tokens a step, 89.9% / 88.9% and 84.4% /
   82.6% at the 1,573 tokens of the v4.0 DGX H100 offline step: 0.5-2.6% apart. The wire and the GEMM-shape curve are ruled out above; the
   remaining candidates (the unsplit norms, a wait for the slower rank at each of the 160 all-reduces, the
-  all-reduce kernel at these sizes) have no published figure, so no term is added. The figures of this
+  all-reduce at these sizes, next item) have no published figure, so no term is added. The figures of this
   and the previous item are printed by `scripts/trtllm_tables.py` and recomputed by
   `tests/test_trtllm_tables.py`; the table rows, each release with the file its table is in, are
   `gpucluster_lib/data/validation/trtllm_llama2_70b_fp8.yaml`.
+- **TensorRT-LLM's all-reduce at the TP 2 step sizes.** The `AUTO` strategy of the all-reduce plugin
+  (github.com/NVIDIA/TensorRT-LLM `cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp`,
+  `selectImplementation`) takes the custom one-shot kernel at TP 2 only within its workspace, 16,000,000
+  bytes for TP <= 2 (`tensorrt_llm/plugin/plugin.py`, `CustomAllReduceHelper.max_workspace_size_auto`;
+  8,000,000 above), i.e. 977 tokens of 8,192 16-bit values, and NCCL above it. The mean TP 2 step carries
+  1,573 tokens offline (25.8 MB a call) and 1,225 at the v4.0 server point (20.1 MB), so the 160 calls a
+  step are NCCL's two-rank ring, which the model charges at 90 us a call (14.4 ms of a 150.8 ms offline
+  step). A 10% slower TP 2 step asks 94 us more a call, 140 GB/s effective at 25.8 MB against the model's
+  287 and ASTRA-sim's measured ~335 GB/s at 128 MiB; no two-GPU H100 measurement at 16-32 MB was found to
+  support a rate that low.
+- **Queue-side limits on the server rows** (server over offline published 0.943 / 0.881 on the DGX H100,
+  v4.0 / v4.1, and 0.955 / 0.934 on the H200, the model 1.002 and 0.996). The model's throughput is flat in
+  the batch: at the published server rate its replica runs 138-244 sequences (p99 TPOT 31-84 ms) where the
+  published engine ran 447-831 (146-195 ms), so no limit that lowers the model's batch lowers its tokens/s.
+  The KV-cache slots (1,024 of a 1,103-1,118-sequence pool on the DGX H100, the pool of 880 / 891 on the
+  H200) leave a slot wait below 1e-10 (Erlang C) at every published decode batch; capping them at 900, 800
+  or 730 moves the DGX H100 server rows by 0.4-1.3 points and the H200 ones by none. LoadGen's early
+  stopping (mlcommons/inference `loadgen/early_stopping.cc`, a binomial bound at 99% confidence) asks
+  p99.09-p99.11 of 42,000-60,000 queries, which moves no row by 0.1 point. The figures of these two items
+  are printed by `scripts/mlperf_server_candidates.py`.
 """
     (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")
 
