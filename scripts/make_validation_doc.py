@@ -366,9 +366,10 @@ not part of the model: none is both sourced and consistent with the other checks
   `selectImplementation`) takes the custom one-shot kernel at TP 2 only within its workspace, 16,000,000
   bytes for TP <= 2 (`tensorrt_llm/plugin/plugin.py`, `CustomAllReduceHelper.max_workspace_size_auto`;
   8,000,000 above), i.e. 977 tokens of 8,192 16-bit values, and NCCL above it. The mean TP 2 step carries
-  1,573 tokens offline (25.8 MB a call) and 1,225 at the v4.0 server point (20.1 MB), so the 160 calls a
-  step are NCCL's two-rank ring, which the model charges at 90 us a call (14.4 ms of a 150.8 ms offline
-  step). A 10% slower TP 2 step asks 94 us more a call, 140 GB/s effective at 25.8 MB against the model's
+  1,573 tokens offline (25.8 MB a call) and 1,225 at the v4.0 server point (20.1 MB): 95% of the offline
+  steps (all with a prompt) and 69% of the server ones (two prompts or more) run their 160 calls on NCCL's
+  two-rank ring, the others on the one-shot kernel, which at two ranks moves the same bytes; the model
+  charges the ring at 90 us a call (14.4 ms of a 150.8 ms offline step). A 10% slower TP 2 step asks 94 us more a call, 140 GB/s effective at 25.8 MB against the model's
   287 and ASTRA-sim's measured ~335 GB/s at 128 MiB; no two-GPU H100 measurement at 16-32 MB was found to
   support a rate that low.
 - **Queue-side limits on the server rows** (server over offline published 0.943 / 0.881 on the DGX H100,

@@ -108,8 +108,12 @@ def main() -> None:
         tokens = batch * (1 + INPUT / OUTPUT)
         nbytes = tokens * HIDDEN * 2
         route = "one-shot" if nbytes <= ONE_SHOT_MAX_BYTES_TP2 else "NCCL"
-        print(f"  {label}: {tokens:,.0f} tokens, {nbytes / 1e6:.1f} MB a call -> {route}; model "
-              f"{per_call(nbytes) * 1e6:.0f} us a call, {2 * LAYERS * per_call(nbytes) * 1e3:.1f} ms a step")
+        # prompts a step ~ Poisson(batch / L_out); a step goes to NCCL once it carries enough of them
+        prompts, need = batch / OUTPUT, math.ceil((ONE_SHOT_MAX_BYTES_TP2 / (HIDDEN * 2) - batch) / INPUT)
+        nccl = 1.0 - sum(math.exp(-prompts) * prompts ** k / math.factorial(k) for k in range(max(need, 0)))
+        print(f"  {label}: {tokens:,.0f} tokens, {nbytes / 1e6:.1f} MB a call -> {route}; {nccl:.0%} of the steps "
+              f"({need} prompts or more, {prompts:.2f} a step) on NCCL; model {per_call(nbytes) * 1e6:.0f} us a call, "
+              f"{2 * LAYERS * per_call(nbytes) * 1e3:.1f} ms a step")
     est = serve(mlperf_scenario("v4.0", "dgx-h100", "offline"))
     step = sum(est.step_time_breakdown_s.values())
     extra = 0.10 * step / (2 * LAYERS)
