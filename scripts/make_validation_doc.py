@@ -375,7 +375,8 @@ not part of the model: none is both sourced and consistent with the other checks
 - **Queue-side limits on the server rows** (server over offline published 0.943 / 0.881 on the DGX H100,
   v4.0 / v4.1, and 0.955 / 0.934 on the H200, the model 1.002 and 0.996). The model's throughput is flat in
   the batch: at the published server rate its replica runs 138-244 sequences (p99 TPOT 31-84 ms) where the
-  published engine ran 447-831 (146-195 ms), so no limit that lowers the model's batch lowers its tokens/s.
+  published engine ran 542-831 (156-195 ms; the v4.1 H200 rate is above the model's capacity), so no limit
+  that lowers the model's batch lowers its tokens/s.
   The KV-cache slots (1,024 of a 1,103-1,118-sequence pool on the DGX H100, the pool of 880 / 891 on the
   H200) leave a slot wait below 1e-10 (Erlang C) at every published decode batch; capping them at 900, 800
   or 730 moves the DGX H100 server rows by 0.4-1.3 points and the H200 ones by none. LoadGen's early

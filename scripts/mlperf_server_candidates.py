@@ -40,7 +40,7 @@ from __future__ import annotations
 import math
 
 from gpucluster_lib.inference.efficiency import DEFAULT_EFFICIENCY
-from gpucluster_lib.inference.queueing import erlang_c
+from gpucluster_lib.inference.queueing import erlang_c, poisson_quantile
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.inference.validation import mlperf_rows, mlperf_scenario
 
@@ -69,6 +69,28 @@ def early_stopping_percentile(queries: float, p: float = 0.99, confidence: float
     return 100.0 * (1.0 - max(allowed, 0) / n)
 
 
+def step_s(rnd: str, system: str, batch: int) -> float:
+    """The model's mixed-step time (TPOT) of the submitter's engine at ``batch`` sequences [s]."""
+    return serve(mlperf_scenario(rnd, system, "offline", batch_size=int(batch))).tpot_s
+
+
+def model_at_rate(rnd: str, system: str, tokens_per_s_per_replica: float) -> tuple[float, float] | None:
+    """The model's replica fed ``tokens_per_s_per_replica``: (mean decode batch by Little's law, b = rate x
+    T(b) in tokens, and the step at its Poisson 99th percentile, queueing item 2) or None above its capacity."""
+    pool = serve(mlperf_scenario(rnd, system, "offline")).max_batch
+    if pool / step_s(rnd, system, pool) < tokens_per_s_per_replica:
+        return None
+    def step(b: float) -> float:   # linear between whole batches: the throughput is so flat that b moves a lot
+        k = min(int(b), pool - 1)
+        return step_s(rnd, system, k) + (b - k) * (step_s(rnd, system, k + 1) - step_s(rnd, system, k))
+
+    lo, hi = 1.0, float(pool)
+    for _ in range(40):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if mid / step(mid) < tokens_per_s_per_replica else (lo, mid)
+    return lo, step_s(rnd, system, min(poisson_quantile(lo, 0.99), pool))
+
+
 def tokens_per_s(rid: str, **inference: object) -> float:
     row = next(r for r in mlperf_rows() if r.id == rid)
     return serve(mlperf_scenario(row.round, row.system, row.scenario, **inference)).tokens_per_s_per_gpu * 8
@@ -80,11 +102,11 @@ def main() -> None:
     for rid, (_qps, replicas, seqs, tpot99) in PUBLISHED_SERVER.items():
         srv, off = rows[rid], rows[rid.replace("server", "offline")]
         model_srv, model_off = tokens_per_s(rid), tokens_per_s(off.id)
-        est = serve(mlperf_scenario(srv.round, srv.system, srv.scenario, tokens_per_s=srv.tokens_per_s))
-        at = est.load["at_target"]
+        at = model_at_rate(srv.round, srv.system, srv.tokens_per_s / replicas)
+        there = ("above the model's capacity" if at is None else
+                 f"the model runs {at[0]:.0f} sequences (p99 TPOT {at[1] * 1e3:.0f} ms)")
         print(f"  {rid}: published {srv.tokens_per_s / off.tokens_per_s:.3f}, model {model_srv / model_off:.3f}; "
-              f"at {srv.tokens_per_s / replicas:,.0f} tokens/s a replica the model runs {at['mean_batch']:.0f} "
-              f"sequences (p99 TPOT {at['tpot_pct_s'] * 1e3:.0f} ms) against the published {seqs} "
+              f"at {srv.tokens_per_s / replicas:,.0f} tokens/s a replica {there} against the published {seqs} "
               f"({tpot99 * 1e3:.0f} ms)")
     print("KV-cache slots: the server rows with the engine's cap lowered, and Erlang C at the published sequences")
     for rid, (_qps, _replicas, seqs, _tpot) in PUBLISHED_SERVER.items():
