@@ -185,7 +185,8 @@ def test_offline_is_unchanged_and_poisson_is_at_most_offline():
 # software (TensorRT-LLM): a hardware model sits between the two rounds.
 MLPERF_TARGET = 0.10        # the target: every MLPerf row within 10% of the published tokens/s
 _TP2 = ("the model's TP 2 step is 8-13% faster than the published one at the published batch (docs/inference.md), "
-        "and the published server ran below its SLO limits")
+        "and the published server ran below its SLO limits at 0.943 of its offline tokens/s, where the model's "
+        "throughput is flat in the batch (its server is 1.002 of its offline: no queue-side limit lowers it)")
 MLPERF_MISSES = {
     "v4.0-dgx-h100-server": "measured +15.9%: " + _TP2,
     "v4.1-dgx-h100-server": ("measured +10.2% with the submitter's engine batch 1024: the published server step at "
