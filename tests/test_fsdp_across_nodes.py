@@ -1,0 +1,90 @@
+"""FSDP's collectives across nodes for MPT-70B on 64 A100 40GB, worked by hand.
+
+docs/validation.md ("MPT-70B on 64 A100 40GB: what was checked") takes its figures from
+scripts/make_validation_doc.py: the per-block gather the model charges, the FSDP time the step exposes,
+and the step again at a slower bus bandwidth. These tests redo each by hand.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+# MPT-70B (llm-foundry scripts/train/yamls/pretrain/mpt-70b.yaml; data/models.yaml preset): d_model 8192, 80 blocks,
+# vocabulary 50,368, learned positions over 2,048 tokens (the benchmarking README's NumParams grows with SeqLen)
+D, LAYERS = 8192, 80
+BLOCK = 12 * D**2 + 4 * D        # attention 4 d^2 + FFN (expansion 4) 8 d^2 + two LayerNorms (weight, bias) 4 d
+ROOT = 50368 * D + 2048 * D + 2 * D   # token and position embeddings (tied output) + the final LayerNorm
+RANKS = 64
+BUS = 8 * 1600e9 / 8 / 8 * 0.70  # 8 GPUs x 1,600 Gb/s per node / 8 (the table's title) x the A100 network
+#                                  efficiency 0.70 (data/efficiency.yaml): NCCL's ring striped over the node's NICs
+HOP = 8 * 8e-6                   # one hop per node (8 nodes) x 8 us (data/efficiency.yaml alpha_network_s)
+TOTAL = LAYERS * BLOCK + ROOT    # 64,856,539,136 parameters, all on every rank's one pipeline stage
+LATENCY = LAYERS * HOP * BLOCK / TOTAL   # a pass over the 80 blocks takes 80 x 8 hops; a block's share by parameters
+PUBLISHED = 128 * 2048 / 17672   # s per step: global batch 128 x SeqLen 2048 / 17,672 T/s (README, b2a43a1)
+
+
+@pytest.fixture(scope="module")
+def doc():
+    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
+    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def gather(bus):
+    """One block's bf16 (PURE) ring all-gather over 64 ranks [s]: (n-1)/n S / B + latency (Thakur 2005)."""
+    return BLOCK * 2 * (RANKS - 1) / RANKS / bus + LATENCY
+
+
+def exposed(bus, fwd, bwd):
+    """FSDP time a one-micro-batch step exposes [s], core.fsdp_exposed written out for 80 blocks with the
+    gather a and the reduce-scatter r equal (both bf16 under PURE): forward a + 79 max(f, a) + f, backward
+    a + max(b, a) + 78 max(b, 2a) + max(b, a) + a, less the compute 80 (f + b); plus the root unit's gather
+    and reduce-scatter, exposed, its share of the 80-block latency included."""
+    a = gather(bus)
+    t_fwd = a + (LAYERS - 1) * max(fwd, a) + fwd
+    t_bwd = a + max(bwd, a) + (LAYERS - 2) * max(bwd, 2 * a) + max(bwd, a) + a
+    root = 2 * (ROOT * 2 * (RANKS - 1) / RANKS / bus + LAYERS * HOP * ROOT / TOTAL)
+    return max(t_fwd + t_bwd - LAYERS * (fwd + bwd), 0.0) + root
+
+
+def test_block_gather_and_bus_bandwidth_by_hand(doc):
+    model = doc.fsdp_bandwidth_rows(())[0]
+    assert model["bus_gb_s"] == pytest.approx(140.0)              # 8 x 25 GB/s x 0.70
+    assert BLOCK == 805_339_136
+    # 63/64 x 1.6107 GB / 140 GB/s = 11.325 ms, + 5.12 ms x 805,339,136 / 64,856,539,136 = 0.064 ms
+    assert TOTAL == 64_856_539_136
+    assert model["gather_ms"] == pytest.approx(11.389, abs=1e-3)
+    assert model["gather_ms"] == pytest.approx(gather(140e9) * 1e3, rel=1e-9)
+
+
+def test_exposed_fsdp_time_of_the_row_by_hand(doc):
+    fig = doc.fsdp_row_figures()
+    assert fig["block_params"] == BLOCK
+    # every block's collectives hide (11.4 ms beside 31 ms forward, 2 x 11.4 beside 94 ms backward): the forward's
+    # first gather, the backward's first gather and last reduce-scatter, 3 x 11.389 = 34.17 ms, and the root unit
+    # 2 x (429,408,256 x 2 x 63/64 / 140e9 + 5.12 ms x 429,408,256 / 64,856,539,136) = 12.14 ms: 46.31 ms
+    assert fig["exposed_s"] == pytest.approx(0.04631, abs=1e-5)
+    assert fig["exposed_s"] == pytest.approx(exposed(140e9, fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3), rel=1e-6)
+
+
+def test_slower_bus_bandwidth_of_the_doc_table_by_hand(doc):
+    fig = doc.fsdp_row_figures()
+    f, b = fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3
+    rows = {r["bus_gb_s"]: r for r in doc.fsdp_bandwidth_rows((27.0,))}
+    # at 27 GB/s a block's gather is 63/64 x 1.6107 GB / 27 GB/s + 0.064 ms = 58.79 ms, above the forward (31 ms)
+    # and, with the reduce-scatter, above the backward (2 x 58.8 > 94 ms): forward 80 a - 79 f = 2,227 ms, backward
+    # 2 a + 78 x 2 a - 78 b = 1,965 ms, the root unit 2 x 31.3 ms = 63 ms; 4.25 s exposed instead of 0.046 s, charged
+    # with the 3% step overhead (data/efficiency.yaml step_overhead): 1.03 x 4.21 s = 4.33 s more
+    assert rows[27.0]["gather_ms"] == pytest.approx(58.787, abs=1e-3)
+    assert exposed(27e9, f, b) == pytest.approx(4.25, abs=0.01)
+    extra = 1.03 * (exposed(27e9, f, b) - exposed(140e9, f, b))
+    assert extra == pytest.approx(4.33, abs=0.01)
+    predicted = fig["predicted_s"] + extra
+    row = "mpt-a100-40-70b-s2048-g64-mb2"
+    assert rows[27.0][row] == pytest.approx(predicted / PUBLISHED - 1, abs=1e-4)   # +0.6%
+    assert rows[140.0][row] == pytest.approx(fig["predicted_s"] / PUBLISHED - 1, abs=1e-9)
