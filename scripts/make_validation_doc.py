@@ -191,6 +191,12 @@ def fsdp_section(df) -> str:
         + " | ".join(f"{r[k]:+.1%}" for k in FSDP_ROWS) + " |" for r in sweep)
     row70 = FSDP_ROWS[0]
     cl = cluster_fabric_rows() | {"bus": 27.0}
+    flat = fsdp_bandwidth_rows((model["bus_gb_s"] / 8,))[1]  # one NIC per GPU (of 8) at the network efficiency
+    # the 80 ms reading: each block's gather and reduce-scatter at 80 ms in the model's schedule (root unit as is)
+    f_s, b_s, a_s = fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3, model["gather_ms"] / 1e3
+    x80 = float(core.fsdp_exposed(f_s, b_s, 0.08, 0.08, 80))
+    overhead = efficiency.load_table()["software"]["step_overhead"]
+    step80 = fig["predicted_s"] + (1 + overhead) * (x80 - float(core.fsdp_exposed(f_s, b_s, a_s, a_s, 80)))
     return f"""### MPT-70B on 64 A100 40GB: what was checked
 
 The one held-out row at up to 4,096 tokens outside 15%: published 128 x 2,048 / 17,672 = {pub[row70]:.1f} s a
@@ -217,10 +223,12 @@ step (276 tokens/s per GPU, against 376 on 128 A100 40GB at micro-batch 4, the c
   (one NIC) is 2.7 times slower than over four GPUs and four NICs per node (github.com/NVIDIA/nccl/issues/569):
   NCCL does use every NIC. The model's {model["bus_gb_s"]:.0f} GB/s ({model["bus_gb_s"] / line_rate:.0%} of line
   rate) is already below that range.
-* **One NIC's line rate per GPU** (`collectives: flat` for the A100 rows, 17.5 GB/s: a 91 ms gather) puts the
-  row at +54%, MPT-70B on 32 A100 80GB at +103%, MPT-30B on 32 A100 40GB at +16%. Read as an 80 ms gather, the
-  forward alone exposes 80 x 49 ms = 3.9 s, but the backward then carries 160 ms of gather and reduce-scatter
-  behind 94 ms of compute, another 5.3 s: 9.2 s, +35%.
+* **One NIC's line rate per GPU** (`collectives: flat` for the A100 rows, {flat["bus_gb_s"]:.1f} GB/s: a
+  {flat["gather_ms"]:.0f} ms gather) puts the row at {flat[row70]:+.0%}, MPT-70B on 32 A100 80GB at
+  {flat[FSDP_ROWS[1]]:+.0%}, MPT-30B on 32 A100 40GB at {flat[FSDP_ROWS[3]]:+.0%}. Read as an 80 ms gather, the
+  forward alone exposes 80 x {80 - fig["fwd_ms"]:.0f} ms = {80 * (80 - fig["fwd_ms"]) / 1e3:.1f} s, but the backward
+  then carries 160 ms of gather and reduce-scatter behind {fig["bwd_ms"]:.0f} ms of compute, another
+  {80 * (160 - fig["bwd_ms"]) / 1e3:.1f} s: {x80:.1f} s, {step80 / pub[row70] - 1:+.0%} (with the {overhead:.0%} step overhead).
 * **A slower FSDP collective** (the table: every row estimated again with its fabric scaled to the bus
   bandwidth shown; these rows have no other traffic across nodes). The row is reproduced near 27 GB/s and
   enters 15% only below about 32 GB/s; MPT-70B on 32 A100 80GB at micro-batch 2, whose blocks compute the same
