@@ -15,8 +15,10 @@ A cell that fails, a cell that runs past the timeout and a kernel that dies each
 :class:`ReportError` with a one-line message. On a timeout the kernel is interrupted and the
 interrupted cell given up to :data:`INTERRUPT_WAIT_S` to stop (nbclient's ``interrupt_on_timeout``)
 before the kernel is shut down: a kernel shut down while a cell still runs answers that cell on a
-closed socket, and ipykernel prints a ``ZMQError`` traceback on standard error. The kernel's own
-log is kept to critical messages (:data:`KERNEL_LOG_LEVEL`).
+closed socket, and ipykernel prints a ``ZMQError`` traceback on standard error. The kernel runs
+under :class:`~.kernel_manager.ReportKernelManager`, which shuts it down without the interrupt
+jupyter_client sends first (it could make ipykernel log a stray "KeyboardInterrupt caught in
+kernel."); the kernel's own log keeps its normal level, so its warnings and errors are seen.
 """
 
 from __future__ import annotations
@@ -38,12 +40,6 @@ SOCKET_ROOT = "/tmp"
 #: how long an interrupted cell may take to stop [s] (nbclient's ``iopub_timeout``: after a reply,
 #: here the timeout's, the wait for the kernel's "idle"; its default of 4 s is short on a busy machine)
 INTERRUPT_WAIT_S = 30
-#: the kernel's own log (ipykernel's ``IPKernelApp``): critical messages only. jupyter_client
-#: interrupts the kernel before every shutdown (``KernelManager._async_shutdown_kernel``); when the
-#: signal lands while the kernel still finishes its last reply, ipykernel logs "KeyboardInterrupt
-#: caught in kernel." at ERROR level, a race seen about once in ten runs on a busy machine. What the
-#: report's cells raise comes back through the notebook, not through this log.
-KERNEL_LOG_LEVEL = "CRITICAL"
 #: the name a timed-out cell's error has in nbclient's execute reply (``error_on_timeout``)
 _TIMEOUT_ENAME = "ReportCellTimeout"
 
@@ -87,6 +83,8 @@ def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: di
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
     from traitlets.config import Config
 
+    from gpucluster_lib.report.kernel_manager import ReportKernelManager
+
     timed_out: list[bool] = []
 
     def on_cell_error(cell: Any, cell_index: int, execute_reply: dict[str, Any]) -> None:
@@ -108,7 +106,7 @@ def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: di
             progress_bar=False, kernel_name="python3", log_output=False,
             config=kernel_config(Path(sockets)) if sockets else Config(),
             interrupt_on_timeout=True, on_cell_error=on_cell_error, iopub_timeout=INTERRUPT_WAIT_S,
-            extra_arguments=[f"--IPKernelApp.log_level={KERNEL_LOG_LEVEL}"],
+            kernel_manager_class=ReportKernelManager,
             error_on_timeout={"ename": _TIMEOUT_ENAME, "evalue": f"longer than {timeout_s} s", "traceback": []})
     except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
         if any(timed_out):
