@@ -214,6 +214,7 @@ TRAINING_EFFICIENCY_RULES: dict[str, dict[str, Any]] = {
     "fp8_gemm_factor": {"gt": 0, "le": 1, "what": "the share of the 16-bit matrix-multiply efficiency kept "
                                                   "against the FP8 peak"},
     "memory_efficiency": _PEAK, "flash_attention_efficiency": _PEAK,
+    "attention_half_rate_tokens": {"ge": 0, "le": 16_777_216, "unit": "tokens"},
     "nvlink_efficiency": _PEAK, "network_efficiency": _PEAK,
     "layer_overhead_s": {"ge": 0, "le": 1, "unit": "s"},
     "unfused_attention_bytes_per_score": _BYTES, "elementwise_bytes_per_hidden": _BYTES,
@@ -238,6 +239,10 @@ class TrainingSpec:
     dataset_images: float | None = f(None, gt=0, le=1e12, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
+    attention_kernel: Literal["flash-attention-2", "triton"] = f(
+        "flash-attention-2", doc="the fused attention kernel and its speed (data/efficiency.yaml): flash-attention-2 "
+                                 "(FlashAttention-2, as Megatron-Core and Transformer Engine run it) or triton "
+                                 "(llm-foundry's Triton FlashAttention, attn_impl: triton)")
     efficiency: dict[str, float] = f({}, keys=TRAINING_EFFICIENCY_RULES, max_items=64,
                                      doc="overrides of data/efficiency.yaml parameters by name (fractions of "
                                          "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")

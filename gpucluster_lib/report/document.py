@@ -544,7 +544,8 @@ def all_findings_html(d: Design) -> str:
 EFFICIENCY_NAMES = {
     "gemm_efficiency": ("Matrix-multiply efficiency", "%"), "fp8_gemm_factor": ("FP8 speed-up factor", ""),
     "memory_efficiency": ("Memory bandwidth efficiency", "%"),
-    "flash_attention_efficiency": ("Fused attention efficiency", "%"),
+    "flash_attention_efficiency": ("Fused attention efficiency at long sequences", "%"),
+    "attention_half_rate_tokens": ("Sequence at half the attention kernel's rate", "tokens"),
     "nvlink_efficiency": ("NVLink bandwidth efficiency", "%"), "network_efficiency": ("Network bandwidth efficiency", "%"),
     "layer_overhead_s": ("Overhead per layer", "s"), "alpha_nvlink_s": ("NVLink message latency", "s"),
     "alpha_network_s": ("Network message latency", "s"), "dp_overlap": ("Data-parallel communication hidden", "%"),
@@ -656,6 +657,8 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
                 ("NVLink bandwidth per direction", format_value(a.get("nvlink_gb_per_s_per_direction"), "GB/s"),
                  "the accelerator catalogue"),
                 ("Network bandwidth per GPU", format_value(a.get("fabric_gbps_per_gpu"), "Gb/s"), "the network design")]
+        if a.get("attention_kernel"):
+            rows.append(("Fused attention kernel", a["attention_kernel"], "the scenario"))
         for k, v in eff.items():
             if k in ("generation", "validated") or not isinstance(v, (int, float)):
                 continue

@@ -15,9 +15,12 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   (:mod:`gpucluster_lib.calibration.gemm`: saturating per dimension plus a fixed time per
   GEMM, fitted to measured H100 GEMMs), so that small GEMMs are not charged the large-GEMM
   rate; backward = 2 x forward; full recomputation adds a forward [2].
-* Attention core: fused (FlashAttention) at ``e_flash`` of the 16-bit peak over the causal
-  half, backward 2.5x [5]; or unfused: batched GEMMs plus the s x s score traffic at memory
-  bandwidth [3].
+* Attention core: fused (``training.attention_kernel``: FlashAttention-2, llm-foundry's Triton
+  FlashAttention) over the causal half, backward 2.5x, at ``e_k s / (s + s_k)`` of the 16-bit peak
+  for a sequence of s tokens: the s^2 work at the kernel's asymptotic rate ``e_k`` plus a cost per
+  query block linear in s, so that the rate is half its asymptote at ``s_k`` tokens (both per kernel
+  and GPU generation, fitted to the kernel's published benchmark, data/efficiency.yaml) [5]; or
+  unfused: batched GEMMs plus the s x s score traffic at memory bandwidth [3].
 * Element-wise (norms, dropout, residuals, activation): bytes at memory bandwidth; the
   norm/residual part is split by TP only with sequence parallelism [3].
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
@@ -83,7 +86,9 @@ References
 .. [3] Korthikanti et al. 2022 (arXiv:2205.05198) Sec. 4, Table 2, Eq. 2-6.
 .. [4] Rajbhandari et al. 2020, ZeRO (arXiv:1910.02054) Sec. 3.1, 5, 7 (16 bytes/parameter;
        ZeRO-3 communication 1.5x data parallel).
-.. [5] Dao 2023, FlashAttention-2 (arXiv:2307.08691).
+.. [5] Dao 2023, FlashAttention-2 (arXiv:2307.08691): Fig. 4 (A100) and Fig. 7 (H100) forward +
+       backward speed, counted as flash-attention benchmarks/benchmark_flash_attention.py counts
+       (4 b s^2 heads d_head forward, halved when causal; backward 2.5x).
 .. [6] Thakur, Rabenseifner, Gropp 2005, "Optimization of collective communication operations
        in MPICH", IJHPCA 19(1): ring all-reduce 2 (n-1)/n S / B.
 .. [7] Liu, Zaharia, Abbeel 2023, Ring Attention (arXiv:2310.01889).
@@ -345,7 +350,9 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     heads_loc = heads / tp
     score_flops = 2.0 * mb * s_loc * s * heads_loc * (a.qk_head_dim + a.value_head_dim)  # full s x s
     if ctx.flash_attention:
-        t_attn_fwd = 0.5 * score_flops / (P16 * e.flash_attention_efficiency)  # causal half
+        # the kernel's rate at the sequence of one call (s_loc keys with context parallel), causal half [5]
+        t_attn_fwd = (0.5 * score_flops / (P16 * e.flash_attention_efficiency)
+                      * (1.0 + e.attention_half_rate_tokens / s_loc))
         attn_bwd_factor = e.flash_backward_factor
         attn_recompute = np.where(full, 1.0, 0.0)  # FlashAttention recomputes internally: selective is free
     else:

@@ -20,6 +20,8 @@ from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.resources import data_path, load_yaml
 
 EFFICIENCY_PATH = data_path("efficiency.yaml")
+#: The fused attention kernel a scenario runs unless it says otherwise (``training.attention_kernel``).
+DEFAULT_ATTENTION_KERNEL = "flash-attention-2"
 
 
 @dataclass(frozen=True)
@@ -33,7 +35,10 @@ class Efficiency:
     gemm_efficiency: float
     fp8_gemm_factor: float
     memory_efficiency: float
+    #: Fused attention kernel's asymptotic rate, a fraction of the 16-bit peak, and the sequence at
+    #: which it runs at half that rate [tokens] (``attention_kernels`` of data/efficiency.yaml, per kernel).
     flash_attention_efficiency: float
+    attention_half_rate_tokens: float
     nvlink_efficiency: float
     network_efficiency: float
     layer_overhead_s: float
@@ -54,6 +59,8 @@ class Efficiency:
     comm_buffers_gib: float
     fragmentation: float
     validated: bool = True
+    #: The fused attention kernel the two attention values belong to (``training.attention_kernel``).
+    attention_kernel: str = DEFAULT_ATTENTION_KERNEL
     #: Fixed hidden fractions that replace the scheduled overlap models when given
     #: (``parallelism.dp_overlap``; ``training.efficiency: {tp_overlap: ...}``); None = modelled.
     dp_overlap: float | None = None
@@ -66,7 +73,8 @@ class Efficiency:
         return dataclasses.asdict(self)
 
 
-FIELDS = tuple(f.name for f in dataclasses.fields(Efficiency) if f.name not in ("generation", "validated"))
+FIELDS = tuple(f.name for f in dataclasses.fields(Efficiency)
+               if f.name not in ("generation", "validated", "attention_kernel"))
 
 
 @lru_cache(maxsize=2)
@@ -87,12 +95,29 @@ def generation_of(accelerator: dict[str, Any]) -> str:
     return "default"
 
 
-def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None) -> Efficiency:
-    """The efficiency set for an accelerator row, with scenario overrides applied."""
+def attention_kernel_name(kernel: str) -> str:
+    """The human name of a fused attention kernel (``attention_kernels`` of data/efficiency.yaml)."""
+    return str(load_table()["attention_kernels"][kernel]["name"])
+
+
+def attention_kernels() -> dict[str, str]:
+    """Every fused attention kernel a scenario may choose: id -> human name."""
+    return {k: str(v["name"]) for k, v in load_table()["attention_kernels"].items()}
+
+
+def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None,
+                    attention_kernel: str = DEFAULT_ATTENTION_KERNEL) -> Efficiency:
+    """The efficiency set for an accelerator row and attention kernel, with scenario overrides applied."""
     table = load_table()
     gen = generation_of(accelerator)
-    values = {**table["software"], **table["generations"][gen]}
-    eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"),
+    kernels = table["attention_kernels"]
+    if attention_kernel not in kernels:
+        raise ScenarioError("training.attention_kernel", "unknown attention kernel; valid: "
+                            + ", ".join(f"{k} ({v['name']})" for k, v in kernels.items()))
+    kern = kernels[attention_kernel][gen]
+    values = {**table["software"], **table["generations"][gen], "flash_attention_efficiency": kern["rate"],
+              "attention_half_rate_tokens": kern["half_rate_tokens"]}
+    eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"), attention_kernel=attention_kernel,
                      **{k: float(v) for k, v in values.items()})
     if overrides:
         bad = [k for k in overrides if k not in FIELDS]

@@ -77,6 +77,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
                                 "flash_attention": str(row["flash_attention"]).lower() == "true"}
     if str(row.get("framework", "")).strip():
         training["framework"] = row["framework"]
+    if str(row.get("attention_kernel", "")).strip():  # the run's fused attention kernel (llm-foundry: triton)
+        training["attention_kernel"] = row["attention_kernel"]
     for key in ("param_gather_precision", "grad_reduce_precision"):  # the run's FSDP mixed precision
         if str(row.get(key, "")).strip():
             training[key] = row[key]

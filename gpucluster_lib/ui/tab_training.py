@@ -17,6 +17,7 @@ from gpucluster_lib.charts.training import (
 )
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.training import min_gpus_for_deadline, scaling
+from gpucluster_lib.training.efficiency import attention_kernels
 from gpucluster_lib.training.framework import framework, framework_ids
 from gpucluster_lib.ui.common import (
     AppState,
@@ -72,6 +73,10 @@ class TrainingPanel:
         self.recompute = widgets.Dropdown(options=RECOMPUTE, description="Recompute", style=wide)
         self.zero = widgets.Dropdown(options=[0, 1, 2, 3], description="ZeRO stage", style=wide)
         self.flash = widgets.Checkbox(description="Fused (flash) attention", indent=False)
+        self.kernel = widgets.Dropdown(options=[(name, k) for k, name in attention_kernels().items()],
+                                       description="Attention kernel", style=wide,
+                                       layout=widgets.Layout(width="360px"),
+                                       tooltip="the fused attention kernel and its speed (read with fused attention)")
         self.framework = widgets.Dropdown(options=[(framework(f).name, f) for f in framework_ids()],
                                           description="Framework", style=wide, layout=widgets.Layout(width="360px"),
                                           tooltip="training software: pipeline, overlap and gradient-reduction terms")
@@ -104,7 +109,7 @@ class TrainingPanel:
         self.load = guarded(self.msg, clears=self.outputs)(self._load)
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
-                  self.flash, self.framework, self.tp_overlap, *self.plan_widgets):
+                  self.flash, self.kernel, self.framework, self.tp_overlap, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
@@ -113,7 +118,8 @@ class TrainingPanel:
 
         inputs = widgets.VBox([
             self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
-            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.framework,
+            widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.kernel,
+            self.framework,
             self.tp_overlap, self.auto,
             widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
                           widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
@@ -162,6 +168,8 @@ class TrainingPanel:
             self.tokens_b.value = (s.training.tokens or 0) / 1e9
             self.deadline.value = s.training.deadline_days or 0
             self.flash.value = s.training.flash_attention
+            self.kernel.value = s.training.attention_kernel
+            self.kernel.disabled = not s.training.flash_attention
             self.framework.value = s.training.framework
             self.auto.value = bool(s.parallelism.auto)
             p = s.parallelism
@@ -195,11 +203,13 @@ class TrainingPanel:
         auto = bool(self.auto.value)
         for w in self.plan_widgets:
             w.disabled = auto
+        self.kernel.disabled = not self.flash.value  # the kernel is read with fused attention only
         changes = {
             "model": {"preset": self.preset.value},
             "training__precision": self.precision.value,
             "training__tokens": self.tokens_b.value * 1e9 if self.tokens_b.value else None,
             "training__flash_attention": bool(self.flash.value),
+            "training__attention_kernel": self.kernel.value,
             "training__framework": self.framework.value,
         }
         if self.accelerator.value != self.state.accelerator_id():

@@ -1,0 +1,124 @@
+"""The fused attention kernel (``training.attention_kernel``): its rate per kernel and GPU generation.
+
+Each kernel runs the causal attention of a sequence of s tokens at ``rate x s / (s + half_rate_tokens)``
+of the 16-bit peak (data/efficiency.yaml, ``attention_kernels``), counting FLOPs as FlashAttention's
+benchmark does (forward 4 b s^2 heads d_head halved for the causal mask, backward 2.5x the forward).
+"""
+
+from __future__ import annotations
+
+import typing
+
+import pytest
+
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.scenario import TrainingSpec, from_dict
+from gpucluster_lib.training import validation
+from gpucluster_lib.training.core import layer_terms
+from gpucluster_lib.training.efficiency import attention_kernels, load_table
+from gpucluster_lib.training.estimate import build_context
+
+
+def _curve(gen, kernel):
+    k = load_table()["attention_kernels"][kernel][gen]
+    return lambda s: k["rate"] * s / (s + k["half_rate_tokens"])
+
+
+def test_flash_attention_2_curve_reproduces_its_published_bars():
+    # Dao 2023 (arXiv:2307.08691) Fig. 4d, A100 80GB, forward + backward, causal, head dimension 128 [TFLOP/s]
+    a100 = {512: 99, 1024: 133, 2048: 155, 4096: 173, 8192: 182, 16384: 189}
+    # Dao 2023 Fig. 7 (flash-attention README assets/flash2_h100_fwd_bwd_benchmark.png), H100 80GB, same panel
+    h100 = {512: 163, 1024: 221, 2048: 265, 4096: 294, 8192: 308, 16384: 328}
+    for gen, peak, bars in (("ampere", 312.0, a100), ("hopper", 989.4, h100)):
+        rate = _curve(gen, "flash-attention-2")
+        for s, tflops in bars.items():
+            assert rate(s) * peak == pytest.approx(tflops, rel=0.025), (gen, s)  # every bar within 2.5%
+
+
+def test_triton_rate_inside_the_published_flash_attention_1_class_range():
+    # data/efficiency.yaml attention_kernels.triton: A100 between Dao 2023 Fig. 4d's Triton-op / FlashAttention (1)
+    # asymptotes (0.257, 0.261 of 312) and the top of FlashAttention (1)'s "25-40%" (Dao 2023 abstract); H100 between
+    # FlashAttention (1) on H100 (0.133 of 989) and FlashAttention-2 on H100 (0.337)
+    k = load_table()["attention_kernels"]["triton"]
+    assert 0.25 <= k["ampere"]["rate"] <= 0.40
+    assert 0.13 <= k["hopper"]["rate"] <= 0.34
+    # the Triton port is FlashAttention (1)'s algorithm: slower than FlashAttention-2 on both generations
+    fa2 = load_table()["attention_kernels"]["flash-attention-2"]
+    for gen in ("ampere", "hopper"):
+        assert k[gen]["rate"] < fa2[gen]["rate"]
+
+
+def _mpt_1b_h100(kernel, seq=8192):
+    sc = from_dict({"name": "attention by hand", "model": {"preset": "mpt-1b", "seq_length": seq},
+                    "hardware": {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8, "nodes": 1},
+                    "parallelism": {"tensor": 1, "pipeline": 1, "micro_batch_size": 1, "global_batch_size": 8,
+                                    "recompute": "none", "zero_stage": 3},
+                    "training": {"attention_kernel": kernel}})
+    ctx = build_context(sc)[0]
+    train = layer_terms(ctx, tp=1, cp=1, ep=1, mb=1, rc=0, sp=False, tpo=0)[0]
+    return float(train), ctx
+
+
+def test_one_layer_attention_time_by_hand():
+    # MPT-1B (16 heads of 128) at 8,192 tokens, micro-batch 1, one layer on one H100 (989.4 TFLOP/s bf16):
+    # attention FLOPs, causal half, forward: 4 x 8192^2 x 16 x 128 / 2 = 2.749e11; forward + backward 3.5x.
+    # Only the kernel differs between the two estimates, so the layer time differs by the attention alone:
+    #   FlashAttention-2: 0.337 x 8192 / (8192 + 532) = 0.31645 of peak -> 2.749e11 / (0.31645 x 989.4e12) = 0.8780 ms
+    #   Triton (rate r, half-rate 319 tokens): 2.749e11 x (1 + 319 / 8192) / (r x 989.4e12) = 0.28868 ms / r
+    fwd_flops = 4 * 8192**2 * 16 * 128 / 2
+    assert fwd_flops == pytest.approx(2.749e11, rel=1e-3)
+    fa2, ctx = _mpt_1b_h100("flash-attention-2")
+    triton, ctx_t = _mpt_1b_h100("triton")
+    assert ctx.eff.attention_kernel == "flash-attention-2" and ctx_t.eff.attention_kernel == "triton"
+    r = ctx_t.eff.flash_attention_efficiency
+    t_fa2 = 3.5 * 0.8780e-3
+    t_triton = 3.5 * 0.28868e-3 / r
+    assert triton - fa2 == pytest.approx(t_triton - t_fa2, rel=2e-3)
+
+
+def test_attention_kernel_rate_grows_with_the_sequence():
+    # at 512 tokens the cost per query block weighs: FlashAttention-2 on H100 runs at 0.337 x 512 / 1044 = 0.165 of
+    # peak (Fig. 7: 163 of 989 TFLOP/s), at 16,384 at 0.337 x 16384 / 16916 = 0.326 (328)
+    rate = _curve("hopper", "flash-attention-2")
+    assert rate(512) == pytest.approx(0.1653, rel=2e-3)
+    assert rate(16384) == pytest.approx(0.3264, rel=2e-3)
+
+
+def test_bad_attention_kernel_names_the_field_and_the_choices():
+    with pytest.raises(ScenarioError) as exc:
+        from_dict({"name": "x", "model": {"preset": "mpt-7b"}, "training": {"attention_kernel": "flash3"}})
+    text = str(exc.value)
+    assert text.startswith("training.attention_kernel: must be one of flash-attention-2 or triton, not 'flash3'")
+
+
+def test_schema_choices_are_the_kernels_of_the_efficiency_table():
+    hints = typing.get_type_hints(TrainingSpec)
+    assert set(typing.get_args(hints["attention_kernel"])) == set(attention_kernels())
+    assert TrainingSpec().attention_kernel == "flash-attention-2"
+    # human names for the app and the report
+    assert attention_kernels() == {"flash-attention-2": "FlashAttention-2",
+                                   "triton": "Triton FlashAttention (llm-foundry)"}
+
+
+def test_published_runs_name_their_kernel():
+    # llm-foundry's benchmark tables ran attn_impl: triton (scripts/train/benchmarking/submit_benchmarks.py default);
+    # every other fused-attention row (Megatron-Core, Llama 3) runs the default FlashAttention-2-class kernel
+    runs = validation.load_runs()
+    mpt = runs["run_id"].str.startswith("mpt-")
+    assert (runs.loc[mpt, "attention_kernel"] == "triton").all()
+    assert (runs.loc[~mpt, "attention_kernel"] == "").all()
+    assert validation.scenario_for(runs[mpt].iloc[0].to_dict()).training.attention_kernel == "triton"
+    assert validation.scenario_for(runs[~mpt].iloc[0].to_dict()).training.attention_kernel == "flash-attention-2"
+
+
+def test_estimate_states_the_kernel_it_ran():
+    from gpucluster_lib.training import estimate
+
+    sc = from_dict({"name": "x", "model": {"preset": "mpt-1b"},
+                    "hardware": {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8, "nodes": 1},
+                    "parallelism": "auto", "training": {"attention_kernel": "triton"}})
+    assert estimate(sc).assumptions["attention_kernel"] == "Triton FlashAttention (llm-foundry)"
+    unfused = from_dict({"name": "x", "model": {"preset": "mpt-1b"},
+                         "hardware": {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8, "nodes": 1},
+                         "parallelism": "auto", "training": {"flash_attention": False}})
+    assert estimate(unfused).assumptions["attention_kernel"] is None  # no fused kernel is read
