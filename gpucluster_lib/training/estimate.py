@@ -613,8 +613,8 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
             evidence = ("published runs with this kernel reach 65,536 tokens (MPT-3B on 8 H100 and on 8 A100, "
                         "reproduced within 10%)")
         else:
-            evidence = ("published runs with this kernel reach 8,192 tokens (Llama 3 405B) and 21% (Megatron-Core "
-                        "1.7B at 4,096 tokens); beyond them its speed rests on the kernel's published benchmark "
+            evidence = ("published runs with this kernel reach 8,192 tokens (Llama 3 405B) and an attention share of "
+                        "21% (Megatron-Core 1.7B at 4,096 tokens); beyond them its speed rests on the kernel's published benchmark "
                         "(up to 16,384 tokens), while with llm-foundry's Triton kernel published MPT runs are "
                         "reproduced up to 65,536 tokens")
         out.append(Finding("training-long-context-unvalidated", "warning",
