@@ -248,6 +248,11 @@ class TrainingSpec:
                                          "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")
     framework: Literal["megatron", "deepspeed", "fsdp", "nemo", "torchtitan"] = f(
         "megatron", doc="training software: its pipeline, overlap and reduction terms (data/training_frameworks.yaml)")
+    checkpoint_early_stop: bool | None = f(
+        None, doc="full activation checkpointing stops recomputing a layer once every tensor its backward needs is "
+                  "back, so the layer's last projection (the FFN output) is not rerun (PyTorch 2.1 and later, "
+                  "non-reentrant checkpoint); default: the framework's (FSDP, TorchTitan: true; Megatron-LM, "
+                  "NeMo, DeepSpeed: false)")
     param_gather_precision: Literal["fp32", "bf16", "fp16"] | None = f(
         None, doc="precision of the ZeRO-3 / FSDP parameter all-gathers and of the gathered parameters held in "
                   "memory (not read below ZeRO-3: a warning); default: the framework's (16-bit; "

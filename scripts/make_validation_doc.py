@@ -359,7 +359,7 @@ compared: in the H100 80GB BF16 and the A100 80GB tables, MPT-1B and MPT-7B at S
 
 ### The MPT rows by step length
 
-Composer's fixed time per step (0.15 s, fitted on the calibration rows) is 9-35% of the held-out steps
+Composer's fixed time per step (0.09 s, fitted on the calibration rows) is 6-21% of the held-out steps
 under 2 s. A fixed time that did not exist, or grew with the model, would push the short steps one way;
 they are on average neither too slow nor too fast (mean signed error):
 

@@ -126,7 +126,7 @@ def test_panel_attention_kernel_dropdown():
     compute = panel.est.time_breakdown_s["compute"]
     panel.kernel.value = "triton"
     assert panel.state.scenario.training.attention_kernel == "triton"
-    # llm-foundry's Triton kernel is slower than FlashAttention-2 on H100 (asymptotes 0.207 and 0.337 of the peak,
+    # llm-foundry's Triton kernel is slower than FlashAttention-2 on H100 (asymptotes 0.193 and 0.337 of the peak,
     # data/efficiency.yaml): the same plan computes longer
     assert panel.est.time_breakdown_s["compute"] > compute
     panel.flash.value = False

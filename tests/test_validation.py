@@ -2,13 +2,13 @@
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100 at 2,048 tokens and 17 MPT-3B / MPT-13B
 rows at 4,096 to 65,536 tokens; the efficiency set in data/efficiency.yaml was fitted on them): the targets are
-median |step-time error| <= 4% and every row <= 10% (measured 4.9% and 15.6%, docs/validation.md: not met, by the
-rows with activation checkpointing of MPT-13B and MPT-30B, marked as expected failures, so they turn into unexpected
-passes once met); regression guards keep today's errors from growing. Every Narayanan row (Megatron-LM and
-DeepSpeed ZeRO-3) is within 10% and guarded so. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B,
-Megatron-Core H100 weak scaling, 41 further llm-foundry MPT rows; never used for fitting): the targets median <= 7%
-(measured 4.8%) and every row <= 15% (measured 27.1%: not met by MPT-70B on 64 A100 40GB and three short-step MPT
-rows, an expected failure); the eight long-sequence MPT-1B / MPT-7B rows are within 15%.
+median |step-time error| <= 4% and every row <= 10% (measured 3.5% and 9.2%, docs/validation.md; met since full
+recomputation on PyTorch 2.1 stops before the FFN output projection, training.checkpoint_early_stop); regression
+guards keep today's errors from growing. Every Narayanan row (Megatron-LM and DeepSpeed ZeRO-3) is within 10% and
+guarded so. External rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100 weak scaling, 41 further
+llm-foundry MPT rows; never used for fitting): the targets median <= 7% (measured 3.6%) and every row <= 15%
+(measured 27.1%: not met by MPT-70B on 64 A100 40GB alone, an expected failure); the eight long-sequence
+MPT-1B / MPT-7B rows are within 15% (measured 6.6%).
 """
 
 from __future__ import annotations
@@ -32,20 +32,15 @@ def test_every_run_is_evaluated(table):
     assert (table["published_step_s"] > 0).all() and (table["predicted_step_s"] > 0).all()
 
 
-@pytest.mark.xfail(strict=True, reason="4.9% since the 17 long-sequence MPT-3B / MPT-13B rows are calibration rows: "
-                   "the rows with activation checkpointing of MPT-13B and MPT-30B are predicted 10-16% too slow, and "
-                   "no refit of the existing parameters brings them in without moving others out (docs/validation.md)")
 def test_calibration_median_error_at_most_4_percent(table):
     cal = table[table["set"] == "calibration"]
     assert cal["error"].abs().median() <= 0.04  # the target: median <= 4%
 
 
-@pytest.mark.xfail(strict=True, reason="five MPT rows with activation checkpointing are predicted 10-16% too slow: "
-                   "MPT-13B at 4,096 and 8,192 tokens on 8 A100 80GB (+15.6%, +12.4%) and at 4,096 on 8 H100 (+12.3%), "
-                   "MPT-30B on 32 H100 and on 8 A100 80GB at 2,048 (+12.7%, +10.0%); every row without it is within "
-                   "9.4% (docs/validation.md)")
 def test_calibration_every_row_within_10_percent(table):
-    # the target (max <= 10%); it was met (worst +9.2%) before the long-sequence MPT-3B / MPT-13B rows joined
+    # the target (max <= 10%): the five MPT rows with activation checkpointing that were 10-16% too slow while the
+    # recomputation was charged a whole forward are within it once PyTorch 2.1's early stop leaves out the FFN output
+    # projection (MPT-13B at 4,096 tokens on 8 A100 80GB: +15.6% -> +9.1%)
     cal = table[table["set"] == "calibration"]
     worst = cal.loc[cal["error"].abs().idxmax()]
     assert cal["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"  # the target
@@ -61,17 +56,16 @@ def test_narayanan_rows_within_10_percent(table):
 
 
 def test_calibration_regression_guard(table):
-    # today: median 4.9%, the worst row MPT-13B at 4,096 tokens on 8 A100 80GB at +15.6%; every row beyond 10% has
-    # activation checkpointing (full recomputation) and is predicted too slow; without it every row is within 9.4%
+    # today: median 3.5%, the worst row 530B ZeRO-3 on 1120 A100 (DeepSpeed, Table 2) at +9.2%; the rows with full recomputation
+    # of MPT (FSDP) are within 9.1% (MPT-13B at 4,096 tokens on 8 A100 80GB, +9.1%; it was +15.6% with a whole forward
+    # recomputed)
     runs = validation.load_runs().set_index("run_id")
     cal = table[table["set"] == "calibration"].set_index("run_id")["error"]
-    assert cal.abs().median() < 0.05
-    assert cal.abs().max() < 0.16, f"{cal.abs().idxmax()}: {cal[cal.abs().idxmax()]:+.1%}"
-    over = cal[cal.abs() > 0.10]
-    assert len(over) == 5 and (over > 0).all()
-    assert (runs.loc[over.index, "recompute"] == "full").all()
-    plain = cal[runs.loc[cal.index, "recompute"] != "full"]
-    assert plain.abs().max() < 0.095
+    assert cal.abs().median() < 0.037
+    assert cal.abs().max() < 0.095, f"{cal.abs().idxmax()}: {cal[cal.abs().idxmax()]:+.1%}"
+    full = cal[(runs.loc[cal.index, "recompute"] == "full") & (runs.loc[cal.index, "framework"] == "fsdp")]
+    assert len(full) == 17
+    assert full.abs().max() < 0.092, f"{full.abs().idxmax()}: {full[full.abs().idxmax()]:+.1%}"
 
 
 def test_external_runs_within_target(table):
@@ -84,9 +78,8 @@ def test_external_runs_within_target(table):
 
 @pytest.mark.xfail(strict=True, reason="MPT-70B on 64 A100 40GB at micro-batch 2 is predicted 27% too fast (the "
                    "published run has 27% fewer tokens per GPU than on 128 GPUs at micro-batch 4; no sourced FSDP bandwidth, "
-                   "latency, per-step or memory term puts it within 15%: docs/validation.md), "
-                   "and three short MPT steps (MPT-1B on 8 H100 at 2,048 tokens, MPT-1B FP8 at 512, MPT-125M on 128 "
-                   "A100 40GB) are 15-19% too slow with the Triton kernel's rate")
+                   "latency, per-step or memory term puts it within 15%: docs/validation.md); every other row is "
+                   "within 15%")
 def test_external_every_row_within_15_percent(table):
     ext = table[table["set"] == "external"]
     worst = ext.loc[ext["error"].abs().idxmax()]
@@ -94,15 +87,15 @@ def test_external_every_row_within_15_percent(table):
 
 
 def test_external_regression_guard(table):
-    # beyond the 15% target: MPT-70B on 64 A100 40GB (-27.1%) and three short MPT steps predicted too slow (MPT-1B on
-    # 8 H100 at 2,048 tokens +19.3%, MPT-1B FP8 at 512 +18.0%, MPT-125M on 128 A100 40GB +15.3%); the Megatron-Core
-    # 1.7B row is at -13.7%. The long-sequence rows have their own test below
+    # beyond the 15% target: MPT-70B on 64 A100 40GB (-27.1%) alone; the next are MPT-1B FP8 at 512 tokens on 8 H100
+    # (+15.0%), MPT-70B on 32 H100 (-13.9%) and the Megatron-Core 1.7B row (-13.7%). The long-sequence rows have their
+    # own test below
     ext = table[table["set"] == "external"]
     ext = ext[~ext["run_id"].isin(LONG_ROWS)]
     over = ext[ext["error"].abs() > 0.15]
-    assert sorted(over["run_id"]) == ["mpt-a100-40-125m-s2048-g128-mb26", "mpt-a100-40-70b-s2048-g64-mb2",
-                                      "mpt-h100-1b-s2048-g8-mb14", "mpt-h100fp8-1b-s512-g8-mb56"]
-    assert over["error"].abs().max() < 0.30
+    assert sorted(over["run_id"]) == ["mpt-a100-40-70b-s2048-g64-mb2"]
+    assert over["error"].abs().max() < 0.28
+    assert ext["error"].abs().median() < 0.04
     mcore = ext[ext["run_id"].str.startswith(("mcore-", "llama3-"))]  # FlashAttention-2 at its published rate
     assert mcore["error"].abs().max() < 0.14
 
@@ -124,26 +117,26 @@ def test_long_sequence_rows_within_15_percent(table):
 
 def test_long_sequence_rows_regression_guard(table):
     # with the kernel's rate (llm-foundry's Triton FlashAttention, fitted on the MPT-3B / MPT-13B calibration rows)
-    # the eight rows are -12.5% to +10.1% (they were -0.5% to -34.8% at the one shared rate); the worst is MPT-1B on
-    # 8 A100 80GB at 32,768 tokens, -12.5%. Without recomputation (MPT-1B) they are too fast, with it (MPT-7B at
-    # 8,192) too slow, as in the calibration rows
+    # and checkpoint early stop the eight rows are -5.7% to +6.6% (-12.5% to +10.1% with a whole forward recomputed;
+    # -0.5% to -34.8% at the one shared rate); the worst is MPT-7B on 8 A100 80GB at 8,192 tokens, +6.6%. Without
+    # recomputation (MPT-1B) they are too fast
     long = table[table["run_id"].isin(LONG_ROWS)].set_index("run_id")["error"]
     assert len(long) == 8
-    assert long.abs().max() < 0.13
+    assert long.abs().max() < 0.07
     assert (long[[r for r in LONG_ROWS if "-1b-" in r]] < 0.0).all()
 
 
 def test_held_out_mpt_short_steps_regression_guard(table):
     # llm-foundry benchmarking README (b2a43a1): the held-out MPT rows with steps under 2 s (MPT-125M to 13B, 0.43 to
-    # 1.6 s; Composer's fixed 0.15 s is 9-35% of them). With the Triton kernel's rate at 2,048 tokens (0.385 x 2048 /
-    # 2367 = 0.333 of the A100 peak, 0.179 of the H100's, where one shared rate had been 0.60 and 0.30) they are on
-    # average 6% too slow, the worst MPT-1B on 8 H100 at +19.3%: they no longer test the fixed time alone
-    # (docs/validation.md)
+    # 1.6 s; Composer's fixed 0.09 s is 6-21% of them). With the Triton kernel's rate at 2,048 tokens (0.345 x 2048 /
+    # 2367 = 0.299 of the A100 peak, 0.167 of the H100's) and the fixed time refitted with checkpoint early stop
+    # (0.15 -> 0.09 s) they average +0.9%, the worst MPT-1B FP8 at 512 tokens on 8 H100 at +15.0% (with 0.15 s and
+    # a whole forward recomputed: +6% on average, MPT-1B on 8 H100 at +19.3%; docs/validation.md)
     ext = table[(table["set"] == "external") & table["run_id"].str.startswith("mpt-")]
     short = ext[ext["published_step_s"] < 2.0]
     assert len(short) == 14
-    assert short["error"].abs().max() < 0.20
-    assert 0.0 < short["error"].mean() < 0.07
+    assert short["error"].abs().max() < 0.16
+    assert abs(short["error"].mean()) < 0.02
 
 
 def test_published_conversions_by_hand():

@@ -659,6 +659,11 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
                 ("Network bandwidth per GPU", format_value(a.get("fabric_gbps_per_gpu"), "Gb/s"), "the network design")]
         if a.get("attention_kernel"):
             rows.append(("Fused attention kernel", a["attention_kernel"], "the scenario"))
+        if a.get("checkpoint_early_stop") is not None:
+            rows.append(("Recomputation with full activation checkpointing",
+                         "stops before the feed-forward output projection (PyTorch 2.1 and later)"
+                         if a["checkpoint_early_stop"] else "reruns the whole layer",
+                         "the training framework, or the scenario's checkpoint early stop setting"))
         for k, v in eff.items():
             if k in ("generation", "validated") or not isinstance(v, (int, float)):
                 continue

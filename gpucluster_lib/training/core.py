@@ -14,7 +14,15 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   the training precision and ``s`` the shape factor of the GEMM efficiency curve in m, n, k
   (:mod:`gpucluster_lib.calibration.gemm`: saturating per dimension plus a fixed time per
   GEMM, fitted to measured H100 GEMMs), so that small GEMMs are not charged the large-GEMM
-  rate; backward = 2 x forward; full recomputation adds a forward [2].
+  rate; backward = 2 x forward; full recomputation adds a forward [2], which with checkpoint
+  early stop (the framework's ``checkpoint_early_stop``, ``training.checkpoint_early_stop``) ends
+  at the last tensor saved for the backward [14]: in a dense block that is the input of the FFN
+  output projection (MPT: the GELU output; SwiGLU: the gated product), so that GEMM (a GELU
+  block: 8h^2 of its 24h^2 GEMM FLOPs per token, a third of the GEMMs; SwiGLU: w2, one of its
+  three FFN GEMMs), the dropout-residual-add after it (7 of the 22 element-wise
+  bytes per hidden element) and, with TP, the collective after it are not rerun. MoE layers
+  rerun their FFN whole: the routed combine (outputs times router weights) saves the experts'
+  outputs for the router's gradient, so the last saved tensor comes after the expert GEMMs.
 * Attention core: fused (``training.attention_kernel``: FlashAttention-2, llm-foundry's Triton
   FlashAttention) over the causal half, backward 2.5x, at ``e_k s / (s + s_k)`` of the 16-bit peak
   for a sequence of s tokens: the s^2 work at the kernel's asymptotic rate ``e_k`` plus a cost per
@@ -129,6 +137,16 @@ References
         ``reduce_dtype`` None, which PyTorch's ``MixedPrecision`` takes from ``param_dtype`` (16-bit
         reduction); from v0.16.4 it gathers 16-bit parameters and reduces in fp32
         (mosaic_fsdp_utils.py v0.16.4); ``PURE`` gathers and reduces in 16 bits. ``training.param_gather_precision`` / ``grad_reduce_precision`` set them per run.
+.. [14] PyTorch non-reentrant activation checkpoint (torch/utils/checkpoint.py, v2.1.0):
+        during the recomputation ``_recomputation_hook``'s pack hook counts the tensors saved
+        again and raises ``_StopRecomputationError`` once the count reaches the number the
+        original forward saved (``set_checkpoint_early_stop``, default on; added by
+        pytorch/pytorch pull request 96866, merged 2023-03 after the v2.0.0 branch, so v2.0.0 and
+        v1.13.1 rerun the whole function); autograd saves an op's inputs before running it, so
+        the op whose input is the last saved tensor does not run. Megatron-LM's and DeepSpeed's
+        ``CheckpointFunction`` (a reentrant ``torch.autograd.Function``) rerun the whole layer.
+        MPT block order (llm-foundry b2a43a1, llmfoundry/models/layers/blocks.py, ffn.py): norm_1,
+        attention, out_proj, residual, norm_2, up_proj, GELU, down_proj, residual (resid_pdrop 0).
 .. [15] DeepSpeed ZeRO-3 gradient reduction with ``overlap_comm`` (the stage-3 default):
         ``FP16_DeepSpeedZeroOptimizer_Stage3.reduce_independent_p_g_buckets_and_remove_grads``
         reduces the bucket (``reduce_ipg_grads``, which starts with
@@ -159,6 +177,11 @@ BYTES_16 = 2
 OPTIMIZER_BYTES_PER_PARAM = 12
 #: fp32 gradient reduction (Megatron-LM accumulates and all-reduces main grads in fp32).
 GRAD_REDUCE_BYTES_FP32 = 4
+
+#: Share of the per-hidden element-wise traffic (``elementwise_bytes_per_hidden``: two LayerNorms of
+#: 4h bytes and two dropout-residual-adds of 7h, data/efficiency.yaml) in the block's last op, the
+#: second dropout-residual-add: 7 of 22.
+RESIDUAL_ADD_SHARE = 7.0 / 22.0
 
 #: Plan arrays. ``tpo``: TP communication overlap (0/1); ``lf``/``ll``: layers on the first and
 #: the last pipeline stage; ``lm``: the most layers on a middle stage; ``l1``: layers on stage 1
@@ -370,7 +393,14 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     t_ew_fwd = ew_bytes / (B * em)
 
     train = 3.0 * (t_gemm_layer + t_ew_fwd + e.layer_overhead_s) + (1.0 + attn_bwd_factor) * t_attn_fwd
-    recompute = np.where(full, t_gemm_layer + t_ew_fwd + e.layer_overhead_s, 0.0) + attn_recompute * t_attn_fwd
+    # Full recomputation repeats the forward [2]; with early stop [14] it ends at the last tensor the
+    # backward saved, the input of the dense FFN's output projection: that GEMM and the residual add
+    # after it are left out (MoE layers: nothing of the FFN, the routed combine saves the experts' outputs).
+    early = ctx.framework.checkpoint_early_stop
+    skipped = (dense_frac * g_fc2 + RESIDUAL_ADD_SHARE * M * e.elementwise_bytes_per_hidden * h
+               / np.where(sp, tp, 1.0) / (B * em)) if early else 0.0
+    recompute = (np.where(full, t_gemm_layer + t_ew_fwd + e.layer_overhead_s - skipped, 0.0)
+                 + attn_recompute * t_attn_fwd)
 
     # ---- tensor parallel -------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
@@ -381,7 +411,8 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     act_size = M * h * BYTES_16
     c = _ring_gather(act_size, tp, tp_bw, tp_alpha)  # one all-gather or reduce-scatter of a layer activation
     if e.tp_overlap is not None:  # a fixed hidden fraction (training.efficiency override)
-        n_coll = 4.0 + np.where(full, 2.0, 0.0)
+        # early stop: not the dense FFN output's reduce-scatter (c, with SP) or all-reduce (2c) [14]
+        n_coll = 4.0 + np.where(full, 2.0 - (dense_frac * np.where(sp, 0.5, 1.0) if early else 0.0), 0.0)
         t_tp = (1.0 - e.tp_overlap) * n_coll * 2.0 * c
     else:
         kap = ctx.tp_terms.sm_contention
@@ -403,7 +434,11 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
         ovl = (tpo > 0) & sp
         fwd = np.where(ovl, fwd_ovl, fwd_def)
         bwd = np.where(ovl, bwd_ovl, bwd_def)
-        t_tp = np.where(tp > 1, fwd * (1.0 + np.where(full, 1.0, 0.0)) + bwd, 0.0)
+        # full recomputation repeats the forward collectives; early stop not the dense FFN output's [14]:
+        # its reduce-scatter (c, with SP; pipelined with the GEMM under tp_comm_overlap) or all-reduce (2c)
+        last = np.where(ovl, hidden(c, g_out, n_rs), np.where(sp, c, 2.0 * c))
+        fwd_re = fwd - (dense_frac * last if early else 0.0)
+        t_tp = np.where(tp > 1, fwd + np.where(full, fwd_re, 0.0) + bwd, 0.0)
 
     dom = float(ctx.nvlink_domain)
     cp_in_node = tp * cp <= dom

@@ -201,6 +201,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
+    if tr.checkpoint_early_stop is not None:  # the run's PyTorch checkpoint (before 2.1: the whole layer reruns)
+        fw = dataclasses.replace(fw, checkpoint_early_stop=tr.checkpoint_early_stop)
     if tr.param_gather_precision is not None:  # Composer's DEFAULT before 0.14 gathers fp32 parameters
         fw = dataclasses.replace(fw, zero3_gather_bytes=PRECISION_BYTES[tr.param_gather_precision])
     par = scenario.parallelism
@@ -523,6 +525,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         "flash_attention": ctx.flash_attention,
         "attention_kernel": attention_kernel_name(eff.attention_kernel) if ctx.flash_attention else None,
         "framework": ctx.framework.to_dict(),
+        # full recomputation: stops before the FFN output projection (true) or reruns the whole layer
+        "checkpoint_early_stop": ctx.framework.checkpoint_early_stop if plan.recompute == "full" else None,
         "overlap_grad_reduce": ctx.overlap_grad_reduce,
         "overlap_param_gather": ctx.overlap_param_gather,
         "sharded_collectives": "flat" if ctx.flat_collectives else "hierarchical",

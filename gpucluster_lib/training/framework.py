@@ -45,6 +45,10 @@ class Framework:
     zero3_reduce_bytes: float = 2.0
     #: fixed time per optimizer step [s] (host-side per-step work of the training loop)
     step_fixed_s: float = 0.0
+    #: full activation checkpointing stops recomputing once every tensor saved for the backward is
+    #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
+    #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
+    checkpoint_early_stop: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -100,6 +104,10 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         if key in row and row[key] not in choices:
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be one of {', '.join(choices)}, got {row[key]!r}")
+    if not isinstance(row.get("checkpoint_early_stop", False), bool):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                           f"framework {name}, checkpoint_early_stop: must be true or false, "
+                           f"got {row['checkpoint_early_stop']!r}")
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -112,7 +120,8 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      backward_prefetch=str(row.get("backward_prefetch", "post")),
                      zero3_gather_bytes=float(row.get("zero3_gather_bytes", 2.0)),
                      zero3_reduce_bytes=float(row.get("zero3_reduce_bytes", 2.0)),
-                     step_fixed_s=float(row.get("step_fixed_s", 0.0)))
+                     step_fixed_s=float(row.get("step_fixed_s", 0.0)),
+                     checkpoint_early_stop=bool(row.get("checkpoint_early_stop", False)))
 
 
 @lru_cache(maxsize=1)
