@@ -551,7 +551,8 @@ not part of the model: none is both sourced and consistent with the other checks
   H200) leave a slot wait below 1e-10 (Erlang C) at every published decode batch; capping them at 900, 800
   or 730 moves the DGX H100 server rows by 0.4-1.3 points and the H200 ones by none. LoadGen's early
   stopping (mlcommons/inference `loadgen/early_stopping.cc`, a binomial bound at 99% confidence) asks
-  p99.09-p99.11 of 42,000-60,000 queries, which moves no row by 0.1 point. The figures of these two items
+  p99.05 of runs of 169,000-241,000 queries (2,400 s, the summaries' "min_duration (ms): 2400000"), which
+  moves no row by 0.1 point. The figures of these two items
   are printed by `scripts/mlperf_server_candidates.py`.
 """
     (ROOT / "docs" / "validation.md").write_text(text, encoding="utf-8")

@@ -24,8 +24,11 @@ Sources:
 * early stopping: mlcommons/inference ``loadgen/early_stopping.cc``: a run passes when the count t of
   queries over the latency limit among n satisfies ``BetaRegularized(p, n - t, 1 + t) <= 1 - c``, the
   binomial CDF, with p = 0.99 and confidence c = 0.99 (near ``n (1 - p) - 2.326 sqrt(n p (1 - p))``, its
-  normal approximation); n = queries/s x 600 s (``min_duration`` of the server runs,
-  ``loadgen/mlperf.conf``);
+  normal approximation); n = queries/s x 2,400 s, the server runs' ``min_duration``: "min_duration (ms):
+  2400000" under "Test Parameters Used" of the v4.1 DGX H100 and H200 server summaries above, set by
+  NVIDIA's harness (``closed/NVIDIA/configs/llama2-70b/Server/__init__.py``, ``ServerGPUBaseConfig.min_duration
+  = 2400000``, v4.1), which overrides LoadGen's default of 600 s (``loadgen/mlperf.conf``); the v4.0 runs are
+  taken at the same duration;
 * the all-reduce strategy: NVIDIA/TensorRT-LLM ``cpp/tensorrt_llm/plugins/ncclPlugin/allreducePlugin.cpp``
   (``AllreducePlugin::selectImplementation``: a message above the custom kernels' workspace goes to NCCL;
   within it, 2 ranks take the one-shot kernel) and ``tensorrt_llm/plugin/plugin.py``
@@ -49,6 +52,8 @@ PUBLISHED_SERVER = {"v4.0-dgx-h100-server": (70.42, 4, 698, 0.156),
                     "v4.0-dgx-h200-server": (90.35, 8, 542, 0.195),
                     "v4.1-dgx-h100-server": (74.42, 4, 831, 0.175),
                     "v4.1-dgx-h200-server": (100.35, 8, 447, 0.146)}
+#: the server runs' minimum duration [s] ("min_duration (ms): 2400000" in their summaries; module doc)
+MIN_DURATION_S = 2_400
 #: TensorRT-LLM's custom all-reduce workspace for TP <= 2 [bytes] (module doc)
 ONE_SHOT_MAX_BYTES_TP2 = 16_000_000
 HIDDEN, LAYERS, INPUT, OUTPUT = 8192, 80, 222, 294
@@ -67,6 +72,15 @@ def early_stopping_percentile(queries: float, p: float = 0.99, confidence: float
             break
         allowed = t
     return 100.0 * (1.0 - max(allowed, 0) / n)
+
+
+def nccl_step_share(batch: int) -> tuple[float, int, float]:
+    """The share of TP 2 steps whose all-reduce goes to NCCL (above the one-shot workspace, module doc), the
+    prompts a step needs for that and the mean prompts a step: prompts a step ~ Poisson(batch / L_out), each
+    adding its 222 tokens to the batch's one decode token a sequence."""
+    prompts, need = batch / OUTPUT, math.ceil((ONE_SHOT_MAX_BYTES_TP2 / (HIDDEN * 2) - batch) / INPUT)
+    share = 1.0 - sum(math.exp(-prompts) * prompts ** k / math.factorial(k) for k in range(max(need, 0)))
+    return share, need, prompts
 
 
 def step_s(rnd: str, system: str, batch: int) -> float:
@@ -116,11 +130,11 @@ def main() -> None:
         capped = ", ".join(f"{c}: {tokens_per_s(rid, batch_size=c) / published - 1:+.1%}" for c in (900, 800, 730))
         print(f"  {rid}: {slots} slots (pool {est.max_batch}), model {tokens_per_s(rid) / published - 1:+.1%}; "
               f"cap {capped}; P(wait) at {seqs} sequences {erlang_c(slots, seqs):.1e}")
-    print("LoadGen early stopping (n = queries/s x 600 s)")
+    print(f"LoadGen early stopping (n = queries/s x {MIN_DURATION_S:,} s)")
     for rid, (qps, _replicas, _seqs, _tpot) in PUBLISHED_SERVER.items():
-        pct = early_stopping_percentile(qps * 600)
+        pct = early_stopping_percentile(qps * MIN_DURATION_S)
         err = tokens_per_s(rid, slo_percentile=round(pct, 3)) / rows[rid].tokens_per_s - 1
-        print(f"  {rid}: n = {qps * 600:,.0f}, p{pct:.3f}: {err:+.1%} (p99: "
+        print(f"  {rid}: n = {qps * MIN_DURATION_S:,.0f}, p{pct:.3f}: {err:+.1%} (p99: "
               f"{tokens_per_s(rid) / rows[rid].tokens_per_s - 1:+.1%})")
     print("TP 2 all-reduce (DGX H100, 450 GB/s NVLink a direction)")
     eff = DEFAULT_EFFICIENCY
@@ -130,9 +144,7 @@ def main() -> None:
         tokens = batch * (1 + INPUT / OUTPUT)
         nbytes = tokens * HIDDEN * 2
         route = "one-shot" if nbytes <= ONE_SHOT_MAX_BYTES_TP2 else "NCCL"
-        # prompts a step ~ Poisson(batch / L_out); a step goes to NCCL once it carries enough of them
-        prompts, need = batch / OUTPUT, math.ceil((ONE_SHOT_MAX_BYTES_TP2 / (HIDDEN * 2) - batch) / INPUT)
-        nccl = 1.0 - sum(math.exp(-prompts) * prompts ** k / math.factorial(k) for k in range(max(need, 0)))
+        nccl, need, prompts = nccl_step_share(batch)
         print(f"  {label}: {tokens:,.0f} tokens, {nbytes / 1e6:.1f} MB a call -> {route}; {nccl:.0%} of the steps "
               f"({need} prompts or more, {prompts:.2f} a step) on NCCL; model {per_call(nbytes) * 1e6:.0f} us a call, "
               f"{2 * LAYERS * per_call(nbytes) * 1e3:.1f} ms a step")
