@@ -175,3 +175,17 @@ def test_tensor_parallel_recompute_leaves_out_the_ffn_output_collective():
     c = 0.5 * S * H * 2 / (450e9 * ctx.eff.nvlink_efficiency) + ctx.eff.alpha_nvlink_s
     assert tp_time(ctx, False) - tp_time(on, False) == pytest.approx(2 * c, rel=1e-9)  # the all-reduce
     assert tp_time(ctx, True) - tp_time(on, True) == pytest.approx(c, rel=1e-9)        # the reduce-scatter
+
+
+def test_hardware_flops_leave_out_the_ffn_output_projection():
+    from gpucluster_lib.training import flops as fl
+
+    arch = _ctx().arch  # MPT-1B at 2,048 tokens: 24 layers, h 2048, FFN 8192, 16 heads of 128
+    # per layer: projections 2 x 4 h^2 = 33.55 M, FFN 2 x 2 h f = 67.11 M, scores 2 s heads (128 + 128) = 16.78 M
+    # FLOPs per token; full recomputation repeats all of it in 24 layers: 2,818.6 M; early stop not down_proj's
+    # 2 h f = 33.55 M per layer: 2,013.3 M
+    assert fl.recompute_flops_per_token(arch, "full") == pytest.approx(24 * (8 * H**2 + 4 * H * F + 2 * S * 16 * 256))
+    assert fl.recompute_flops_per_token(arch, "full") == pytest.approx(2.8186e9, rel=1e-4)
+    assert fl.recompute_flops_per_token(arch, "full", early_stop=True) == pytest.approx(2.0133e9, rel=1e-4)
+    assert fl.recompute_flops_per_token(arch, "selective", early_stop=True) == fl.recompute_flops_per_token(
+        arch, "selective")

@@ -56,23 +56,26 @@ def model_flops_per_token(arch: TransformerArch) -> float:
     return 3.0 * forward_flops_per_token(arch)
 
 
-def recompute_flops_per_token(arch: TransformerArch, recompute: str) -> float:
+def recompute_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False) -> float:
     """Extra forward FLOPs per token repeated by activation recomputation [FLOP/token].
 
-    ``full`` repeats the forward of every layer (not the output layer) [1];
-    ``selective`` repeats only the attention scores/values [2]; ``none`` nothing.
+    ``full`` repeats the forward of every layer (not the output layer) [1], less, with
+    ``early_stop`` (PyTorch 2.1's non-reentrant checkpoint, training/core.py reference [14]), each
+    dense layer's FFN output projection, 2 h f per token; ``selective`` repeats only the attention
+    scores/values [2]; ``none`` nothing.
     """
     parts = layer_matmul_flops_per_token(arch)
     if recompute == "full":
-        return parts["attention"] + parts["ffn"] + parts["scores"]
+        skipped = 2.0 * arch.dense_ffn_layers * arch.hidden_size * arch.ffn_hidden_size if early_stop else 0.0
+        return parts["attention"] + parts["ffn"] + parts["scores"] - skipped
     if recompute == "selective":
         return parts["scores"]
     return 0.0
 
 
-def hardware_flops_per_token(arch: TransformerArch, recompute: str) -> float:
-    """Model FLOPs plus recomputation [FLOP/token]."""
-    return model_flops_per_token(arch) + recompute_flops_per_token(arch, recompute)
+def hardware_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False) -> float:
+    """Model FLOPs plus recomputation [FLOP/token] (``early_stop``: see :func:`recompute_flops_per_token`)."""
+    return model_flops_per_token(arch) + recompute_flops_per_token(arch, recompute, early_stop)
 
 
 def narayanan_eq3_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:
