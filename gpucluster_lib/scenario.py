@@ -612,6 +612,11 @@ def _check_rules(fld: dataclasses.Field, value: Any, path: str) -> None:
     _check_value(md, value, path)
 
 
+def _bound(v: float) -> str:
+    """A range bound in words: whole numbers with thousands separators (16,777,216), others as written (0.5)."""
+    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+
 def _check_keyed(rules: dict[str, dict[str, Any]], key: str, value: Any, path: str) -> None:
     """One entry of a mapping whose keys each have their own range: an unknown key or a value
     out of its range is refused with the range in words."""
@@ -624,9 +629,9 @@ def _check_keyed(rules: dict[str, dict[str, Any]], key: str, value: Any, path: s
         return
     if ("gt" in md and not value > md["gt"]) or ("ge" in md and not value >= md["ge"]) \
             or ("le" in md and not value <= md["le"]) or ("lt" in md and not value < md["lt"]):
-        low = f"greater than {md['gt']:g}" if "gt" in md else f"at least {md['ge']:g}"
-        high = f"at most {md['le']:g}" if "le" in md else f"less than {md['lt']:g}"
-        span = f"from {md['ge']:g} to {md['le']:g}" if "ge" in md and "le" in md else f"{low} and {high}"
+        low = f"greater than {_bound(md['gt'])}" if "gt" in md else f"at least {_bound(md['ge'])}"
+        high = f"at most {_bound(md['le'])}" if "le" in md else f"less than {_bound(md['lt'])}"
+        span = f"from {_bound(md['ge'])} to {_bound(md['le'])}" if "ge" in md and "le" in md else f"{low} and {high}"
         unit = f" {md['unit']}" if md.get("unit") else ""
         what = f" ({md['what']})" if md.get("what") else ""
         raise ScenarioError(path, f"must be {span}{unit}{what}, got {excerpt(value)}")

@@ -299,7 +299,10 @@ GPT3_FSDP = {"model": {"preset": "gpt3-175b"}, "hardware": {"server": "dgx-h100"
                                 "(a fraction of the datasheet peak), got 0.0"),
     ({"nvlink_efficiency": 1.2}, "training.efficiency.nvlink_efficiency: must be greater than 0 and at most 1 "
                                  "(a fraction of the datasheet peak), got 1.2"),
-    ({"cuda_context_gib": -1}, "training.efficiency.cuda_context_gib: must be from 0 to 1024 GiB, got -1.0"),
+    ({"cuda_context_gib": -1}, "training.efficiency.cuda_context_gib: must be from 0 to 1,024 GiB, got -1.0"),
+    # the bound 2^24 = 16,777,216 tokens written out, not in Python's float format (1.67772e+07)
+    ({"attention_half_rate_tokens": -1}, "training.efficiency.attention_half_rate_tokens: must be from 0 to "
+                                         "16,777,216 tokens, got -1.0"),
     ({"zero3_overlp": 0.5}, "training.efficiency.zero3_overlp: unknown efficiency parameter; did you mean 'zero3_overlap'?"),
 ])
 def test_training_efficiency_override_out_of_its_range_is_refused_at_load(efficiency, message):
