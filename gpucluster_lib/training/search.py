@@ -30,7 +30,7 @@ from about ``1.25 limit`` evaluations:
    among those evaluated is a floor that the ``k``-th best plan overall reaches, so a plan whose
    bound is below it cannot be in the table. The loop ends when no unevaluated bound reaches
    the floor; the plans whose bound does are ranked exactly as the full search ranks them
-   (:func:`~.estimate._top`, ties by enumeration order).
+   (fitting first, then by tokens/s, highest first, then by memory, least first; ties by enumeration order).
 
 The evaluated plans are checked against both premises (their fit equals the factorised fit,
 their step time is not below the bound); if either fails, :func:`candidates` returns None and
