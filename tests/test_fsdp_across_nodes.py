@@ -118,3 +118,16 @@ def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc):
     assert all(abs(r[row]) > 0.15 for r in rows if r["bus_gb_s"] > bound)
     assert all(abs(r[row]) <= 0.15 for r in rows if r["bus_gb_s"] == bound)
     assert "-28.6%" not in text and "31 ms of compute" not in text
+
+
+def test_lowering_the_a100_network_efficiency_is_the_slower_bus_for_this_row(doc):
+    # network efficiency 0.15: B = 8 GPUs x 25 GB/s x 0.15 = 30 GB/s, which the table's sweep reaches by scaling the
+    # fabric instead; this row has no other traffic across nodes, so both give the same step
+    row = "mpt-a100-40-70b-s2048-g64-mb2"
+    net = doc.efficiency_override_errors(("a100-sxm4-40gb",), {"network_efficiency": 0.15})
+    assert net[row] == pytest.approx(doc.fsdp_bandwidth_rows((30.0,))[1][row], abs=1e-9)
+    # with no override each row is where validation.compare() puts it
+    from gpucluster_lib.training import validation
+    base = validation.compare().set_index("run_id")["error"]
+    same = doc.efficiency_override_errors(("a100-sxm4-40gb",), {})
+    assert same[row] == pytest.approx(base[row], abs=1e-12)
