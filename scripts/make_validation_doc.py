@@ -282,8 +282,9 @@ step (276 tokens/s per GPU, against 376 on 128 A100 40GB at micro-batch 4, the c
   size, github.com/NVIDIA/nccl/issues/1712); at 8 us a step that is 0.5 ms a collective, nothing beside
   {fig["fwd_ms"]:.0f} ms of compute. The model charges one hop per node; charging all n-1 steps (Thakur 2005) leaves the row where
   it is (-27.1%, measured on a copy of the engine with that change) and moves megatron-17 (DeepSpeed ZeRO-3 on 1,120 A100) to +10.5%, beyond the calibration target, so
-  it was not changed. Exposing 4 s through latency takes 0.6 ms a step: the row -16%, but MPT-125M to 3B on
-  128 A100 40GB (11 ms of forward per block or less) +430% to +690%.
+  it was not changed. With all n-1 steps charged, exposing 4 s through latency takes 0.6 ms a step: the row -16%,
+  but MPT-125M to 3B on 128 A100 40GB (11 ms of forward per block or less) +422% to +683% (the same copy of the
+  engine).
 * **Once per step.** The row runs one micro-batch a step, so a cost per step weighs on it fully, but MPT-30B on
   32 A100 40GB does too, with nearly as many parameters per GPU (0.94 against 1.01 billion), at
   {err[FSDP_ROWS[3]]:+.1%}: the 2 s that would bring the row within 15%, scaled to its shard, puts it at about +23%.
