@@ -131,3 +131,24 @@ def test_lowering_the_a100_network_efficiency_is_the_slower_bus_for_this_row(doc
     base = validation.compare().set_index("run_id")["error"]
     same = doc.efficiency_override_errors(("a100-sxm4-40gb",), {})
     assert same[row] == pytest.approx(base[row], abs=1e-12)
+
+
+def test_once_per_step_reading_by_hand(doc):
+    # parameters per GPU: MPT-70B 64,856,539,136 / 64 = 1.013e9; MPT-30B (d_model 7168, 48 blocks, same vocabulary
+    # and learned positions: 48 x (12 x 7168^2 + 4 x 7168) + (50,368 + 2,048) x 7168 + 2 x 7168 = 29,972,117,504) / 32
+    # = 0.937e9
+    assert doc.params_per_gpu("mpt-a100-40-70b-s2048-g64-mb2") == TOTAL / RANKS
+    d30 = 7168
+    assert doc.params_per_gpu("mpt-a100-40-30b-s2048-g32-mb4") == (
+        48 * (12 * d30**2 + 4 * d30) + (50368 + 2048) * d30 + 2 * d30) / 32
+    # the FSDP section's "about X%": MPT-30B's predicted step plus (0.85 x published - predicted of the 70B row)
+    # x 0.937 / 1.013, over its published step
+    from gpucluster_lib.training import validation
+    df = validation.compare()
+    text = doc.fsdp_section(df)
+    d = df.set_index("run_id")
+    r70, r30 = d.loc["mpt-a100-40-70b-s2048-g64-mb2"], d.loc["mpt-a100-40-30b-s2048-g32-mb4"]
+    need = 0.85 * PUBLISHED - r70["predicted_step_s"]
+    once = (r30["predicted_step_s"] + need * 0.9366 / 1.0134) / r30["published_step_s"] - 1
+    assert f"the {need:.1f} s that would bring the row within 15%" in text
+    assert f"puts it at about {once:+.0%}" in text
