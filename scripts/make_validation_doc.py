@@ -183,6 +183,17 @@ def params_per_gpu(run_id: str) -> float:
     return total / int(row["gpus"])
 
 
+def fsdp_bytes_per_gpu(run_id: str) -> float:
+    """The FSDP traffic of one GPU in a step of a ZeRO-3 row [B]: per micro-batch two parameter gathers and one
+    gradient reduce-scatter of the whole model, in the framework's precisions, (n-1)/n of it over the ring."""
+    row = validation.load_runs().set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
+    sc = validation.scenario_for(row)
+    ctx, _, _ = training.build_context(sc)
+    n, fw = int(row["gpus"]), ctx.framework
+    per_pass = params_per_gpu(run_id) * n * (n - 1) / n
+    return training.estimate(sc).plan.micro_batches * per_pass * (2 * fw.zero3_gather_bytes + fw.zero3_reduce_bytes)
+
+
 def fsdp_row_figures() -> dict:
     """The 70B row's FSDP terms as the model charges them: one block's parameters, its compute forward and
     backward (with the recomputed forward) [ms] and the exposed FSDP time of the step [s]."""
@@ -235,6 +246,12 @@ def fsdp_section(df) -> str:
     shard = {k: params_per_gpu(k) / 1e9 for k in (row70, FSDP_ROWS[3])}
     once30 = (pub[FSDP_ROWS[3]] * (1 + err[FSDP_ROWS[3]]) + need_s * shard[FSDP_ROWS[3]] / shard[row70]) \
         / pub[FSDP_ROWS[3]] - 1
+    # MPT-13B on 64 H100: its FSDP traffic a step and the bandwidth that carries it within the published step
+    h100_bytes = fsdp_bytes_per_gpu("mpt-95")
+    h100_bw = h100_bytes / pub["mpt-95"] / 1e9
+    h100_node = training.build_context(validation.scenario_for(
+        validation.load_runs().set_index("run_id").loc["mpt-95"].to_dict() | {"run_id": "mpt-95"}))[0]
+    h100_node_gb_s = h100_node.gpus_per_node * h100_node.nic_bw / 1e9
     mem = {k: (training.estimate(validation.scenario_for(
         validation.load_runs().set_index("run_id").loc[k].to_dict() | {"run_id": k})).memory_per_gpu_bytes["total"])
         / 2**30 for k in (row70, FSDP_ROWS[3])}
@@ -291,8 +308,9 @@ step (276 tokens/s per GPU, against 376 on 128 A100 40GB at micro-batch 4, the c
   table moves by more than {cl["others_max_move"] * 100:.1f} points (their blocks compute long enough to hide even
   that), so this row alone would set it: a constant for one row, where the table's title states the same
   1,600 Gb/s RoCE for both A100 clusters. Nor does a slowdown that grows with the node count (8 against 4)
-  fit the H100 table: MPT-13B on 64 H100 (8 nodes, {pub["mpt-95"]:.2f} s a step) moves about 100 GB of FSDP traffic a GPU a
-  step, which needs at least 115 GB/s (29% of the 3,200 Gb/s per node assumed there), and is at {err["mpt-95"]:+.1%}.
+  fit the H100 table: MPT-13B on 64 H100 (8 nodes, {pub["mpt-95"]:.2f} s a step) moves about {h100_bytes / 1e9:.0f} GB of FSDP traffic a
+  GPU a step, which needs at least {h100_bw:.0f} GB/s ({h100_bw / h100_node_gb_s:.0%} of the {h100_node_gb_s * 8:,.0f} Gb/s per
+  node assumed there), and is at {err["mpt-95"]:+.1%}.
 * **Latency.** A ring over 64 ranks takes 63 steps (NCCL: ring latency grows linearly with the communicator
   size, github.com/NVIDIA/nccl/issues/1712); at 8 us a step that is 0.5 ms a collective, nothing beside
   {fig["fwd_ms"]:.0f} ms of compute. The model charges one hop per node; charging all n-1 steps (Thakur 2005) leaves the row where

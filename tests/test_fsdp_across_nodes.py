@@ -152,3 +152,17 @@ def test_once_per_step_reading_by_hand(doc):
     once = (r30["predicted_step_s"] + need * 0.9366 / 1.0134) / r30["published_step_s"] - 1
     assert f"the {need:.1f} s that would bring the row within 15%" in text
     assert f"puts it at about {once:+.0%}" in text
+
+
+def test_fsdp_traffic_of_mpt13b_on_64_h100_by_hand(doc):
+    # MPT-13B (d_model 5120, 40 blocks): 40 x (12 x 5120^2 + 4 x 5120) + (50,368 + 2,048) x 5120 + 2 x 5120 =
+    # 12,852,111,360 parameters; amp_bf16 under Composer before 0.14 (the row's FSDP precisions): bf16 gathers,
+    # fp32 reduce-scatter; one micro-batch a step: (2 x 2 + 4) B x 12,852,111,360 x 63/64 = 101.2 GB a GPU a step
+    d13 = 5120
+    params = 40 * (12 * d13**2 + 4 * d13) + (50368 + 2048) * d13 + 2 * d13
+    assert params == 12_852_111_360
+    assert doc.fsdp_bytes_per_gpu("mpt-95") == pytest.approx(8 * params * 63 / 64, rel=1e-12)
+    # over the published step, 128 x 2,048 / 307,209 T/s = 0.8533 s: 101.21 / 0.8533 = 118.6 GB/s, 30% of 400 GB/s
+    from gpucluster_lib.training import validation
+    text = doc.fsdp_section(validation.compare())
+    assert "moves about 101 GB of FSDP traffic" in text and "at least 119 GB/s (30% of the 3,200 Gb/s" in text
