@@ -35,6 +35,14 @@ def doc():
     return mod
 
 
+@pytest.fixture(scope="module")
+def section(doc):
+    """The generated FSDP section of docs/validation.md and the validation table it reads."""
+    from gpucluster_lib.training import validation
+    df = validation.compare()
+    return doc.fsdp_section(df), df
+
+
 def gather(bus):
     """One block's bf16 (PURE) ring all-gather over 64 ranks [s]: (n-1)/n S / B + latency (Thakur 2005)."""
     return BLOCK * 2 * (RANKS - 1) / RANKS / bus + LATENCY
@@ -92,10 +100,8 @@ def test_slower_bus_bandwidth_of_the_doc_table_by_hand(doc):
     assert rows[140.0][row] == pytest.approx(fig["predicted_s"] / PUBLISHED - 1, abs=1e-9)
 
 
-def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc):
+def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc, section):
     import re
-
-    from gpucluster_lib.training import validation
 
     fig = doc.fsdp_row_figures()
     f, b = fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3
@@ -106,7 +112,7 @@ def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc):
     assert flat["gather_ms"] == pytest.approx(BLOCK * 2 * 63 / 64 / 17.5e9 * 1e3 + 0.064, abs=1e-3)
     step = fig["predicted_s"] + 1.03 * (exposed(17.5e9, f, b) - exposed(140e9, f, b))
     assert flat[row] == pytest.approx(step / PUBLISHED - 1, abs=2e-3)
-    text = doc.fsdp_section(validation.compare())
+    text = section[0]
     # the bullet works its step at that same gather (not at another bandwidth's): the two figures it states agree
     one_nic = text[text.index("One NIC's line rate"):text.index("A slower FSDP collective")]
     at_row = re.search(r"puts the row at ([+-]\d+)%", one_nic).group(1)
@@ -120,20 +126,19 @@ def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc):
     assert "-28.6%" not in text and "31 ms of compute" not in text
 
 
-def test_lowering_the_a100_network_efficiency_is_the_slower_bus_for_this_row(doc):
+def test_lowering_the_a100_network_efficiency_is_the_slower_bus_for_this_row(doc, section):
     # network efficiency 0.15: B = 8 GPUs x 25 GB/s x 0.15 = 30 GB/s, which the table's sweep reaches by scaling the
     # fabric instead; this row has no other traffic across nodes, so both give the same step
     row = "mpt-a100-40-70b-s2048-g64-mb2"
     net = doc.efficiency_override_errors(("a100-sxm4-40gb",), {"network_efficiency": 0.15})
     assert net[row] == pytest.approx(doc.fsdp_bandwidth_rows((30.0,))[1][row], abs=1e-9)
     # with no override each row is where validation.compare() puts it
-    from gpucluster_lib.training import validation
-    base = validation.compare().set_index("run_id")["error"]
+    base = section[1].set_index("run_id")["error"]
     same = doc.efficiency_override_errors(("a100-sxm4-40gb",), {})
     assert same[row] == pytest.approx(base[row], abs=1e-12)
 
 
-def test_once_per_step_reading_by_hand(doc):
+def test_once_per_step_reading_by_hand(doc, section):
     # parameters per GPU: MPT-70B 64,856,539,136 / 64 = 1.013e9; MPT-30B (d_model 7168, 48 blocks, same vocabulary
     # and learned positions: 48 x (12 x 7168^2 + 4 x 7168) + (50,368 + 2,048) x 7168 + 2 x 7168 = 29,972,117,504) / 32
     # = 0.937e9
@@ -143,9 +148,7 @@ def test_once_per_step_reading_by_hand(doc):
         48 * (12 * d30**2 + 4 * d30) + (50368 + 2048) * d30 + 2 * d30) / 32
     # the FSDP section's "about X%": MPT-30B's predicted step plus (0.85 x published - predicted of the 70B row)
     # x 0.937 / 1.013, over its published step
-    from gpucluster_lib.training import validation
-    df = validation.compare()
-    text = doc.fsdp_section(df)
+    text, df = section
     d = df.set_index("run_id")
     r70, r30 = d.loc["mpt-a100-40-70b-s2048-g64-mb2"], d.loc["mpt-a100-40-30b-s2048-g32-mb4"]
     need = 0.85 * PUBLISHED - r70["predicted_step_s"]
@@ -154,7 +157,7 @@ def test_once_per_step_reading_by_hand(doc):
     assert f"puts it at about {once:+.0%}" in text
 
 
-def test_fsdp_traffic_of_mpt13b_on_64_h100_by_hand(doc):
+def test_fsdp_traffic_of_mpt13b_on_64_h100_by_hand(doc, section):
     # MPT-13B (d_model 5120, 40 blocks): 40 x (12 x 5120^2 + 4 x 5120) + (50,368 + 2,048) x 5120 + 2 x 5120 =
     # 12,852,111,360 parameters; amp_bf16 under Composer before 0.14 (the row's FSDP precisions): bf16 gathers,
     # fp32 reduce-scatter; one micro-batch a step: (2 x 2 + 4) B x 12,852,111,360 x 63/64 = 101.2 GB a GPU a step
@@ -163,6 +166,5 @@ def test_fsdp_traffic_of_mpt13b_on_64_h100_by_hand(doc):
     assert params == 12_852_111_360
     assert doc.fsdp_bytes_per_gpu("mpt-95") == pytest.approx(8 * params * 63 / 64, rel=1e-12)
     # over the published step, 128 x 2,048 / 307,209 T/s = 0.8533 s: 101.21 / 0.8533 = 118.6 GB/s, 30% of 400 GB/s
-    from gpucluster_lib.training import validation
-    text = doc.fsdp_section(validation.compare())
+    text = section[0]
     assert "moves about 101 GB of FSDP traffic" in text and "at least 119 GB/s (30% of the 3,200 Gb/s" in text
