@@ -7,10 +7,9 @@ and the step again at a slower bus bandwidth. These tests redo each by hand.
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
+
+from tests.scripts import load_script
 
 # MPT-70B (llm-foundry scripts/train/yamls/pretrain/mpt-70b.yaml; data/models.yaml preset): d_model 8192, 80 blocks,
 # vocabulary 50,368, learned positions over 2,048 tokens (the benchmarking README's NumParams grows with SeqLen)
@@ -28,11 +27,7 @@ PUBLISHED = 128 * 2048 / 17672   # s per step: global batch 128 x SeqLen 2048 / 
 
 @pytest.fixture(scope="module")
 def doc():
-    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
-    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("make_validation_doc")
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ from gpucluster_lib.inference.queueing import (
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.inference.validation import mlperf_predicted, mlperf_rows, mlperf_scenario
 from gpucluster_lib.scenario import from_dict
+from tests.scripts import load_script
 
 # ----------------------------------------------------------------- building blocks, by hand
 
@@ -314,14 +315,7 @@ def test_h200_server_is_bound_by_the_tpot_percentile_as_published():
 
 def _server_candidates():
     """scripts/mlperf_server_candidates.py, which prints the figures docs/inference.md quotes for the server rows."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "mlperf_server_candidates.py"
-    spec = importlib.util.spec_from_file_location("mlperf_server_candidates", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_script("mlperf_server_candidates")
 
 
 def test_loadgen_early_stopping_percentile_by_hand():

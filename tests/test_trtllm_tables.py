@@ -16,6 +16,7 @@ from gpucluster_lib.inference.validation import (
     trtllm_row,
     trtllm_rows,
 )
+from tests.scripts import load_script
 
 LENGTHS = ((128, 128), (2048, 128), (128, 2048), (2048, 2048))
 STATIC = ((128, 128), (2048, 128), (2048, 2048))
@@ -115,13 +116,7 @@ def test_the_other_figures_of_the_tables_as_quoted():
 
 def test_wave_and_tile_fill_as_quoted():
     """scripts/trtllm_tables.py's whole-tile, whole-wave fill of a Llama 2 70B layer's four GEMMs."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "trtllm_tables.py"
-    spec = importlib.util.spec_from_file_location("trtllm_tables", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("trtllm_tables")
     # by hand, 4,096 tokens, 128 x 128 tiles, TP 1: N = 10,240 / 8,192 / 57,344 / 8,192 at K = 8,192 x 3 and
     # 28,672 give 32 x (80, 64, 448, 64) tiles, issued in whole waves of 132 as 2,640 / 2,112 / 14,388 / 2,112:
     # (2,560 + 2,048 + 14,336 + 2,048 x 3.5) / (2,640 + 2,112 + 14,388 + 2,112 x 3.5) = 26,112 / 26,532

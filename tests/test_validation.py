@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from gpucluster_lib.training import validation
+from tests.scripts import load_script
 
 
 @pytest.fixture(scope="module")
@@ -219,13 +220,7 @@ def test_plan_search_space_contains_every_published_plan(table):
 
 def test_nemotron_figures_of_the_generated_doc_by_hand():
     # docs/validation.md's Nemotron-4 section takes its figures from scripts/make_validation_doc.py, not by hand
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
-    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("make_validation_doc")
     f = mod.nemotron_figures()
     # parameters: 32 x (6144 x (6144 + 2 x 1024) + 6144^2 + 2 x 6144 x 24576 + 2 x 6144) + 2 x 256000 x 6144 + 6144
     # = 15,628,376,064 (Nemotron-4 15B: 32 layers, h 6144, 48 heads / 8 KV heads of 128, squared-ReLU FFN 24,576)
@@ -273,15 +268,9 @@ def test_mpt_rows_state_composer_precisions_of_their_table():
 
 def test_step_length_bands_of_the_generated_doc_by_hand():
     # docs/validation.md's "MPT rows by step length" table: bands [0, 2), [2, 20), [20, inf) s of the published step
-    import importlib.util
-    from pathlib import Path
-
     import pandas as pd
 
-    path = Path(__file__).resolve().parent.parent / "scripts" / "make_validation_doc.py"
-    spec = importlib.util.spec_from_file_location("make_validation_doc", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    mod = load_script("make_validation_doc")
     df = pd.DataFrame({"run_id": ["mpt-a", "mpt-b", "mpt-c", "mpt-d", "megatron-1"],
                        "set": ["external"] * 4 + ["calibration"],
                        "published_step_s": [0.5, 1.99, 2.0, 30.0, 1.0], "error": [0.10, -0.04, -0.20, 0.05, 0.5]})
@@ -359,12 +348,7 @@ def test_long_context_finding_quotes_the_validation_table(table):
 def test_docs_validation_md_is_what_its_generator_writes_now():
     # docs/validation.md is generated (scripts/make_validation_doc.py): a change to the model, the rows or the
     # generator's text without regenerating it leaves the published errors stale, which no other test sees
-    import importlib.util
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
-    spec = importlib.util.spec_from_file_location("make_validation_doc", root / "scripts" / "make_validation_doc.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    committed = (root / "docs" / "validation.md").read_text(encoding="utf-8")
-    assert mod.render() == committed, "docs/validation.md is stale: run PYTHONPATH=. python scripts/make_validation_doc.py"
+    committed = (Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text(encoding="utf-8")
+    assert load_script("make_validation_doc").render() == committed, "docs/validation.md is stale: run PYTHONPATH=. python scripts/make_validation_doc.py"
