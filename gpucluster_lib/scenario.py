@@ -287,6 +287,10 @@ class InferenceSpec:
                                    doc="engine token budget per step (prefill and decode tokens), at least the "
                                        f"input tokens; default {DEFAULT_MAX_NUM_TOKENS}, or the input tokens "
                                        "when a prompt is longer")
+    engine: Literal["generic", "tensorrt-llm"] = f(
+        "generic", doc="serving engine profile: generic (no engine terms) or tensorrt-llm (TensorRT-LLM 0.10 and "
+                       "0.11 in-flight batching, fitted on its own throughput tables: host time per iteration, "
+                       "FP8 matrix-multiply efficiency, a token budget that counts decode tokens)")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)
     video_fps: float | None = f(None, gt=0, le=1000)

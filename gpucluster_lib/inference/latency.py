@@ -14,7 +14,9 @@ Decode step (Pope et al. 2023, Sec. 2; the "roofline" of Williams et al. 2009)
     every sequence is read once, ``max(bytes / (B_hbm e_bw), FLOPs / (peak e_gemm))``.
     TP: two all-reduces of ``tokens x h`` 16-bit activations per layer (Shoeybi et al.
     2019, Fig. 3), ring cost ``2 (p-1)/p x bytes / (link e_link) + latency``.
-    Plus a fixed per-step overhead.
+    Plus a fixed per-step overhead, and the serving engine's host time per iteration ``F + c B``
+    (:mod:`.engines`; zero for the generic engine), added to the GPU's time: the engine's loop waits
+    for a step's tokens before it schedules the next step.
 Continuous batching (Yu et al. 2022, Orca; Agrawal et al. 2024, Sarathi-Serve)
     In steady state with B sequences in flight, ``B / L_out`` sequences finish per step
     and as many prompts are prefilled, so each *mixed* step carries B decode tokens and
@@ -35,6 +37,7 @@ Spread of output lengths (``output_tokens_cv`` = c, standard deviation over the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -121,18 +124,23 @@ class StepTimes:
     attention: np.ndarray
     communication: np.ndarray
     overhead: np.ndarray
+    engine_host: np.ndarray | None = None   # the engine's host time per iteration (None: the generic engine)
 
     @property
     def total(self) -> np.ndarray:
-        return self.gemm + self.attention + self.communication + self.overhead
+        gpu = self.gemm + self.attention + self.communication + self.overhead
+        return gpu if self.engine_host is None else gpu + self.engine_host
 
 
 def mixed_step_times(arch: TransformerArch, batch: np.ndarray, *, input_tokens: int, output_tokens: int,
                      weights_bytes_per_gpu: float, kv_bytes_per_token_per_gpu: float, hw: ReplicaHardware,
-                     gemm_efficiency: float, eff: ServingEfficiency, output_tokens_cv: float = 0.0) -> StepTimes:
+                     gemm_efficiency: float, eff: ServingEfficiency, output_tokens_cv: float = 0.0,
+                     host_time: Any = None) -> StepTimes:
     """One continuous-batching step with ``batch`` decode sequences and their share of prefills [s].
 
-    ``output_tokens_cv`` is the spread of output lengths (module doc: the mean context in flight).
+    ``output_tokens_cv`` is the spread of output lengths (module doc: the mean context in flight);
+    ``host_time`` the engine's host time per iteration as a function of the batch [s]
+    (:meth:`.engines.EngineProfile.host_time`), added to the step; None for none.
     """
     b = np.asarray(batch, dtype=float)
     prompts_per_step = b / output_tokens
@@ -148,7 +156,8 @@ def mixed_step_times(arch: TransformerArch, batch: np.ndarray, *, input_tokens: 
     attention = np.maximum(kv_read / bw, attn_flops / compute)
     comm = tp_comm_time(arch, tokens, hw, eff)
     overhead = np.full_like(b, eff.decode_step_overhead_s)
-    return StepTimes(gemm, attention, comm, overhead)
+    host = None if host_time is None else np.asarray(host_time(b), dtype=float) + np.zeros_like(b)
+    return StepTimes(gemm, attention, comm, overhead, host)
 
 
 def prefill_time(arch: TransformerArch, prompt_tokens: int, *, weights_bytes_per_gpu: float, hw: ReplicaHardware,

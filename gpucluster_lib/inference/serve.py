@@ -23,7 +23,13 @@ from gpucluster_lib.calibration.profile import CalibrationProfile, scenario_prof
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod
-from gpucluster_lib.inference.efficiency import ServingEfficiency, efficiency_from_spec
+from gpucluster_lib.inference.efficiency import ServingEfficiency
+from gpucluster_lib.inference.engines import (
+    DEFAULT_ENGINE,
+    EngineProfile,
+    engine_efficiency,
+    engine_profile,
+)
 from gpucluster_lib.inference.fleet import FleetSize, per_mw, size_fleet
 from gpucluster_lib.inference.latency import (
     ReplicaHardware,
@@ -127,6 +133,8 @@ class ServingEstimate:
     findings: list[Finding] = field(default_factory=list)
     #: the MIG profile the replicas run on (``inference.mig_profile``), else None
     mig: dict[str, Any] | None = None
+    #: the serving engine profile (``inference.engine``; :mod:`.engines`)
+    engine: str = DEFAULT_ENGINE
 
     def to_dict(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "findings"}
@@ -268,8 +276,11 @@ def _calibrated_gemm(gemm_eff: float, scenario: Scenario, prof: CalibrationProfi
 
 def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: Any, tp: int, peak: float,
                  gemm_eff: float, eff: ServingEfficiency, weight_bytes: float, kv_bytes: float,
-                 fabric_gbps: float | None = None, prof: CalibrationProfile | None = None) -> _TpResult:
+                 fabric_gbps: float | None = None, prof: CalibrationProfile | None = None,
+                 engine: EngineProfile | None = None) -> _TpResult:
     inf = scenario.inference
+    engine = engine or engine_profile(None)
+    host = engine.host_time if engine.has_host_time else None
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff,
                       output_tokens_cv=inf.output_tokens_cv, max_num_tokens=_token_budget(inf),
@@ -280,10 +291,15 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     fixed = inf.batch_size
     if fixed is not None and inf.kv_cache_scheduling == "max_utilization":
         fixed = min(fixed, max(mem.max_batch, 1))   # the engine's cap; the pool sets the batch (module memory)
-    batches = _batch_grid(max(mem.max_batch, 1), fixed)
+    # an engine whose token budget counts decode tokens holds at most this many sequences (module engines)
+    cap = engine.batch_cap(_token_budget(inf), inf.input_tokens, inf.output_tokens)
+    if cap is not None and fixed is not None:
+        fixed = min(fixed, cap)
+    batches = _batch_grid(max(min(mem.max_batch, cap or mem.max_batch), 1), fixed)
     parts = mixed_step_times(arch, batches, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
                              weights_bytes_per_gpu=mem.weights_bytes, kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token,
-                             hw=rhw, gemm_efficiency=gemm_eff, eff=eff, output_tokens_cv=inf.output_tokens_cv)
+                             hw=rhw, gemm_efficiency=gemm_eff, eff=eff, output_tokens_cv=inf.output_tokens_cv,
+                             host_time=host)
     tpot = parts.total
     ttft = tpot + prefill_time(arch, inf.input_tokens, weights_bytes_per_gpu=mem.weights_bytes, hw=rhw,
                                gemm_efficiency=gemm_eff, eff=eff)
@@ -299,13 +315,14 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
     if inf.arrival == "poisson" and fits and prompt_fits and np.isfinite(peak):
         # the queue needs T(b) over every mean batch up to the KV-cache slots (module inference.queueing)
         slots = min(mem.max_batch, inf.batch_size) if inf.batch_size is not None else mem.max_batch
+        slots = min(slots, cap) if cap is not None else slots
         grid = np.arange(1, slots + 1)
         if inf.batch_size is not None:
             grid_parts = mixed_step_times(arch, grid, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
                                           weights_bytes_per_gpu=mem.weights_bytes,
                                           kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token, hw=rhw,
                                           gemm_efficiency=gemm_eff, eff=eff,
-                                          output_tokens_cv=inf.output_tokens_cv)
+                                          output_tokens_cv=inf.output_tokens_cv, host_time=host)
             grid_tpot = grid_parts.total
         else:
             grid_tpot = tpot
@@ -335,6 +352,20 @@ def _spread_assumption(inf: Any) -> str:
             f"holds {ctx:,.0f} tokens of context on average (longer requests stay longer in the batch), and the "
             f"wait for a free KV-cache slot is 1 + {inf.output_tokens_cv:g}² = {1 + inf.output_tokens_cv ** 2:.2f} "
             f"times that with equal lengths (Allen-Cunneen approximation)")
+
+
+def _engine_assumptions(engine: EngineProfile) -> list[str]:
+    """The serving engine's terms in words (ServingEstimate.assumptions); none for the generic engine."""
+    out = []
+    if engine.has_host_time:
+        out.append(f"serving engine {engine.label}: each step adds the engine's host time "
+                   f"{engine.iteration_host_time_s * 1e3:g} ms + {engine.host_time_per_sequence_s * 1e6:g} µs per "
+                   "sequence in flight, after the GPU's work (the engine waits for a step's tokens before it "
+                   "schedules the next)")
+    if engine.token_budget_counts_decode:
+        out.append("the token budget per step counts one token for each sequence in generation and the prompt "
+                   "tokens: at most budget / (1 + input / output tokens) sequences are in flight")
+    return out
 
 
 def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int) -> dict[str, Any]:
@@ -446,7 +477,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                                     network=network, fabric_gbps=fabric_gbps)
     arch = resolve_transformer(scenario.model)
     inf = scenario.inference
-    eff = efficiency_from_spec(inf)
+    engine = engine_profile(inf.engine)
+    eff = engine_efficiency(inf, engine)
     findings: list[Finding] = []
     acc = hw.accelerator
     precision = inf.precision
@@ -481,7 +513,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"),
                             _calibrated_gemm(eff.gemm_efficiency(cprec or "bf16"), scenario, prof, arch, cprec, tp,
                                              peak),
-                            eff, weight_bytes, kv_bytes, fabric_gbps, prof)
+                            eff, weight_bytes, kv_bytes, fabric_gbps, prof, engine)
                for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
 
     def gpus_for(r: _TpResult) -> float:
@@ -569,6 +601,18 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             "harness), so it serves no request and no fleet is sized",
             fix=f"raise the engine's token budget per step to at least {inf.input_tokens:,} tokens",
             field="inference.max_num_tokens"))
+    cap = engine.batch_cap(budget, inf.input_tokens, inf.output_tokens)
+    if cap is not None and inf.batch_size is not None and inf.batch_size > cap and best.fits and not prompt_too_long:
+        findings.append(Finding(
+            "inference-batch-limited-by-token-budget", "warning",
+            f"the batch size {inf.batch_size} is more than the engine's token budget of {budget:,} tokens per step "
+            f"carries: each sequence takes one token a step and its prompt's {inf.input_tokens:,} tokens spread over "
+            f"its {inf.output_tokens:,} output steps, so at most {cap} sequences are in flight and the batch runs "
+            f"at {min(cap, mem.max_batch)}",
+            fix=f"raise the engine's token budget per step to at least "
+                f"{math.ceil(inf.batch_size * (1 + inf.input_tokens / inf.output_tokens)):,} tokens, or use a batch "
+                f"size of at most {cap}",
+            field="inference.max_num_tokens"))
     if inf.output_tokens_cv > 1 and best.fits:
         ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
         findings.append(Finding(
@@ -624,6 +668,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     parts = best.parts
     breakdown = {k: float(getattr(parts, k)[idx]) for k in ("gemm", "attention", "communication", "overhead")} \
         if peak is not None and best.fits else {}
+    if breakdown and parts.engine_host is not None:
+        breakdown["engine_host"] = float(parts.engine_host[idx])
     return ServingEstimate(
         model=arch.name, accelerator=acc["id"], precision=precision, compute_precision=cprec,
         kv_cache_precision=kv_prec, tensor_parallel=tp, input_tokens=inf.input_tokens,
@@ -639,12 +685,12 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         capex_usd=fleet.capex_usd,
         tokens_per_s_per_usd=fleet_tok / fleet.capex_usd if fleet_tok and fleet.capex_usd else None,
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
-        sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), "gemm_efficiency_used": float(best.gemm_efficiency)},
+        sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), **engine.echo(), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
         load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
         assumptions=list(ASSUMPTIONS) + [KV_ASSUMPTIONS[inf.kv_cache_scheduling]] + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
-        + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []),
-        findings=findings)
+        + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []) + _engine_assumptions(engine),
+        findings=findings, engine=engine.name)
 
 
 __all__ = ["ServingEstimate", "serve"]

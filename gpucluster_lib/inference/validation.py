@@ -221,6 +221,49 @@ def trtllm_model_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path |
     return run({**engine, "batch_size": min(int(rel["max_batch_size"]), pool)}).tokens_per_s_per_gpu
 
 
+def trtllm_inflight_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> dict[str, Any]:
+    """The ``inference`` keys of an in-flight row for the ``tensorrt-llm`` engine (docs/inference.md,
+    "Serving engine profiles"): the release's engine limits, and the batch its KV pool holds.
+
+    * The pool: TensorRT-LLM gives the KV cache ``kv_cache_free_gpu_mem_fraction`` of the memory left
+      free once the engine is loaded (perf-best-practices.md), not a share of the whole HBM: the model's
+      ``memory_utilization`` is set so that its pool is that fraction of HBM less weights, workspace and
+      runtime memory.
+    * The batch: every request has one length and all are queued at t = 0, so they run in waves that
+      start (within the token budget's admission) and finish together; the pool must hold a wave at its
+      final length ``L_in + L_out``, under either scheduler (a paused request of ``max_utilization``
+      frees its pages for the same wave, which then ends with the pool at full length). So the pool is
+      sized at the full length (``no_evict``), and the batch is the smaller of the engine's
+      ``max_batch_size`` and that pool; the engine caps it further by its token budget.
+    """
+    rel = trtllm_releases(path)[row.release]
+    if row.method != "inflight":
+        raise GpuClusterError(f"{row.release} is a static table: no in-flight inputs")
+    inf = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+           "output_tokens_cv": 0.0, "arrival": "offline", "ttft_slo_s": NO_LIMIT_S, "tpot_slo_s": NO_LIMIT_S,
+           "tensor_parallel": row.tp, "max_num_tokens": rel["max_num_tokens"], "kv_cache_scheduling": "no_evict",
+           "engine": "tensorrt-llm"}
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    mem = serve(sc, catalog, facility_budget=False).memory_per_gpu_bytes
+    held = mem["weights"] + mem["workspace"] + mem["runtime"]
+    frac = float(rel["kv_cache_free_gpu_mem_fraction"])
+    inf["memory_utilization"] = min((held + frac * (mem["total"] - held)) / mem["total"], 1.0)
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    pool = serve(sc, catalog, facility_budget=False).max_batch
+    inf["batch_size"] = max(min(int(rel["max_batch_size"]), pool), 1)
+    return inf
+
+
+def trtllm_engine_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> Any:
+    """The ``tensorrt-llm`` engine's estimate (a ServingEstimate) for an in-flight row, at
+    :func:`trtllm_inflight_inputs`."""
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": trtllm_inflight_inputs(row, catalog, path)})
+    return serve(sc, catalog, facility_budget=False)
+
+
 def trtllm_ratio(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
     """Published / model output tokens per second per GPU for one row."""
     return row.per_gpu / trtllm_model_per_gpu(row, catalog, path)

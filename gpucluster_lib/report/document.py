@@ -566,6 +566,8 @@ SERVING_NAMES = {
     "memory_utilization": ("Share of GPU memory the engine uses", "%"),
     "runtime_overhead_gib": ("Runtime memory outside the cache", "GiB"),
     "gemm_efficiency_used": ("Matrix-multiply efficiency at the serving precision", "%"),
+    "iteration_host_time_s": ("Engine host time per iteration", "s"),
+    "host_time_per_sequence_s": ("Engine host time per sequence in flight", "s"),
 }
 #: Human names of the storage sizing's sources.
 STORAGE_SOURCE_NAMES = {"power": "Storage power", "rack_units": "Storage rack units",
@@ -673,8 +675,12 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
             rows.append(("FLOPs convention", humanize_text(a["flops_convention"]), "Narayanan 2021, Korthikanti 2022"))
         groups.append(("Training time engine", rows))
     if d.serving is not None and getattr(d.serving, "efficiency", None):
+        src = ("serving efficiency defaults, checked against MLPerf Inference"
+               if getattr(d.serving, "engine", "generic") == "generic" else
+               "the TensorRT-LLM engine profile (fitted on TensorRT-LLM's own in-flight throughput tables) "
+               "over the serving defaults")
         rows = [(SERVING_NAMES.get(k, (humanize_key(k), ""))[0], value_text(v, SERVING_NAMES.get(k, ("", ""))[1]),
-                 "serving efficiency defaults, checked against MLPerf Inference") for k, v in d.serving.efficiency.items()]
+                 src) for k, v in d.serving.efficiency.items()]
         rows += [("Modelling assumption", humanize_text(t), "serving engine") for t in d.serving.assumptions]
         groups.append(("Serving engine", rows))
     if d.reliability is not None:

@@ -1,0 +1,226 @@
+"""Fit the ``tensorrt-llm`` serving engine profile on TensorRT-LLM's own in-flight throughput tables.
+
+Prints the values that go into ``gpucluster_lib/data/serving_engines.yaml`` (it writes nothing), the
+fit's RMS and largest error, every row before (the generic engine) and after, and three checks:
+
+* additive against overlapped host time: ``T = T_gpu + F + c B`` against ``T = max(T_gpu, F + c B)``,
+  each fitted on the same rows;
+* the wave argument of the in-flight batch (:func:`gpucluster_lib.inference.validation.trtllm_inflight_inputs`):
+  a small event simulation of the two capacity schedulers on one row (every request of one length,
+  all queued at t = 0, a token budget per iteration, a KV pool of a fixed number of tokens), giving the
+  mean number of sequences in generation per iteration;
+* the static rows (0.8.0 / 0.9.0, ``gptSessionBenchmark``: one batch, the whole batch's prefill, then
+  ``L_out`` decode steps) with the GPU terms of the fit and no batch-manager host time.
+
+The rows: the 20 in-flight rows of ``gpucluster_lib/data/validation/trtllm_llama2_70b_fp8.yaml``
+(releases 0.10.0 and 0.11.0, ``gptManagerBenchmark``), each at
+:func:`~gpucluster_lib.inference.validation.trtllm_inflight_inputs`. The step of each row is the
+model's (:func:`gpucluster_lib.inference.latency.mixed_step_times`) with the HBM, link and all-reduce
+efficiencies of the generic engine; three terms are fitted, by a deterministic grid search on the log
+error (numpy only): the FP8 GEMM efficiency e8, the host time per iteration F and per sequence c.
+
+    PYTHONPATH=. python scripts/calibrate_serving.py
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.inference.engines import engine_profile
+from gpucluster_lib.inference.latency import (
+    decode_attention_flops,
+    linear_flops_per_token,
+    mean_context_in_flight,
+    prefill_attention_flops,
+)
+from gpucluster_lib.inference.validation import (
+    TRTLLM_MODEL,
+    trtllm_engine_per_gpu,
+    trtllm_inflight_inputs,
+    trtllm_model_per_gpu,
+    trtllm_releases,
+    trtllm_rows,
+)
+from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.units import GB, TERA
+from gpucluster_lib.workloads.transformer import resolve_transformer
+
+INFLIGHT = ("0.10.0", "0.11.0")
+STATIC = ("0.8.0", "0.9.0")
+#: the grid of the fit: e8, F [s], c [s]
+GRID_E8 = np.round(np.arange(0.40, 0.801, 0.01), 2)
+GRID_F = np.round(np.arange(0.0, 0.0401, 0.0005), 4)
+GRID_C = np.round(np.arange(0.0, 40.1e-6, 1e-6), 7)
+
+
+def row_terms(row) -> dict:
+    """The e8-free pieces of one row's step at its in-flight inputs [s], and its published per-GPU rate."""
+    inf = trtllm_inflight_inputs(row)
+    est = trtllm_engine_per_gpu(row)
+    arch = resolve_transformer(TRTLLM_MODEL)
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    acc = resolve_hardware(sc).accelerator
+    peak = float(acc["fp8_tflops"]) * TERA
+    bw = float(acc["memory_bandwidth_gb_per_s"]) * GB * est.efficiency["memory_bandwidth_efficiency"]
+    b, lin, lout, tp = float(est.batch), row.input_tokens, row.output_tokens, row.tp
+    prompts = b / lout
+    tokens = b + prompts * lin
+    ctx = mean_context_in_flight(lin, lout, 0.0)
+    return {"row": row, "b": b, "tp": tp, "published": row.per_gpu,
+            "weights_s": est.weights_bytes_per_gpu / bw,
+            "gemm_at_peak_s": tokens * linear_flops_per_token(arch) / tp / peak,
+            "kv_s": b * ctx * est.kv_cache_bytes_per_token_per_gpu / bw,
+            "attn_at_peak_s": (b * float(decode_attention_flops(arch, ctx)) + prompts * prefill_attention_flops(arch, lin))
+            / tp / peak,
+            "comm_s": est.step_time_breakdown_s["communication"]}
+
+
+def gpu_time(t: dict, e8):
+    """The roofline step at GEMM efficiency e8 [s] (latency.mixed_step_times, without host time)."""
+    return (np.maximum(t["weights_s"], t["gemm_at_peak_s"] / e8) + np.maximum(t["kv_s"], t["attn_at_peak_s"] / e8)
+            + t["comm_s"])
+
+
+def predicted(t: dict, e8, f, c, overlapped: bool = False):
+    """Output tokens/s per GPU of one row."""
+    host = f + c * t["b"]
+    step = np.maximum(gpu_time(t, e8), host) if overlapped else gpu_time(t, e8) + host
+    return t["b"] / step / t["tp"]
+
+
+def fit(terms: list[dict], overlapped: bool = False) -> tuple[float, float, float, float]:
+    """(e8, F, c, RMS of the log error) on the grid, the smallest RMS (ties: the first in grid order)."""
+    e8, f, c = np.meshgrid(GRID_E8, GRID_F, GRID_C, indexing="ij")
+    sq = np.zeros_like(e8)
+    for t in terms:
+        sq += np.log(predicted(t, e8, f, c, overlapped) / t["published"]) ** 2
+    rms = np.sqrt(sq / len(terms))
+    i = np.unravel_index(int(np.argmin(rms)), rms.shape)
+    return float(e8[i]), float(f[i]), float(c[i]), float(rms[i])
+
+
+def simulate(isl: int, osl: int, requests: int, pool_tokens: int, max_batch: int, budget: int, policy: str) -> float:
+    """Mean sequences in generation per iteration, over a whole run of ``requests`` of one length queued at
+    t = 0 (a sketch of the capacity and micro-batch schedulers: prompts in chunks within ``budget`` tokens
+    an iteration, one token for each sequence in generation; ``no_evict`` admits a request only when the
+    pool holds it at its full length; ``max_utilization`` admits on the pages of its prompt and, when a
+    step's new tokens do not fit, pauses the newest request, which frees its pages and later recomputes
+    its prompt and the tokens it had generated)."""
+    from collections import deque
+
+    waiting = deque(range(requests))
+    out = [0] * requests
+    run: dict[int, list[int]] = {}      # id -> [context to process, context done, pages held, admission order]
+    steps = in_gen = finished = order = 0
+    while finished < requests:
+        steps += 1
+        gen = [i for i, s in run.items() if s[1] >= s[0]]
+        if policy == "max_utilization":
+            while run and sum(s[2] for s in run.values()) + len(gen) > pool_tokens:
+                newest = max(run, key=lambda i: run[i][3])
+                run.pop(newest)
+                waiting.appendleft(newest)
+                gen = [i for i in gen if i != newest]
+        tokens = len(gen)
+        for s in run.values():
+            if s[1] < s[0] and tokens < budget:
+                take = min(s[0] - s[1], budget - tokens)
+                s[1] += take
+                tokens += take
+        held = len(run) * (isl + osl) if policy == "no_evict" else sum(s[2] for s in run.values())
+        while waiting and tokens < budget and len(run) < max_batch:
+            i = waiting[0]
+            need = isl + osl if policy == "no_evict" else isl + out[i]
+            if held + need > pool_tokens:
+                break
+            waiting.popleft()
+            order += 1
+            take = min(isl + out[i], budget - tokens)
+            run[i] = [isl + out[i], take, isl + out[i], order]
+            tokens += take
+            held += need
+        for i in gen:
+            out[i] += 1
+            run[i][2] += 1
+            if out[i] >= osl:
+                del run[i]
+                finished += 1
+        in_gen += len(gen)
+    return in_gen / steps
+
+
+def static_per_gpu(row, e8: float) -> float:
+    """A static row (gptSessionBenchmark): the batch's prefill, then L_out decode steps at context
+    L_in + L_out / 2 (the model's GPU terms at e8, no batch-manager host time) [output tokens/s per GPU]."""
+    arch = resolve_transformer(TRTLLM_MODEL)
+    inf = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+           "arrival": "offline", "ttft_slo_s": 1e6, "tpot_slo_s": 1e6, "tensor_parallel": row.tp,
+           "batch_size": row.batch, "gemm_efficiency_8bit": e8, "decode_step_overhead_s": 0.0}
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    from gpucluster_lib.inference.serve import serve
+
+    est = serve(sc, facility_budget=False)
+    acc = resolve_hardware(sc).accelerator
+    peak = float(acc["fp8_tflops"]) * TERA * e8
+    bw = float(acc["memory_bandwidth_gb_per_s"]) * GB * est.efficiency["memory_bandwidth_efficiency"]
+    b, lin, lout, tp = row.batch, row.input_tokens, row.output_tokens, row.tp
+    prefill = b * (lin * linear_flops_per_token(arch) + prefill_attention_flops(arch, lin)) / tp / peak
+    ctx = lin + lout / 2
+    decode = (max(est.weights_bytes_per_gpu / bw, b * linear_flops_per_token(arch) / tp / peak)
+              + max(b * ctx * est.kv_cache_bytes_per_token_per_gpu / bw, b * float(decode_attention_flops(arch, ctx)) / tp / peak))
+    # TP all-reduces: prefill of b x L_in tokens, and b tokens a decode step (the model's communication term
+    # scaled from its mixed step of b (1 + L_in / L_out) tokens is close enough for a check)
+    comm_step = est.step_time_breakdown_s["communication"]
+    tokens_mixed = b * (1 + lin / lout)
+    comm_prefill = comm_step * b * lin / tokens_mixed if tp > 1 else 0.0
+    comm_decode = comm_step * b / tokens_mixed if tp > 1 else 0.0
+    total = prefill + comm_prefill + lout * (decode + comm_decode)
+    return b * lout / total / tp
+
+
+def main() -> None:
+    rows = [r for rel in INFLIGHT for r in trtllm_rows(rel)]
+    terms = [row_terms(r) for r in rows]
+    e8, f, c, rms = fit(terms)
+    e8o, fo, co, rmso = fit(terms, overlapped=True)
+    prof = engine_profile("tensorrt-llm")
+    print("fit on the 20 in-flight rows (0.10.0, 0.11.0), HBM efficiency 0.80:")
+    print(f"  gemm_efficiency_8bit = {e8:.2f}, iteration_host_time_s = {f:.4f}, host_time_per_sequence_s = {c:.1e}")
+    print(f"  RMS of the log error {rms:.4f}; overlapped host time max(GPU, F + c B): e8 {e8o:.2f}, F {fo:.4f}, "
+          f"c {co:.1e}, RMS {rmso:.4f}")
+    print(f"shipped: gemm_efficiency_8bit = {prof.efficiency.get('gemm_efficiency_8bit')}, iteration_host_time_s = "
+          f"{prof.iteration_host_time_s}, host_time_per_sequence_s = {prof.host_time_per_sequence_s}")
+    print("row                                batch   published  generic   tensorrt-llm (serve)")
+    errs = []
+    for t in terms:
+        r = t["row"]
+        gen = trtllm_model_per_gpu(r) / r.per_gpu - 1
+        eng = trtllm_engine_per_gpu(r).tokens_per_s_per_gpu / r.per_gpu - 1
+        errs.append(eng)
+        print(f"  {r.release:7s} {r.system} TP {r.tp} {r.input_tokens:>4d}/{r.output_tokens:<4d} {int(t['b']):5d} "
+              f"{r.per_gpu:9.1f}  {gen:+7.1%}  {eng:+7.1%}")
+    e = np.array(errs)
+    print(f"  shipped values: RMS {np.sqrt(np.mean(np.log1p(e) ** 2)):.4f} (log), largest |error| {np.max(np.abs(e)):.1%}")
+    print("static rows (gptSessionBenchmark), prefill then decode, GPU terms at the fitted e8, no host time:")
+    for rel in STATIC:
+        for r in trtllm_rows(rel):
+            print(f"  {rel} {r.system} TP {r.tp} {r.input_tokens}/{r.output_tokens} batch {r.batch}: "
+                  f"{static_per_gpu(r, e8) / r.per_gpu - 1:+.1%}")
+    rel = trtllm_releases()["0.10.0"]
+    for isl, osl, system in ((128, 2048, "dgx-h100"), (2048, 2048, "dgx-h100")):
+        row = next(r for r in trtllm_rows("0.10.0") if (r.system, r.tp, r.input_tokens, r.output_tokens)
+                   == (system, 2, isl, osl))
+        b = trtllm_inflight_inputs(row)["batch_size"]
+        pool = b * (isl + osl)
+        for policy in ("no_evict", "max_utilization"):
+            m = simulate(isl, osl, int(rel["requests"]), pool, int(rel["max_batch_size"]), int(rel["max_num_tokens"]),
+                         policy)
+            print(f"event simulation {isl}/{osl} {system} TP 2, pool {pool:,} tokens = {b} x (L_in + L_out), "
+                  f"2000 requests, {policy}: {m:.0f} sequences in generation per iteration on average")
+
+
+if __name__ == "__main__":
+    main()
