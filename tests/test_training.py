@@ -350,7 +350,7 @@ def test_cli_json_contract():
               "memory_per_gpu_bytes", "fits", "time_breakdown_s", "training_days", "plan", "findings"):
         assert k in d, k
     assert set(d["memory_per_gpu_bytes"]) == {"weights", "gradients", "optimizer_states", "gather_buffers",
-                                              "activations", "other",
+                                              "unreduced_gradients", "activations", "other",
                                               "total"}
     m = d["memory_per_gpu_bytes"]
     assert m["total"] == pytest.approx(sum(v for k, v in m.items() if k != "total"))

@@ -111,16 +111,42 @@ def test_zero3_model_states_read_16_bytes_per_parameter_over_dp():
     assert m["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-3)
 
 
-def test_deepspeed_zero3_gathers_two_neighbouring_modules_not_two_layers():
-    # DeepSpeed ZeRO-3 gathers per weight module: the one computing and the next one in flight
-    # (PartitionedParameterCoordinator, deepspeed/runtime/zero/stage3.py v0.3.13). GPT-3 175B layer:
-    # 12 h^2 + 13 h = 12 x 12288^2 + 13 x 12288 = 1,812,099,072 parameters; the largest neighbouring pair,
-    # FC1 + FC2, holds 8/12 of them: 2/3 x 1,812,099,072 x 2 bytes = 2,416,132,096 B (FSDP: 2 layers)
+def test_deepspeed_zero3_gathered_parameters_and_unreduced_gradients_at_the_backward_peak():
+    # DeepSpeed ZeRO-3 v0.3.13-v0.4.0 defaults (deepspeed/runtime/zero/constants.py): reduce_bucket_size 5e8,
+    # stage3_max_live_parameters 1e9, stage3_prefetch_bucket_size 5e7, contiguous_gradients false. In the backward
+    # (FC2, FC1, proj, QKV, then the layer below) module j's weight gradient is made while the bucket reduced before
+    # (partitioned only at the next reduction) and the bucket being filled hold full 16-bit gradients
+    # (stage3.py reduce_ipg_grads / partition_previous_reduced_grads); the module computing is gathered, and the next
+    # one is prefetched only while fewer than 1e9 elements are gathered (prefetch_next_sub_modules).
+    # GPT-3 175B layer: 12 x 12288^2 + 13 x 12288 = 1,812,099,072 parameters; QKV 3/12 (4.53e8), proj 1/12 (1.51e8),
+    # FC1 and FC2 4/12 (6.04e8) each: every module fills a bucket of its own (proj + QKV = 6.04e8 > 5e8).
+    # At FC2: gradients proj + QKV (the layer above) + FC2 = 8/12, gathered FC2 + FC1 prefetched (6.04e8 < 1e9) = 8/12;
+    # at FC1: gradients QKV + FC2 + FC1 = 11/12, gathered FC1 + proj = 5/12: both 16/12 of a layer, the first is kept.
+    layer = 1_812_099_072
     base = dict(model="gpt3-175b", nodes=48, tensor=1, pipeline=1, micro_batch_size=4, zero_stage=3)
-    ds = estimate(scen(**base, training={"framework": "deepspeed"}))
-    assert ds.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2_416_132_096, rel=1e-9)
-    fsdp = estimate(scen(**base, training={"framework": "fsdp"}))
-    assert fsdp.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(2 * 1_812_099_072 * 2, rel=1e-9)
+    ds = estimate(scen(**base, training={"framework": "deepspeed"})).memory_per_gpu_bytes
+    assert ds["gather_buffers"] == pytest.approx(8 / 12 * layer * 2, rel=1e-9)        # 2,416,132,096 B
+    assert ds["unreduced_gradients"] == pytest.approx(8 / 12 * layer * 2, rel=1e-9)   # 2,416,132,096 B
+    fsdp = estimate(scen(**base, training={"framework": "fsdp"})).memory_per_gpu_bytes
+    assert fsdp["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-9)           # two FSDP units (layers)
+    assert fsdp["unreduced_gradients"] == 0.0
+
+
+def test_deepspeed_zero3_buffers_of_a_530b_layer_peak_at_fc1():
+    # GPT 530B (Narayanan 2021 Table 2: h 20480, 4h FFN): a layer of 12 x 20480^2 + 13 x 20480 = 5,033,431,040
+    # parameters; QKV 1.26e9, proj 4.19e8, FC1 and FC2 1.68e9 elements. FC2, FC1 and QKV exceed
+    # stage3_max_live_parameters (1e9): nothing is prefetched behind them; behind proj (4.19e8) the QKV weight is.
+    # Per backward module (gradients alive / gathered, in twelfths of a layer): FC2 8 / 4, FC1 (QKV of the layer
+    # above, FC2, FC1) 11 / 4, proj 9 / 1 + 3, QKV 8 / 3: the peak is at FC1, 15/12 of a layer in 16 bits.
+    from gpucluster_lib.training.core import deepspeed_zero3_buffers
+
+    layer = 12 * 20480**2 + 13 * 20480
+    ctx = build_context(scen(model="megatron-529.6b", nodes=80, tensor=1, pipeline=1, micro_batch_size=4,
+                             zero_stage=3, training={"framework": "deepspeed"}))[0]
+    gathered, grads = deepspeed_zero3_buffers(ctx, np.array([float(layer)]))
+    assert gathered[0] == pytest.approx(4 / 12 * layer, rel=1e-12)   # FC1's weight: 1.68e9 elements, 3.36 GB
+    assert grads[0] == pytest.approx(11 / 12 * layer, rel=1e-12)     # QKV + FC2 + FC1: 4.61e9 elements, 9.23 GB
+
 
 
 # ----------------------------------------------------------------------------- overlap
@@ -386,3 +412,22 @@ def test_a_typo_in_a_framework_schedule_key_is_refused_naming_the_framework_and_
             framework_from_rows(name, rows)
     for name in framework_rows():  # the shipped rows load
         assert framework_from_rows(name, framework_rows()).id == name
+
+
+def test_zero3_buffers_are_their_own_lines_in_the_app_and_report_memory_charts():
+    # GPT 530B at micro-batch 4 on 640 A100 with DeepSpeed ZeRO-3: FC1 gathered, 4/12 of a 5,033,431,040-parameter
+    # layer in 16 bits = 3.36e9 B, and the gradients of QKV, FC2 and FC1, 11/12 = 9.23e9 B, each its own bar
+    from gpucluster_lib.charts import report_design
+    from gpucluster_lib.charts.training import memory_spec
+    from gpucluster_lib.units import GIB
+
+    layer = 12 * 20480**2 + 13 * 20480
+    est = estimate(scen(model="megatron-529.6b", nodes=80, tensor=1, pipeline=1, micro_batch_size=4,
+                        global_batch_size=2560, recompute="full", zero_stage=3, training={"framework": "deepspeed"}))
+    app = {r["part"]: r["gib"] for r in memory_spec(est)["data"]["values"]}
+    assert app["gathered parameters (ZeRO-3)"] == pytest.approx(4 / 12 * layer * 2 / GIB, rel=1e-9)
+    assert app["gradients awaiting reduction (ZeRO-3)"] == pytest.approx(11 / 12 * layer * 2 / GIB, rel=1e-9)
+    spec = report_design.training_memory_chart(est).to_dict()
+    rep = {r["part"]: r["gib"] for rows in spec["datasets"].values() for r in rows if "part" in r}
+    assert rep["Gathered parameters (ZeRO-3)"] == pytest.approx(4 / 12 * layer * 2 / GIB, rel=1e-9)
+    assert rep["Gradients awaiting reduction (ZeRO-3)"] == pytest.approx(11 / 12 * layer * 2 / GIB, rel=1e-9)

@@ -167,21 +167,23 @@ def test_published_conversions_by_hand():
 
 def test_every_published_calibration_plan_fits_in_memory(table):
     # the runs ran: the 530B ZeRO-3 run on 640 A100 (Narayanan 2021 Table 2, micro-batch 4, "did not fit on
-    # 560 GPUs") fits once DeepSpeed's gathered parameters are two neighbouring weight modules (2/3 of a
-    # layer, 6.7 GB) rather than two layers (20.1 GB): 78.6 GB of 85.9
+    # 560 GPUs") fits with DeepSpeed's backward buffers at their peak (FC1's weight gathered, 4/12 of a layer,
+    # 3.36 GB, and the full 16-bit gradients of QKV, FC2 and FC1 awaiting reduction, 11/12, 9.23 GB):
+    # 84.7 GB of 85.9
     cal = table[table["set"] == "calibration"]
     assert cal["fits"].all(), list(cal.loc[~cal["fits"], "run_id"])
 
 
-@pytest.mark.xfail(strict=True, reason="the model puts 530B ZeRO-3 at micro-batch 4 on 560 A100 at 80.6 GB of "
-                   "85.9, where the published run did not fit: near the limit the memory model is short by 5 GB or more")
 def test_530b_zero3_does_not_fit_on_560_gpus_as_published():
     # Narayanan 2021 Table 2 footnote: "530B did not fit on 560 GPUs with mbs=4, so 640 GPUs / batch 2560 used";
-    # the 640-GPU row (batch 2560 = 640 x 4) on 560 GPUs at the same micro-batch is batch 2240 = 560 x 4
+    # the 640-GPU row (batch 2560 = 640 x 4) on 560 GPUs at the same micro-batch is batch 2240 = 560 x 4.
+    # Model states 16 x 529.6e9 / 560 = 15.1 GB (13.2 GB on 640), DeepSpeed's backward buffers 3.36 + 9.23 GB,
+    # activations 53.4 GB: 86.7 GB with the fixed and fragmentation terms, above the 85.9 GB (80 GiB) of an A100
     from gpucluster_lib.training import estimate
 
     runs = validation.load_runs()
     row = next(r for r in runs.to_dict(orient="records") if int(r["gpus"]) == 640 and "ZeRO-3" in str(r["label"]))
+    assert estimate(validation.scenario_for(row)).fits is True
     row = row | {"gpus": 560, "dp": 560, "gbs": 2240}
     assert estimate(validation.scenario_for(row)).fits is False
 

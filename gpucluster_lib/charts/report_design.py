@@ -28,7 +28,8 @@ STEP_LABELS = {
     "framework": "Framework: pipeline slots and fixed time per step", "overhead": "Step overhead (a share of the step)",
 }
 MEMORY_LABELS = {"weights": "Weights", "gradients": "Gradients", "optimizer_states": "Optimizer states",
-                 "gather_buffers": "Gathered parameters (ZeRO-3)", "activations": "Activations",
+                 "gather_buffers": "Gathered parameters (ZeRO-3)",
+                 "unreduced_gradients": "Gradients awaiting reduction (ZeRO-3)", "activations": "Activations",
                  "other": "Runtime, buffers, fragmentation"}
 SERVING_MEMORY_LABELS = {"weights": "Weights", "kv_cache": "KV cache", "workspace": "Workspace",
                          "runtime": "Runtime", "free": "Free"}

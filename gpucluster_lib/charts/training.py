@@ -68,7 +68,8 @@ def _memory_parts(d: dict[str, Any]) -> tuple[list[dict[str, Any]], float, str]:
 
 def _memory_chart(rows: list[dict[str, Any]], cap: float, title: str) -> alt.Chart:
     parts = [r["part"] for r in rows]
-    colours = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#b279a2", "#dddddd"][:len(parts)]
+    palette = ["#4c78a8", "#f58518", "#e45756", "#72b7b2", "#9d755d", "#54a24b", "#b279a2"]
+    colours = [("#dddddd" if p == "free" else palette[i % len(palette)]) for i, p in enumerate(parts)]
     return alt.Chart(pd.DataFrame(rows, columns=["part", "gib", "order"])).mark_bar().encode(
         x=alt.X("gib:Q", title=f"Memory per GPU [GiB] (GPU memory {cap:,.0f} GiB)", stack="zero"),
         color=alt.Color("part:N", title="Part", sort=parts, scale=alt.Scale(domain=parts, range=colours)),

@@ -82,10 +82,11 @@ TP only with sequence parallelism, the score term vanishes with selective recomp
 fused attention kernel, and full recomputation keeps only ``2 s b h`` per layer; the first
 stage i holds ``min(p - i, m)`` micro-batches in flight [2], times ``1 + (p-1)/(p v)`` when
 interleaved [3]; the last stage also holds one micro-batch of fp32 logits. ZeRO-3's gathered
-parameters of the current and the prefetched unit (a layer; for DeepSpeed a weight module, [12])
-are their own line (``gather_buffers``), so
-that weights + gradients + optimizer states read as ZeRO's ``16 P / N_d`` [4]. Plus CUDA
-context, communication buffers and fragmentation.
+parameters of the current and the prefetched unit (a layer; for DeepSpeed the weight module
+computing and those prefetched behind it at the backward peak, [12, 17]) are their own line
+(``gather_buffers``), so that weights + gradients + optimizer states read as ZeRO's
+``16 P / N_d`` [4]; DeepSpeed's full 16-bit gradients awaiting their reduction at that peak are
+``unreduced_gradients`` [17]. Plus CUDA context, communication buffers and fragmentation.
 
 References
 ----------
@@ -153,6 +154,17 @@ References
         ``reduction_stream.synchronize()``) when the next gradient would overflow
         ``reduce_bucket_size`` (5e8 elements); a larger gradient is reduced at the next call
         (``extra_large_param_to_reduce``), deepspeed/runtime/zero/stage3.py, v0.3.13.
+.. [17] DeepSpeed ZeRO-3 memory in the backward, v0.3.13-v0.4.0 (2021-03 to 2021-06; defaults in
+        deepspeed/runtime/zero/constants.py: ``reduce_bucket_size`` 5e8, ``stage3_max_live_parameters``
+        1e9, ``stage3_prefetch_bucket_size`` 5e7, stage-3 ``contiguous_gradients`` false and
+        ``overlap_comm`` true). deepspeed/runtime/zero/stage3.py: each weight's full gradient waits
+        in the bucket (``reduce_independent_p_g_buckets_and_remove_grads``) until the next one would
+        overflow it; ``reduce_ipg_grads`` first partitions the bucket reduced before
+        (``partition_previous_reduced_grads``), then all-reduces this one (``buffered_reduce_fallback``),
+        whose full gradients stay until the next call. ``PartitionedParameterCoordinator``
+        ``prefetch_next_sub_modules`` prefetches only while ``total_available_parameter_numel`` is below
+        ``max_available_parameters_in_numel``; ``release_sub_module`` frees a module's gathered weight
+        after its use (its reuse distance exceeds ``stage3_max_reuse_distance``, 1e9).
 .. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
         bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
 """
@@ -160,6 +172,7 @@ References
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
@@ -192,7 +205,8 @@ RC_NAMES = {v: k for k, v in RC_CODES.items()}
 
 BREAKDOWN_KEYS = ("compute", "recompute", "tp_comm", "cp_comm", "ep_comm", "pp_comm", "bubble",
                   "dp_comm", "optimizer", "framework", "overhead")
-MEMORY_KEYS = ("weights", "gradients", "optimizer_states", "gather_buffers", "activations", "other")
+MEMORY_KEYS = ("weights", "gradients", "optimizer_states", "gather_buffers", "unreduced_gradients", "activations",
+               "other")
 
 #: Smallest GEMM dimension of the measurements behind the shipped GEMM curve (OpenXLA's H100
 #: table, 256-4096; see gpucluster_lib.calibration.gemm) [elements].
@@ -746,21 +760,67 @@ def fsdp_exposed(fwd, bwd, a, r, n, prefetch: bool = True):
 
 
 def gather_buffer_layers(ctx: Context) -> float:
-    """ZeRO-3's gathered parameters at their peak, in layers' worth of parameters [layers].
+    """ZeRO-3's gathered parameters at their peak, in layers' worth of parameters [layers], for
+    the frameworks that gather a wrapped unit: FSDP gathers one unit (a layer) while the next one is
+    prefetched: 2. DeepSpeed (``zero3_prefetch: module``) is :func:`deepspeed_zero3_buffers`."""
+    return 2.0
 
-    FSDP gathers one wrapped unit (a layer) while the next one is prefetched: 2. DeepSpeed
-    (``zero3_prefetch: module``) gathers per weight module: the module computing and the next one in
-    flight, the largest sum of two neighbours of :func:`module_shares` [12]. A prefetch takes
-    parameters up to ``stage3_prefetch_bucket_size`` (5e7 elements), one weight of these layers;
-    each module's gathered copy is released after its use in the forward (its next use is more than
-    ``stage3_max_reuse_distance``, 1e9 parameters, away); every fetch waits for the work in flight
-    (``fetch_sub_module`` ends in ``torch.cuda.synchronize``), so no third module is gathered while
-    one computes (``PartitionedParameterCoordinator``, deepspeed/runtime/zero/stage3.py, v0.3.13).
-    GPT-3's 4h FFN: FC1 + FC2 = 4/12 + 4/12 = 2/3 of a layer."""
-    if ctx.framework.zero3_prefetch != "module":
-        return 2.0
-    w = module_shares(ctx)
-    return max(w[j] + w[(j + 1) % len(w)] for j in range(len(w)))
+
+def deepspeed_zero3_buffers(ctx: Context, lp) -> tuple[np.ndarray, np.ndarray]:
+    """DeepSpeed ZeRO-3's gathered parameters and unreduced 16-bit gradients at their peak in the
+    backward [elements], for layers of ``lp`` parameters per GPU (any shape) [12, 15, 17].
+
+    The backward runs over the weight modules from FC2 down (:func:`module_shares`; a module's
+    parameters ``n_j = w_j lp``). When module j computes its weight gradient, three sets of full
+    (unpartitioned) gradients are alive: the bucket reduced before (its gradients are copied into
+    the partition only at the next reduction, ``partition_previous_reduced_grads``), the bucket
+    being filled (it is reduced when the next gradient would overflow ``reduce_bucket_size``,
+    ``bucket_params``: 5e8 elements) and module j's own. Gathered then: module j, and the modules
+    prefetched behind it (the next ones in the trace up to ``stage3_prefetch_bucket_size``,
+    ``zero3_prefetch_params``: 5e7 elements) only while fewer than ``stage3_max_live_parameters``
+    (``zero3_max_live_params``: 1e9) elements are gathered. The peak of gathered plus gradient bytes
+    is taken over two layers' modules from an empty bucket, and over as many layers as a bucket
+    needs to fill. GPT-3 530B (h 20480, 4h FFN: QKV 3h^2, projection h^2, FC1 and FC2 4h^2 each,
+    1.26e9 to 1.68e9 elements, each one bucket, FC1 and FC2 above 1e9 so nothing is prefetched
+    behind them): the peak is at FC1, gradients of QKV (the layer above), FC2 and FC1 (11/12 of a
+    layer) and FC1 gathered (4/12): 15/12 of a layer."""
+    fw = ctx.framework
+    lp = np.asarray(lp, dtype=float)
+    uniq, inv = np.unique(lp, return_inverse=True)
+    terms = (module_shares(ctx), fw.bucket_params, fw.zero3_max_live_params, fw.zero3_prefetch_params,
+             fw.zero3_gather_bytes, int(ctx.arch.layers))
+    peaks = np.array([_deepspeed_peak(p, *terms) for p in uniq.tolist()]).reshape(-1, 2)
+    return peaks[inv, 0].reshape(lp.shape), peaks[inv, 1].reshape(lp.shape)
+
+
+@lru_cache(maxsize=4096)
+def _deepspeed_peak(p: float, w: tuple[float, ...], bucket: float, live: float, ahead_max: float,
+                    gather_bytes: float, model_layers: int) -> tuple[float, float]:
+    """Gathered and unreduced-gradient elements at the backward peak of :func:`deepspeed_zero3_buffers`
+    for layers of ``p`` parameters [elements]."""
+    k = len(w)
+    # enough layers for a bucket to fill twice (small layers share a bucket), at most the model's
+    layers = int(min(max(2.0, 2.0 * bucket / max(p, 1.0) + 2.0), max(model_layers, 2)))
+    order = [w[(k - 1 - j) % k] * p for j in range(k * layers + k)]  # FC2, FC1, proj, QKV, FC2, ...
+    prev = cur = best = 0.0
+    out = (0.0, 0.0)
+    for j in range(k * layers):
+        n = order[j]
+        ahead, acc = 0.0, 0.0
+        for nxt in order[j + 1:j + 1 + k]:  # a prefetch takes whole weights until it holds ahead_max elements
+            if acc >= ahead_max:
+                break
+            ahead, acc = ahead + nxt, acc + nxt
+        g = n + (ahead if n < live else 0.0)
+        r = prev + cur + n
+        total = g * gather_bytes + r * BYTES_16
+        if total > best:
+            best, out = total, (g, r)
+        if cur + n > bucket:  # the bucket is reduced; the one reduced before is partitioned
+            prev, cur = cur, n
+        else:
+            cur += n
+    return out
 
 
 def _prefetch_pass(ctx: Context, compute, comm):
@@ -797,9 +857,15 @@ class MemoryCommon:
         self.per_layer, self.rebuilt = per_layer, rebuilt
         self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
         # ZeRO-3 keeps the gathered parameters of the current and the prefetched unit [4]: two layers
-        # (FSDP wraps each layer), or for DeepSpeed two adjacent weight modules [12], in the gather
-        # precision (``zero3_gather_bytes``: 4 for FSDP's fp32 gathers, param_dtype None [16])
-        self.gather = np.where(zero == 3, gather_buffer_layers(ctx) * lp * ctx.framework.zero3_gather_bytes, 0.0)
+        # (FSDP wraps each layer), or for DeepSpeed the module computing and those prefetched [12], in the gather
+        # precision (``zero3_gather_bytes``: 4 for FSDP's fp32 gathers, param_dtype None [16]); DeepSpeed
+        # also holds full 16-bit gradients until their bucket is reduced and partitioned [17]
+        if ctx.framework.zero3_prefetch == "module":
+            g_el, r_el = deepspeed_zero3_buffers(ctx, lp)
+        else:
+            g_el, r_el = gather_buffer_layers(ctx) * lp, 0.0 * lp
+        self.gather = np.where(zero == 3, g_el * ctx.framework.zero3_gather_bytes, 0.0)
+        self.unreduced = np.where(zero == 3, r_el * BYTES_16, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
         self.frag = e.fragmentation
 
@@ -809,6 +875,7 @@ class MemoryCommon:
         other, total = self.on_top(held["model"] + held["activations"])
         return {"weights": held["weights"], "gradients": held["gradients"],
                 "optimizer_states": held["optimizer_states"], "gather_buffers": held["gather_buffers"],
+                "unreduced_gradients": held["unreduced_gradients"],
                 "activations": held["activations"], "other": other, "total": total}
 
     def held(self, layers, index, has_embedding, has_output):
@@ -819,10 +886,10 @@ class MemoryCommon:
         states = model_state_bytes(params, self.n_dp, self.zero, self.dopt)
         in_flight = np.minimum(np.maximum(pp - index, 1.0), m) * np.where(vp > 1, 1.0 + (pp - 1.0) / (pp * vp), 1.0)
         acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
-        model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather
+        model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather + self.unreduced
         return {"weights": states["weights"], "gradients": states["gradients"],
                 "optimizer_states": states["optimizer_states"], "gather_buffers": self.gather + 0.0 * params,
-                "activations": acts, "model": model}
+                "unreduced_gradients": self.unreduced + 0.0 * params, "activations": acts, "model": model}
 
     def on_top(self, held):
         """CUDA context, communication buffers and fragmentation on top of ``held`` bytes of model

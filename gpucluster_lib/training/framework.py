@@ -43,6 +43,11 @@ class Framework:
     zero3_gather_bytes: float = 2.0
     #: bytes per gradient element of the ZeRO-3 / FSDP gradient reduce-scatter
     zero3_reduce_bytes: float = 2.0
+    #: DeepSpeed ZeRO-3 (``zero3_prefetch: module``): no prefetch while this many parameter elements
+    #: are gathered (``stage3_max_live_parameters``) [elements]
+    zero3_max_live_params: float = float("inf")
+    #: DeepSpeed ZeRO-3: elements a prefetch takes, whole parameters (``stage3_prefetch_bucket_size``) [elements]
+    zero3_prefetch_params: float = 0.0
     #: fixed time per optimizer step [s] (host-side per-step work of the training loop)
     step_fixed_s: float = 0.0
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
@@ -120,6 +125,8 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      backward_prefetch=str(row.get("backward_prefetch", "post")),
                      zero3_gather_bytes=float(row.get("zero3_gather_bytes", 2.0)),
                      zero3_reduce_bytes=float(row.get("zero3_reduce_bytes", 2.0)),
+                     zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
+                     zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
                      checkpoint_early_stop=bool(row.get("checkpoint_early_stop", False)))
 

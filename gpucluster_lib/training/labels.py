@@ -17,5 +17,6 @@ BREAKDOWN_LABELS = {
 }
 #: the parts of a GPU's memory, in the order the memory chart stacks them
 MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_states": "optimizer states",
-                 "gather_buffers": "gathered parameters (ZeRO-3)", "activations": "activations",
+                 "gather_buffers": "gathered parameters (ZeRO-3)",
+                 "unreduced_gradients": "gradients awaiting reduction (ZeRO-3)", "activations": "activations",
                  "other": "other (context, buffers, fragmentation)"}
