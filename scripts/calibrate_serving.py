@@ -1,12 +1,15 @@
 """Fit the ``tensorrt-llm`` serving engine profile on TensorRT-LLM's own in-flight throughput tables.
 
 Prints the values that go into ``gpucluster_lib/data/serving_engines.yaml`` (it writes nothing), the
-fit's RMS and largest error, every row before (the generic engine) and after, and three checks:
+fit's RMS and largest error, every row before (the generic engine) and after, and four checks:
 
 * additive against overlapped host time: ``T = T_gpu + F + c B`` against ``T = max(T_gpu, F + c B)``,
   each fitted on the same rows;
+* the whole run instead of the steady state (:mod:`gpucluster_lib.inference.benchmark_run`: the release's
+  request count queued at t = 0, start-up and drain included, as gptManagerBenchmark measures): the same
+  three terms fitted on it, and each row at the shipped values;
 * the wave argument of the in-flight batch (:func:`gpucluster_lib.inference.validation.trtllm_inflight_inputs`):
-  a small event simulation of the two capacity schedulers on one row (every request of one length,
+  a small event simulation of the two capacity schedulers on two rows (every request of one length,
   all queued at t = 0, a token budget per iteration, a KV pool of a fixed number of tokens), giving the
   mean number of sequences in generation per iteration;
 * the static rows (0.8.0 / 0.9.0, ``gptSessionBenchmark``: one batch, the whole batch's prefill, then
@@ -15,9 +18,10 @@ fit's RMS and largest error, every row before (the generic engine) and after, an
 The rows: the 20 in-flight rows of ``gpucluster_lib/data/validation/trtllm_llama2_70b_fp8.yaml``
 (releases 0.10.0 and 0.11.0, ``gptManagerBenchmark``), each at
 :func:`~gpucluster_lib.inference.validation.trtllm_inflight_inputs`. The step of each row is the
-model's (:func:`gpucluster_lib.inference.latency.mixed_step_times`) with the HBM, link and all-reduce
-efficiencies of the generic engine; three terms are fitted, by a deterministic grid search on the log
-error (numpy only): the FP8 GEMM efficiency e8, the host time per iteration F and per sequence c.
+model's steady state (:func:`gpucluster_lib.inference.latency.mixed_step_times`, what ``serve`` uses) with
+the HBM, link and all-reduce efficiencies of the generic engine; three terms are fitted, by a
+deterministic grid search on the log error (numpy only): the FP8 GEMM efficiency e8, the host time per
+iteration F and per sequence c.
 
     PYTHONPATH=. python scripts/calibrate_serving.py
 """
@@ -27,6 +31,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpucluster_lib.hardware.resolve import resolve_hardware
+from gpucluster_lib.inference.benchmark_run import run_gpu_time
 from gpucluster_lib.inference.engines import engine_profile
 from gpucluster_lib.inference.latency import (
     decode_attention_flops,
@@ -41,6 +46,8 @@ from gpucluster_lib.inference.validation import (
     trtllm_model_per_gpu,
     trtllm_releases,
     trtllm_rows,
+    trtllm_run_inputs,
+    trtllm_run_per_gpu,
 )
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.units import GB, TERA
@@ -101,6 +108,34 @@ def fit(terms: list[dict], overlapped: bool = False) -> tuple[float, float, floa
     return float(e8[i]), float(f[i]), float(c[i]), float(rms[i])
 
 
+def run_terms(row) -> dict:
+    """One row's whole run (validation.trtllm_run_inputs): the GPU's time at each e8 of the grid [s], the
+    iterations and the sequences in flight summed over them, and the published per-GPU rate."""
+    r = trtllm_run_inputs(row)
+    trace = r["trace"]
+    gpu = np.array([run_gpu_time(trace, r["arch"], weights_bytes_per_gpu=r["weights_bytes_per_gpu"],
+                                 kv_bytes_per_token_per_gpu=r["kv_bytes_per_token_per_gpu"], hw=r["hw"],
+                                 gemm_efficiency=float(e8), eff=r["eff"]) for e8 in GRID_E8])
+    return {"row": row, "gpu_s": gpu, "steps": float(trace.steps.sum()), "in_flight": float(trace.in_flight.sum()),
+            "tokens": trace.requests * row.output_tokens / row.tp, "published": row.per_gpu}
+
+
+def fit_runs(terms: list[dict]) -> tuple[float, float, float, float]:
+    """(e8, F, c, RMS of the log error) of the whole-run prediction on the grid (ties: the first in grid order)."""
+    f, c = np.meshgrid(GRID_F, GRID_C, indexing="ij")
+    best = None
+    for i, e8 in enumerate(GRID_E8):
+        sq = np.zeros_like(f)
+        for t in terms:
+            total = t["gpu_s"][i] + t["steps"] * f + t["in_flight"] * c
+            sq += np.log(t["tokens"] / total / t["published"]) ** 2
+        rms = np.sqrt(sq / len(terms))
+        j = np.unravel_index(int(np.argmin(rms)), rms.shape)
+        if best is None or rms[j] < best[3]:
+            best = (float(e8), float(f[j]), float(c[j]), float(rms[j]))
+    return best
+
+
 def simulate(isl: int, osl: int, requests: int, pool_tokens: int, max_batch: int, budget: int, policy: str) -> float:
     """Mean sequences in generation per iteration, over a whole run of ``requests`` of one length queued at
     t = 0 (a sketch of the capacity and micro-batch schedulers: prompts in chunks within ``budget`` tokens
@@ -151,7 +186,7 @@ def simulate(isl: int, osl: int, requests: int, pool_tokens: int, max_batch: int
     return in_gen / steps
 
 
-def static_per_gpu(row, e8: float) -> float:
+def static_per_gpu(row, e8: float, f: float = 0.0, c: float = 0.0) -> float:
     """A static row (gptSessionBenchmark): the batch's prefill, then L_out decode steps at context
     L_in + L_out / 2 (the model's GPU terms at e8, no batch-manager host time) [output tokens/s per GPU]."""
     arch = resolve_transformer(TRTLLM_MODEL)
@@ -177,38 +212,45 @@ def static_per_gpu(row, e8: float) -> float:
     tokens_mixed = b * (1 + lin / lout)
     comm_prefill = comm_step * b * lin / tokens_mixed if tp > 1 else 0.0
     comm_decode = comm_step * b / tokens_mixed if tp > 1 else 0.0
-    total = prefill + comm_prefill + lout * (decode + comm_decode)
+    total = prefill + comm_prefill + lout * (decode + comm_decode + f + c * b)
     return b * lout / total / tp
 
 
 def main() -> None:
     rows = [r for rel in INFLIGHT for r in trtllm_rows(rel)]
-    terms = [row_terms(r) for r in rows]
-    e8, f, c, rms = fit(terms)
-    e8o, fo, co, rmso = fit(terms, overlapped=True)
+    runs = [run_terms(r) for r in rows]
+    e8, f, c, rms = fit_runs(runs)
+    steady = [row_terms(r) for r in rows]
+    e8s, fs, cs, rmss = fit(steady)
+    e8o, fo, co, rmso = fit(steady, overlapped=True)
     prof = engine_profile("tensorrt-llm")
-    print("fit on the 20 in-flight rows (0.10.0, 0.11.0), HBM efficiency 0.80:")
-    print(f"  gemm_efficiency_8bit = {e8:.2f}, iteration_host_time_s = {f:.4f}, host_time_per_sequence_s = {c:.1e}")
-    print(f"  RMS of the log error {rms:.4f}; overlapped host time max(GPU, F + c B): e8 {e8o:.2f}, F {fo:.4f}, "
-          f"c {co:.1e}, RMS {rmso:.4f}")
+    print("fit on the 20 in-flight rows (0.10.0, 0.11.0), the steady state of serve(), HBM efficiency 0.80 (shipped):")
+    print(f"  gemm_efficiency_8bit = {e8s:.2f}, iteration_host_time_s = {fs:.4f}, host_time_per_sequence_s = {cs:.1e}; "
+          f"RMS of the log error {rmss:.4f}")
+    print(f"  overlapped host time max(GPU, F + c B) instead of additive: e8 {e8o:.2f}, F {fo:.4f}, c {co:.1e}, "
+          f"RMS {rmso:.4f}")
+    print(f"  whole runs instead (start-up and drain, benchmark_run): e8 {e8:.2f}, F {f:.4f}, c {c:.1e}, RMS {rms:.4f}")
     print(f"shipped: gemm_efficiency_8bit = {prof.efficiency.get('gemm_efficiency_8bit')}, iteration_host_time_s = "
           f"{prof.iteration_host_time_s}, host_time_per_sequence_s = {prof.host_time_per_sequence_s}")
-    print("row                                batch   published  generic   tensorrt-llm (serve)")
+    print("row                               slots  requests  in flight  published  generic  tensorrt-llm  whole run")
     errs = []
-    for t in terms:
-        r = t["row"]
+    for r in rows:
         gen = trtllm_model_per_gpu(r) / r.per_gpu - 1
-        eng = trtllm_engine_per_gpu(r).tokens_per_s_per_gpu / r.per_gpu - 1
-        errs.append(eng)
-        print(f"  {r.release:7s} {r.system} TP {r.tp} {r.input_tokens:>4d}/{r.output_tokens:<4d} {int(t['b']):5d} "
-              f"{r.per_gpu:9.1f}  {gen:+7.1%}  {eng:+7.1%}")
+        run = trtllm_run_per_gpu(r) / r.per_gpu - 1
+        st = trtllm_engine_per_gpu(r).tokens_per_s_per_gpu / r.per_gpu - 1
+        tr = trtllm_run_inputs(r)["trace"]
+        errs.append(st)
+        print(f"  {r.release:7s} {r.system} TP {r.tp} {r.input_tokens:>4d}/{r.output_tokens:<4d} "
+              f"{trtllm_inflight_inputs(r)['batch_size']:5d} {tr.requests:9d} {tr.mean_in_flight:9.0f} "
+              f"{r.per_gpu:10.1f}  {gen:+7.1%}  {st:+9.1%}     {run:+.1%}")
     e = np.array(errs)
     print(f"  shipped values: RMS {np.sqrt(np.mean(np.log1p(e) ** 2)):.4f} (log), largest |error| {np.max(np.abs(e)):.1%}")
-    print("static rows (gptSessionBenchmark), prefill then decode, GPU terms at the fitted e8, no host time:")
+    print("static rows (gptSessionBenchmark), prefill then decode, GPU terms at the fitted e8: no host time, "
+          "and the in-flight F + c B per decode step:")
     for rel in STATIC:
         for r in trtllm_rows(rel):
             print(f"  {rel} {r.system} TP {r.tp} {r.input_tokens}/{r.output_tokens} batch {r.batch}: "
-                  f"{static_per_gpu(r, e8) / r.per_gpu - 1:+.1%}")
+                  f"{static_per_gpu(r, e8s) / r.per_gpu - 1:+.1%}, {static_per_gpu(r, e8s, fs, cs) / r.per_gpu - 1:+.1%}")
     rel = trtllm_releases()["0.10.0"]
     for isl, osl, system in ((128, 2048, "dgx-h100"), (2048, 2048, "dgx-h100")):
         row = next(r for r in trtllm_rows("0.10.0") if (r.system, r.tp, r.input_tokens, r.output_tokens)

@@ -257,11 +257,64 @@ def trtllm_inflight_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path
 
 
 def trtllm_engine_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> Any:
-    """The ``tensorrt-llm`` engine's estimate (a ServingEstimate) for an in-flight row, at
+    """The ``tensorrt-llm`` engine's steady-state estimate (a ServingEstimate) for an in-flight row, at
     :func:`trtllm_inflight_inputs`."""
     sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
                     "inference": trtllm_inflight_inputs(row, catalog, path)})
     return serve(sc, catalog, facility_budget=False)
+
+
+def trtllm_requests(row: TrtllmRow, path: str | Path | None = None) -> int:
+    """The number of requests of an in-flight row's run (the release's ``requests``: one number, or one per
+    input/output pair)."""
+    req = trtllm_releases(path)[row.release].get("requests")
+    if isinstance(req, dict):
+        req = req.get(f"{row.input_tokens}/{row.output_tokens}")
+    if not isinstance(req, int) or req < 1:
+        raise GpuClusterError(f"release {row.release} of {path or TRTLLM_PATH} gives no request count for "
+                              f"{row.input_tokens}/{row.output_tokens}")
+    return req
+
+
+def trtllm_run_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> dict[str, Any]:
+    """What a whole-run prediction of an in-flight row needs: its run trace (:mod:`.benchmark_run`: the
+    release's request count, the slots of :func:`trtllm_inflight_inputs`, the token budget), the replica's
+    hardware, the efficiencies and the engine profile of the ``tensorrt-llm`` estimate."""
+    from gpucluster_lib.hardware.resolve import resolve_hardware
+    from gpucluster_lib.inference.benchmark_run import trace_run
+    from gpucluster_lib.inference.efficiency import ServingEfficiency
+    from gpucluster_lib.inference.engines import engine_profile
+    from gpucluster_lib.inference.latency import ReplicaHardware
+    from gpucluster_lib.workloads.transformer import resolve_transformer
+
+    inf = trtllm_inflight_inputs(row, catalog, path)
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    est = serve(sc, catalog, facility_budget=False)
+    acc = resolve_hardware(sc, catalog).accelerator
+    hw = ReplicaHardware(float(acc["fp8_tflops"]), float(acc["memory_bandwidth_gb_per_s"]),
+                         float(acc["scaleup_bandwidth_gb_per_s"]) / 2, row.tp)
+    eff = ServingEfficiency(**{k: est.efficiency[k] for k in ServingEfficiency.__dataclass_fields__})
+    trace = trace_run(trtllm_requests(row, path), row.input_tokens, row.output_tokens, int(inf["batch_size"]),
+                      int(inf["max_num_tokens"]))
+    return {"trace": trace, "arch": resolve_transformer(TRTLLM_MODEL), "hw": hw, "eff": eff,
+            "weights_bytes_per_gpu": est.weights_bytes_per_gpu,
+            "kv_bytes_per_token_per_gpu": est.kv_cache_bytes_per_token_per_gpu,
+            "gemm_efficiency": est.efficiency["gemm_efficiency_used"], "engine": engine_profile(inf["engine"])}
+
+
+def trtllm_run_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
+    """The ``tensorrt-llm`` engine's output tokens per second per GPU over an in-flight row's whole run, as
+    gptManagerBenchmark measures it (:mod:`.benchmark_run`): every request's output over the run's time,
+    start-up and drain included."""
+    from gpucluster_lib.inference.benchmark_run import run_gpu_time, run_host_time
+
+    r = trtllm_run_inputs(row, catalog, path)
+    gpu = run_gpu_time(r["trace"], r["arch"], weights_bytes_per_gpu=r["weights_bytes_per_gpu"],
+                       kv_bytes_per_token_per_gpu=r["kv_bytes_per_token_per_gpu"], hw=r["hw"],
+                       gemm_efficiency=r["gemm_efficiency"], eff=r["eff"])
+    total = gpu + run_host_time(r["trace"], r["engine"])
+    return r["trace"].requests * row.output_tokens / total / row.tp
 
 
 def trtllm_ratio(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
