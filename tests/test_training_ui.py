@@ -131,3 +131,47 @@ def test_panel_attention_kernel_dropdown():
     assert panel.est.time_breakdown_s["compute"] > compute
     panel.flash.value = False
     assert panel.kernel.disabled  # no fused kernel is read
+
+
+def test_panel_checkpoint_early_stop_dropdown():
+    from gpucluster_lib.scenario import dumps, loads
+
+    panel = tab_training.TrainingPanel(AppState.from_path(GPT3))  # full recomputation, Megatron-LM
+    assert [v for _, v in panel.early_stop.options] == ["default", "on", "off"]
+    assert panel.early_stop.value == "default" and not panel.early_stop.disabled
+    # GPT-3 175B (l 96, h 12288, f 4h, s 2048, V 51200): model FLOPs per token 72 l h^2 (1 + s/(6h) + V/(12 l h))
+    # (Korthikanti 2022 Eq. 7); full recomputation adds each layer's forward, l (24 h^2 + 4 s h) (Narayanan 2021
+    # Eq. 3), less with early stop the FFN output projection 2 h f = 8 h^2 (docs/training.md): HFU / MFU =
+    # 1 + (24 + 4 s/h) / (72 (1 + s/(6h) + V/(12 l h))) = 1 + 24.6667 / 74.2604 off, 1 + 16.6667 / 74.2604 on
+    model = 72 * (1 + 2048 / (6 * 12288) + 51200 / (12 * 96 * 12288))
+    assert panel.est.hfu / panel.est.mfu == pytest.approx(1 + (24 + 4 * 2048 / 12288) / model, rel=1e-9)
+    assert "reruns the whole layer" in panel.summary.value  # Megatron-LM's reentrant checkpoint
+    step, recompute = panel.est.step_time_s, panel.est.time_breakdown_s["recompute"]
+    panel.early_stop.value = "on"
+    assert panel.state.scenario.training.checkpoint_early_stop is True
+    assert panel.est.hfu / panel.est.mfu == pytest.approx(1 + (16 + 4 * 2048 / 12288) / model, rel=1e-9)
+    # the rerun leaves out a third of each layer's GEMM FLOPs (8 of 24 h^2), the residual add and the TP
+    # collective after it; the attention core and the rest of the element-wise work stay: more than a quarter
+    assert panel.est.time_breakdown_s["recompute"] < recompute * (1 - 1 / 4)
+    assert panel.est.step_time_s < step
+    r = panel.est.time_breakdown_s["recompute"]
+    assert f"{r:,.3f} s per step ({r / panel.est.step_time_s:.1%} of it)" in panel.summary.value
+    assert "stops before the feed-forward output projection" in panel.summary.value
+    # a saved scenario keeps the setting, and loading it shows it again
+    saved = dumps(panel.state.scenario)
+    panel.early_stop.value = "off"
+    assert panel.state.scenario.training.checkpoint_early_stop is False
+    panel.state.load(loads(saved))
+    assert panel.early_stop.value == "on" and panel.state.scenario.training.checkpoint_early_stop is True
+    assert panel.est.hfu / panel.est.mfu == pytest.approx(1 + (16 + 4 * 2048 / 12288) / model, rel=1e-9)
+    # the framework default: FSDP's non-reentrant checkpoint stops early (data/training_frameworks.yaml)
+    panel.early_stop.value = "default"
+    panel.framework.value = "fsdp"
+    assert panel.state.scenario.training.checkpoint_early_stop is None
+    assert panel.est.hfu / panel.est.mfu == pytest.approx(1 + (16 + 4 * 2048 / 12288) / model, rel=1e-9)
+    panel.recompute.value = "selective"  # read with full recomputation only
+    assert panel.early_stop.disabled
+    # selective recomputation reruns the attention core, which the fused kernel recomputes anyway: no rerun row
+    assert "Recomputation" not in panel.summary.value
+    panel.flash.value = False  # unfused: the s x s scores are rerun, with no word on where a layer's rerun ends
+    assert "Recomputation" in panel.summary.value and "feed-forward" not in panel.summary.value

@@ -41,6 +41,12 @@ PRECISIONS = ["bf16", "fp16", "fp8"]
 #: Tensor-parallel communication overlap: the framework's default, or on / off (Megatron --tp-comm-overlap).
 TP_OVERLAP = [("Framework default", "default"), ("On (needs sequence parallelism)", "on"), ("Off", "off")]
 TP_OVERLAP_VALUE = {"default": None, "on": True, "off": False}
+#: Where full activation checkpointing's rerun of a layer ends: the framework's default, stop once every
+#: tensor the backward needs is back (PyTorch 2.1's non-reentrant checkpoint), or rerun the whole layer.
+EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
+              ("On: stop once the saved tensors are back (PyTorch 2.1+)", "on"),
+              ("Off: rerun the whole layer", "off")]
+EARLY_STOP_VALUE = {"default": None, "on": True, "off": False}
 
 
 class TrainingPanel:
@@ -83,6 +89,12 @@ class TrainingPanel:
         self.tp_overlap = widgets.Dropdown(options=TP_OVERLAP, description="TP comm. overlap", style=wide,
                                            tooltip="tensor-parallel all-gathers and reduce-scatters pipelined with "
                                                    "the matrix multiplications next to them")
+        self.early_stop = widgets.Dropdown(options=EARLY_STOP, description="Checkpoint stop", style=wide,
+                                           layout=widgets.Layout(width="520px"),
+                                           tooltip="full activation checkpointing: whether the rerun of a layer "
+                                                   "stops once every tensor its backward needs is back, leaving "
+                                                   "out the feed-forward output projection (read with full "
+                                                   "recomputation)")
         self.summary = widgets.HTML()
         self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
         self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
@@ -109,7 +121,7 @@ class TrainingPanel:
         self.load = guarded(self.msg, clears=self.outputs)(self._load)
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
-                  self.flash, self.kernel, self.framework, self.tp_overlap, *self.plan_widgets):
+                  self.flash, self.kernel, self.framework, self.tp_overlap, self.early_stop, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
@@ -120,7 +132,7 @@ class TrainingPanel:
             self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
             widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.kernel,
             self.framework,
-            self.tp_overlap, self.auto,
+            self.tp_overlap, self.early_stop, self.auto,
             widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
                           widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
         ])
@@ -174,6 +186,7 @@ class TrainingPanel:
             self.auto.value = bool(s.parallelism.auto)
             p = s.parallelism
             self.tp_overlap.value = {None: "default", True: "on", False: "off"}[p.tp_comm_overlap]
+            self.early_stop.value = {None: "default", True: "on", False: "off"}[s.training.checkpoint_early_stop]
             for w, v in ((self.tp, p.tensor), (self.pp, p.pipeline), (self.vp, p.virtual_stages),
                          (self.cp, p.context), (self.mb, p.micro_batch_size), (self.gbs, p.global_batch_size),
                          (self.recompute, p.recompute), (self.zero, p.zero_stage)):
@@ -181,6 +194,7 @@ class TrainingPanel:
                     w.value = v
             for w in self.plan_widgets:
                 w.disabled = bool(p.auto)
+            self._enable_early_stop()
         finally:
             self._loading = False
         self._refresh()
@@ -204,6 +218,7 @@ class TrainingPanel:
         for w in self.plan_widgets:
             w.disabled = auto
         self.kernel.disabled = not self.flash.value  # the kernel is read with fused attention only
+        self._enable_early_stop()
         changes = {
             "model": {"preset": self.preset.value},
             "training__precision": self.precision.value,
@@ -211,6 +226,7 @@ class TrainingPanel:
             "training__flash_attention": bool(self.flash.value),
             "training__attention_kernel": self.kernel.value,
             "training__framework": self.framework.value,
+            "training__checkpoint_early_stop": EARLY_STOP_VALUE[self.early_stop.value],
         }
         if self.accelerator.value != self.state.accelerator_id():
             changes["hardware__accelerator"] = self.accelerator.value
@@ -234,6 +250,10 @@ class TrainingPanel:
             self._loading = False
         self._refresh()
 
+    def _enable_early_stop(self) -> None:
+        """The early stop is read with full recomputation only: a manual plan without it greys it out."""
+        self.early_stop.disabled = not self.auto.value and self.recompute.value != "full"
+
     def _refresh(self) -> None:
         self.est = None
         self.msg.value = ""
@@ -255,6 +275,7 @@ class TrainingPanel:
                 ("Step time", f"{e.step_time_s:,.3f} s ({e.plan.micro_batches:,} micro-batches)"),
                 ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
                 ("Per GPU", f"{e.model_tflops_per_gpu:,.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
+                *self._recompute_row(e),
                 ("Memory per GPU", memory),
                 ("Time to train", days),
             ])
@@ -273,6 +294,21 @@ class TrainingPanel:
             table = None if source is None else (e.top_plans if source is e else source.table)
             self._plans_html = (source, html_table(top_plans_frame(table, 10)) if table is not None else "")
         self.plans.value = self._plans_html[1]
+
+    @staticmethod
+    def _recompute_row(e) -> list[tuple[str, str]]:
+        """The recomputation's time per step and its share of the step; with full recomputation, where
+        the rerun of each layer ends (no row when nothing is rerun: no recomputation, or selective
+        recomputation with fused attention, whose kernel recomputes the scores itself)."""
+        t = e.time_breakdown_s["recompute"]
+        if t <= 0.0:
+            return []
+        text = f"{t:,.3f} s per step ({t / e.step_time_s:.1%} of it)"
+        early = e.assumptions.get("checkpoint_early_stop")
+        if early is not None:
+            text += (", stops before the feed-forward output projection" if early
+                     else ", reruns the whole layer")
+        return [("Recomputation", text)]
 
     def _deadline(self, _btn=None) -> None:
         days = float(self.deadline.value)
