@@ -431,3 +431,22 @@ def test_zero3_buffers_are_their_own_lines_in_the_app_and_report_memory_charts()
     rep = {r["part"]: r["gib"] for rows in spec["datasets"].values() for r in rows if "part" in r}
     assert rep["Gathered parameters (ZeRO-3)"] == pytest.approx(4 / 12 * layer * 2 / GIB, rel=1e-9)
     assert rep["Gradients awaiting reduction (ZeRO-3)"] == pytest.approx(11 / 12 * layer * 2 / GIB, rel=1e-9)
+
+
+def test_deepspeed_zero3_buckets_that_span_modules_and_layers_by_hand():
+    # GPT-3's shares QKV 3, proj 1, FC1 4, FC2 4 (twelfths of a layer of lp = 1.2e9: u = 1e8 elements), a reduce
+    # bucket of 14u, every prefetch allowed (no live limit) and taking the next weight only. Backward FC2, FC1, proj,
+    # QKV, ...: the bucket fills 4, 8, 9, 12 over the first layer, FC2 of the second overflows it (12 + 4 > 14): 12u
+    # reduced, awaiting partition; then 4, 8, 9, 12 again. At the third layer's FC2: 12u reduced before + 12u in the
+    # bucket + 4u of FC2's own = 28u of gradients, FC2 gathered + FC1 prefetched = 8u: the peak (36u).
+    import dataclasses
+
+    from gpucluster_lib.training.core import deepspeed_zero3_buffers
+
+    ctx = build_context(scen(nodes=48, tensor=1, pipeline=1, micro_batch_size=1, zero_stage=3,
+                             training={"framework": "deepspeed"}))[0]
+    fw = dataclasses.replace(ctx.framework, bucket_params=14e8, zero3_max_live_params=float("inf"),
+                             zero3_prefetch_params=1.0)
+    gathered, grads = deepspeed_zero3_buffers(dataclasses.replace(ctx, framework=fw), np.array([12e8]))
+    assert grads[0] == pytest.approx(28e8, rel=1e-12)
+    assert gathered[0] == pytest.approx(8e8, rel=1e-12)
