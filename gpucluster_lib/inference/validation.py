@@ -81,6 +81,11 @@ def mlperf_rows(path: str | Path | None = None) -> list[MlperfRow]:
     return [MlperfRow(**{k: r[k] for k in MlperfRow.__dataclass_fields__}) for r in load_mlperf(path)["results"]]
 
 
+def mlperf_serving_engine(path: str | Path | None = None) -> str:
+    """The serving engine profile of the submitter's engine (the table's ``benchmark.serving_engine``)."""
+    return str(load_mlperf(path)["benchmark"].get("serving_engine", "generic"))
+
+
 def mlperf_engine(round_: str, system: str, scenario: str, path: str | Path | None = None) -> dict[str, Any]:
     """The submitter's engine as ``inference`` scenario keys: tensor parallelism, engine batch, token
     budget per step and KV-cache scheduling."""
@@ -121,9 +126,11 @@ def mlperf_scenario(round_: str, system: str, scenario: str, path: str | Path | 
                       "inference": inf})
 
 
-def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | None = None) -> float:
-    """The model's output tokens per second of the 8 GPUs for a published row."""
-    est = serve(mlperf_scenario(row.round, row.system, row.scenario, path), catalog)
+def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | None = None,
+                     engine: str = "generic") -> float:
+    """The model's output tokens per second of the 8 GPUs for a published row, with the serving engine
+    profile ``engine`` (``generic``: no engine terms; the submitter's is the table's ``serving_engine``)."""
+    est = serve(mlperf_scenario(row.round, row.system, row.scenario, path, engine=engine), catalog)
     return est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
 
 
