@@ -14,6 +14,7 @@ from gpucluster_lib.charts.inference import (
 from gpucluster_lib.design import STAGES, scenario_input
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
+from gpucluster_lib.inference.engines import engine_profiles
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
 from gpucluster_lib.ui.common import (
     AppState,
@@ -74,6 +75,10 @@ class InferencePanel:
                                              description="TPOT SLO ms")
         self.arrival = widgets.Dropdown(options=[("saturated (offline)", "offline"), ("Poisson, p99 SLOs", "poisson")],
                                         value=inf.arrival, description="Arrivals")
+        self.engine = widgets.Dropdown(options=[(p.label, name) for name, p in engine_profiles().items()],
+                                       value=inf.engine, description="Engine", layout=widgets.Layout(width="640px"),
+                                       tooltip="the serving software: its host time per step, matrix-multiply "
+                                               "efficiency and token budget, fitted on its own published tables")
         for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.style.description_width = "100px"
         self.vision_model = widgets.Dropdown(options=list(load_vision_presets()), description="Vision model")
@@ -106,14 +111,14 @@ class InferencePanel:
         self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
         guarded(self.msg, clears=self.outputs)(self._sync_from_scenario)()
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
-                  self.output_tokens, self.ttft, self.tpot, self.arrival):
+                  self.output_tokens, self.ttft, self.tpot, self.arrival, self.engine):
             w.observe(lambda _ch: self.apply(), names="value")
         redraw = when_shown(state, TITLE, self._on_scenario)
         state.observe(lambda _ch: None if self._busy else redraw(), names=["scenario", "catalog"])
-        inputs = widgets.HBox([
+        inputs = widgets.VBox([widgets.HBox([
             widgets.VBox([self.model, self.precision, self.accelerator, self.tp]),
             widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival]),
-        ])
+        ]), self.engine])
         self.widget = widgets.VBox([
             widgets.HTML("<p>Size an LLM serving fleet: the largest batch that fits, prefill and decode times "
                          "(roofline with sourced efficiencies, continuous batching), the best throughput that "
@@ -153,6 +158,7 @@ class InferencePanel:
             self.ttft.value = inf.ttft_slo_s
             self.tpot.value = inf.tpot_slo_s * 1000
             self.arrival.value = inf.arrival
+            self.engine.value = inf.engine
             self.rps.value = inf.requests_per_s or 0.0  # 0: no target (or a tokens/s target, kept)
         finally:
             self._busy = False
@@ -175,6 +181,7 @@ class InferencePanel:
             "inference__output_tokens": int(self.output_tokens.value),
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
             "inference__arrival": self.arrival.value,
+            "inference__engine": self.engine.value,
         }
         if self.rps.value:  # a request rate replaces a tokens/s target; 0 keeps the scenario's
             changes["inference__tokens_per_s"] = None
