@@ -291,6 +291,8 @@ class InferenceSpec:
         "generic", doc="serving engine profile: generic (no engine terms) or tensorrt-llm (TensorRT-LLM 0.10 and "
                        "0.11 in-flight batching, fitted on its own throughput tables: host time per iteration, "
                        "FP8 matrix-multiply efficiency, a token budget that counts decode tokens)")
+    streaming: bool = f(False, doc="responses returned token by token as they are generated (streamed), not whole "
+                                   "at the end; the tensorrt-llm engine charges its host time per streamed sequence")
     images_per_s: float | None = f(None, gt=0, le=1e9)
     video_streams: int | None = f(None, gt=0, le=1_000_000)
     video_fps: float | None = f(None, gt=0, le=1000)

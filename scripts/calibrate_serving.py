@@ -21,7 +21,8 @@ The rows: the 20 in-flight rows of ``gpucluster_lib/data/validation/trtllm_llama
 model's steady state (:func:`gpucluster_lib.inference.latency.mixed_step_times`, what ``serve`` uses) with
 the HBM, link and all-reduce efficiencies of the generic engine; three terms are fitted, by a
 deterministic grid search on the log error (numpy only): the FP8 GEMM efficiency e8, the host time per
-iteration F and per sequence c.
+iteration F and per sequence c, the latter apart for the release whose responses streamed token by
+token (0.10.0, ``--streaming``; the batch manager sends a response for each sequence every iteration).
 
     PYTHONPATH=. python scripts/calibrate_serving.py
 """
@@ -55,10 +56,10 @@ from gpucluster_lib.workloads.transformer import resolve_transformer
 
 INFLIGHT = ("0.10.0", "0.11.0")
 STATIC = ("0.8.0", "0.9.0")
-#: the grid of the fit: e8, F [s], c [s]
-GRID_E8 = np.round(np.arange(0.40, 0.801, 0.01), 2)
-GRID_F = np.round(np.arange(0.0, 0.0401, 0.0005), 4)
-GRID_C = np.round(np.arange(0.0, 40.1e-6, 1e-6), 7)
+#: the grid of the fit: e8, F [s], c for whole and for streamed responses [s]
+GRID_E8 = np.round(np.arange(0.50, 0.801, 0.01), 2)
+GRID_F = np.round(np.arange(0.010, 0.0401, 0.0005), 4)
+GRID_C = np.round(np.arange(0.0, 30.1e-6, 1e-6), 7)
 
 
 def row_terms(row) -> dict:
@@ -75,7 +76,7 @@ def row_terms(row) -> dict:
     prompts = b / lout
     tokens = b + prompts * lin
     ctx = mean_context_in_flight(lin, lout, 0.0)
-    return {"row": row, "b": b, "tp": tp, "published": row.per_gpu,
+    return {"row": row, "b": b, "tp": tp, "published": row.per_gpu, "streaming": inf["streaming"],
             "weights_s": est.weights_bytes_per_gpu / bw,
             "gemm_at_peak_s": tokens * linear_flops_per_token(arch) / tp / peak,
             "kv_s": b * ctx * est.kv_cache_bytes_per_token_per_gpu / bw,
@@ -90,22 +91,23 @@ def gpu_time(t: dict, e8):
             + t["comm_s"])
 
 
-def predicted(t: dict, e8, f, c, overlapped: bool = False):
-    """Output tokens/s per GPU of one row."""
-    host = f + c * t["b"]
+def predicted(t: dict, e8, f, c, overlapped: bool = False, c_streamed=None):
+    """Output tokens/s per GPU of one row (``c_streamed`` the per-sequence time of a streaming row)."""
+    host = f + (c_streamed if t["streaming"] and c_streamed is not None else c) * t["b"]
     step = np.maximum(gpu_time(t, e8), host) if overlapped else gpu_time(t, e8) + host
     return t["b"] / step / t["tp"]
 
 
-def fit(terms: list[dict], overlapped: bool = False) -> tuple[float, float, float, float]:
-    """(e8, F, c, RMS of the log error) on the grid, the smallest RMS (ties: the first in grid order)."""
-    e8, f, c = np.meshgrid(GRID_E8, GRID_F, GRID_C, indexing="ij")
+def fit(terms: list[dict], overlapped: bool = False) -> tuple[float, float, float, float, float]:
+    """(e8, F, c, c streamed, RMS of the log error) on the grid, the smallest RMS (ties: the first in grid
+    order); c streamed is fitted on the rows whose responses streamed (0.10.0), c on the others."""
+    e8, f, c, cs = np.meshgrid(GRID_E8, GRID_F, GRID_C, GRID_C, indexing="ij")
     sq = np.zeros_like(e8)
     for t in terms:
-        sq += np.log(predicted(t, e8, f, c, overlapped) / t["published"]) ** 2
+        sq += np.log(predicted(t, e8, f, c, overlapped, cs) / t["published"]) ** 2
     rms = np.sqrt(sq / len(terms))
     i = np.unravel_index(int(np.argmin(rms)), rms.shape)
-    return float(e8[i]), float(f[i]), float(c[i]), float(rms[i])
+    return float(e8[i]), float(f[i]), float(c[i]), float(cs[i]), float(rms[i])
 
 
 def run_terms(row) -> dict:
@@ -117,22 +119,24 @@ def run_terms(row) -> dict:
                                  kv_bytes_per_token_per_gpu=r["kv_bytes_per_token_per_gpu"], hw=r["hw"],
                                  gemm_efficiency=float(e8), eff=r["eff"]) for e8 in GRID_E8])
     return {"row": row, "gpu_s": gpu, "steps": float(trace.steps.sum()), "in_flight": float(trace.in_flight.sum()),
+            "streaming": trtllm_inflight_inputs(row)["streaming"],
             "tokens": trace.requests * row.output_tokens / row.tp, "published": row.per_gpu}
 
 
-def fit_runs(terms: list[dict]) -> tuple[float, float, float, float]:
-    """(e8, F, c, RMS of the log error) of the whole-run prediction on the grid (ties: the first in grid order)."""
-    f, c = np.meshgrid(GRID_F, GRID_C, indexing="ij")
+def fit_runs(terms: list[dict]) -> tuple[float, float, float, float, float]:
+    """(e8, F, c, c streamed, RMS of the log error) of the whole-run prediction on the grid (ties: the first
+    in grid order)."""
+    f, c, cs = np.meshgrid(GRID_F, GRID_C, GRID_C, indexing="ij")
     best = None
     for i, e8 in enumerate(GRID_E8):
         sq = np.zeros_like(f)
         for t in terms:
-            total = t["gpu_s"][i] + t["steps"] * f + t["in_flight"] * c
+            total = t["gpu_s"][i] + t["steps"] * f + t["in_flight"] * (cs if t["streaming"] else c)
             sq += np.log(t["tokens"] / total / t["published"]) ** 2
         rms = np.sqrt(sq / len(terms))
         j = np.unravel_index(int(np.argmin(rms)), rms.shape)
-        if best is None or rms[j] < best[3]:
-            best = (float(e8), float(f[j]), float(c[j]), float(rms[j]))
+        if best is None or rms[j] < best[4]:
+            best = (float(e8), float(f[j]), float(c[j]), float(cs[j]), float(rms[j]))
     return best
 
 
@@ -219,19 +223,25 @@ def static_per_gpu(row, e8: float, f: float = 0.0, c: float = 0.0) -> float:
 def main() -> None:
     rows = [r for rel in INFLIGHT for r in trtllm_rows(rel)]
     runs = [run_terms(r) for r in rows]
-    e8, f, c, rms = fit_runs(runs)
+    e8, f, c, cst, rms = fit_runs(runs)
     steady = [row_terms(r) for r in rows]
-    e8s, fs, cs, rmss = fit(steady)
-    e8o, fo, co, rmso = fit(steady, overlapped=True)
+    e8s, fs, cs, css, rmss = fit(steady)
+    e8o, fo, co, cso, rmso = fit(steady, overlapped=True)
+    one = [{**t, "streaming": False} for t in steady]
+    e81, f1, c1, _, rms1 = fit(one)
     prof = engine_profile("tensorrt-llm")
-    print("fit on the 20 in-flight rows (0.10.0, 0.11.0), the steady state of serve(), HBM efficiency 0.80 (shipped):")
-    print(f"  gemm_efficiency_8bit = {e8s:.2f}, iteration_host_time_s = {fs:.4f}, host_time_per_sequence_s = {cs:.1e}; "
-          f"RMS of the log error {rmss:.4f}")
-    print(f"  overlapped host time max(GPU, F + c B) instead of additive: e8 {e8o:.2f}, F {fo:.4f}, c {co:.1e}, "
-          f"RMS {rmso:.4f}")
-    print(f"  whole runs instead (start-up and drain, benchmark_run): e8 {e8:.2f}, F {f:.4f}, c {c:.1e}, RMS {rms:.4f}")
+    print("fit on the 20 in-flight rows (0.10.0 streamed, 0.11.0 not), the steady state of serve(), HBM "
+          "efficiency 0.80 (shipped):")
+    print(f"  gemm_efficiency_8bit = {e8s:.2f}, iteration_host_time_s = {fs:.4f}, host_time_per_sequence_s = {cs:.1e}, "
+          f"host_time_per_streamed_sequence_s = {css:.1e}; RMS of the log error {rmss:.4f}")
+    print(f"  one per-sequence term for both releases: e8 {e81:.2f}, F {f1:.4f}, c {c1:.1e}, RMS {rms1:.4f}")
+    print(f"  overlapped host time max(GPU, F + c B) instead of additive: e8 {e8o:.2f}, F {fo:.4f}, c {co:.1e} / "
+          f"{cso:.1e}, RMS {rmso:.4f}")
+    print(f"  whole runs instead (start-up and drain, benchmark_run): e8 {e8:.2f}, F {f:.4f}, c {c:.1e} / {cst:.1e}, "
+          f"RMS {rms:.4f}")
     print(f"shipped: gemm_efficiency_8bit = {prof.efficiency.get('gemm_efficiency_8bit')}, iteration_host_time_s = "
-          f"{prof.iteration_host_time_s}, host_time_per_sequence_s = {prof.host_time_per_sequence_s}")
+          f"{prof.iteration_host_time_s}, host_time_per_sequence_s = {prof.host_time_per_sequence_s}, "
+          f"host_time_per_streamed_sequence_s = {prof.host_time_per_streamed_sequence_s}")
     print("row                               slots  requests  in flight  published  generic  tensorrt-llm  whole run")
     errs = []
     for r in rows:

@@ -14,7 +14,9 @@ stands for (``gpucluster_lib/data/serving_engines.yaml``):
 
     * ``iteration_host_time_s`` F [s] and ``host_time_per_sequence_s`` c [s per sequence]: the host
       work of one iteration of the batch manager's loop, ``F + c B`` for B sequences in flight
-      (scheduling, the decoder's sampling and stop checks, per-request bookkeeping and responses).
+      (scheduling, the decoder's sampling and stop checks, per-request bookkeeping and responses);
+      ``host_time_per_streamed_sequence_s`` is c when every response streams token by token
+      (``inference.streaming``: one response per sequence per iteration).
       The step is **additive**, ``T = T_gpu + F + c B``: the loop waits for the step's new tokens
       before it schedules the next one, so the host work is not hidden behind the GPU's.
     * the efficiencies it replaces (``gemm_efficiency_8bit``, ``decode_step_overhead_s``).
@@ -44,7 +46,7 @@ ENGINES_PATH = data_path("serving_engines.yaml")
 #: the engine a scenario gets when ``inference.engine`` is absent
 DEFAULT_ENGINE = "generic"
 #: terms of a profile that are not efficiency overrides
-HOST_TERMS = ("iteration_host_time_s", "host_time_per_sequence_s")
+HOST_TERMS = ("iteration_host_time_s", "host_time_per_sequence_s", "host_time_per_streamed_sequence_s")
 
 
 @dataclass(frozen=True)
@@ -56,16 +58,22 @@ class EngineProfile:
     efficiency: dict[str, float] = field(default_factory=dict)   # ServingEfficiency fields it replaces
     iteration_host_time_s: float = 0.0          # F: host time per iteration of the engine's loop [s]
     host_time_per_sequence_s: float = 0.0       # c: host time per sequence in flight per iteration [s]
+    host_time_per_streamed_sequence_s: float = 0.0   # the same when every response streams token by token [s]
     token_budget_counts_decode: bool = False    # the token budget per step also counts decode tokens
     terms: dict[str, dict[str, Any]] = field(default_factory=dict)   # every term as the data file gives it
 
     @property
     def has_host_time(self) -> bool:
-        return self.iteration_host_time_s > 0 or self.host_time_per_sequence_s > 0
+        return (self.iteration_host_time_s > 0 or self.host_time_per_sequence_s > 0
+                or self.host_time_per_streamed_sequence_s > 0)
 
-    def host_time(self, batch: Any) -> Any:
+    def per_sequence(self, streaming: bool = False) -> float:
+        """c [s per sequence per iteration]: the streamed figure when responses stream token by token."""
+        return self.host_time_per_streamed_sequence_s if streaming else self.host_time_per_sequence_s
+
+    def host_time(self, batch: Any, streaming: bool = False) -> Any:
         """Host time of one iteration with ``batch`` sequences in flight [s]: ``F + c B``."""
-        return self.iteration_host_time_s + self.host_time_per_sequence_s * batch
+        return self.iteration_host_time_s + self.per_sequence(streaming) * batch
 
     def batch_cap(self, max_num_tokens: int, input_tokens: int, output_tokens: int) -> int | None:
         """The largest steady-state batch the token budget allows [sequences] (module doc), else None."""
@@ -73,12 +81,12 @@ class EngineProfile:
             return None
         return max(int(max_num_tokens / (1.0 + input_tokens / output_tokens)), 1)
 
-    def echo(self) -> dict[str, float]:
-        """The engine's host terms, for the result's echoed efficiency (nothing for an engine without)."""
+    def echo(self, streaming: bool = False) -> dict[str, float]:
+        """The engine's host terms as used, for the result's echoed efficiency (nothing for an engine without)."""
         if not self.has_host_time:
             return {}
         return {"iteration_host_time_s": self.iteration_host_time_s,
-                "host_time_per_sequence_s": self.host_time_per_sequence_s}
+                "host_time_per_sequence_s": self.per_sequence(streaming)}
 
 
 def _value(name: str, term: str, spec: Any) -> Any:

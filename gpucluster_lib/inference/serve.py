@@ -280,7 +280,7 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
                  engine: EngineProfile | None = None) -> _TpResult:
     inf = scenario.inference
     engine = engine or engine_profile(None)
-    host = engine.host_time if engine.has_host_time else None
+    host = (lambda b: engine.host_time(b, inf.streaming)) if engine.has_host_time else None
     mem = memory_plan(arch, memory_gib=float(hw.accelerator["memory_gib"]), tp=tp, weight_bytes=weight_bytes,
                       kv_bytes=kv_bytes, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens, eff=eff,
                       output_tokens_cv=inf.output_tokens_cv, max_num_tokens=_token_budget(inf),
@@ -354,14 +354,14 @@ def _spread_assumption(inf: Any) -> str:
             f"times that with equal lengths (Allen-Cunneen approximation)")
 
 
-def _engine_assumptions(engine: EngineProfile) -> list[str]:
+def _engine_assumptions(engine: EngineProfile, streaming: bool) -> list[str]:
     """The serving engine's terms in words (ServingEstimate.assumptions); none for the generic engine."""
     out = []
     if engine.has_host_time:
         out.append(f"serving engine {engine.label}: each step adds the engine's host time "
-                   f"{engine.iteration_host_time_s * 1e3:g} ms + {engine.host_time_per_sequence_s * 1e6:g} µs per "
-                   "sequence in flight, after the GPU's work (the engine waits for a step's tokens before it "
-                   "schedules the next)")
+                   f"{engine.iteration_host_time_s * 1e3:g} ms + {engine.per_sequence(streaming) * 1e6:g} µs per "
+                   f"sequence in flight{' (responses streamed token by token)' if streaming else ''}, after the "
+                   "GPU's work (the engine waits for a step's tokens before it schedules the next)")
     if engine.token_budget_counts_decode:
         out.append("the token budget per step counts one token for each sequence in generation and the prompt "
                    "tokens: at most budget / (1 + input / output tokens) sequences are in flight")
@@ -685,11 +685,11 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         capex_usd=fleet.capex_usd,
         tokens_per_s_per_usd=fleet_tok / fleet.capex_usd if fleet_tok and fleet.capex_usd else None,
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
-        sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), **engine.echo(), "gemm_efficiency_used": float(best.gemm_efficiency)},
+        sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), **engine.echo(inf.streaming), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
         load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
         assumptions=list(ASSUMPTIONS) + [KV_ASSUMPTIONS[inf.kv_cache_scheduling]] + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
-        + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []) + _engine_assumptions(engine),
+        + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []) + _engine_assumptions(engine, inf.streaming),
         findings=findings, engine=engine.name)
 
 

@@ -113,6 +113,7 @@ def mlperf_inference(scenario: str, path: str | Path | None = None) -> dict[str,
         inf.update(ttft_slo_s=NO_LIMIT_S, tpot_slo_s=NO_LIMIT_S)
     else:
         inf.update(ttft_slo_s=b["ttft_slo_s"], tpot_slo_s=b["tpot_slo_s"], slo_percentile=b["slo_percentile"])
+    inf["streaming"] = bool(b.get("streaming", {}).get(scenario, False))
     return inf
 
 
@@ -249,7 +250,7 @@ def trtllm_inflight_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path
     inf = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
            "output_tokens_cv": 0.0, "arrival": "offline", "ttft_slo_s": NO_LIMIT_S, "tpot_slo_s": NO_LIMIT_S,
            "tensor_parallel": row.tp, "max_num_tokens": rel["max_num_tokens"], "kv_cache_scheduling": "no_evict",
-           "engine": "tensorrt-llm"}
+           "engine": "tensorrt-llm", "streaming": bool(rel.get("streaming", False))}
     sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
                     "inference": inf})
     mem = serve(sc, catalog, facility_budget=False).memory_per_gpu_bytes
