@@ -87,6 +87,27 @@ def test_max_rate_where_the_tpot_percentile_binds():
     assert max_rate(linear_replica(), ttft_slo_s=0.01, tpot_slo_s=1.0) is None   # TTFT 70 ms > 10 ms even idle
 
 
+def test_one_kv_slot_is_an_mm1_queue_at_low_load():
+    # one slot, 100 tokens of 50 ms: 5 s a request; at 0.1 request/s the slot is busy half the time
+    # (Little: b = 0.1 x 5 s = 0.5 sequences in flight), and a request waits with probability rho = 0.5
+    # (Erlang C with one server is M/M/1's P(wait) = rho; Kleinrock 1975, Queueing Systems I, Sec. 3.2)
+    c = ReplicaCurve(np.array([1]), np.array([0.05]), 0.0, 100, 100, 1)
+    p = load_point(0.1, c)
+    assert p.stable
+    assert p.mean_batch == pytest.approx(0.5)
+    assert p.slot_wait_probability == pytest.approx(0.5)
+    assert not load_point(0.2, c).stable          # 0.2 request/s = 1 / 5 s: the slot's capacity
+
+
+def test_poisson_serving_with_a_batch_of_one_is_an_answer_not_a_crash():
+    # a one-sequence engine: capacity 1 / (L_out T(1)); the scenario is answered (a rate or a finding)
+    sc = from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                    "inference": {"precision": "fp8", "arrival": "poisson", "requests_per_s": 1, "batch_size": 1}})
+    est = serve(sc)
+    assert est.batch == 1
+    assert est.load is not None or any(f.code.startswith("inference-") for f in est.findings)
+
+
 def test_kv_slots_queue_near_capacity():
     c = ReplicaCurve(np.arange(1, 101), np.full(100, 0.05), 0.0, 100, 100, 100)  # 100 slots, 5 s per request
     near = load_point(19.0, c)        # a = 95 of 100 slots

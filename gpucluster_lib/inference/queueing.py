@@ -175,6 +175,11 @@ def _mean_batch(rate: float, curve: ReplicaCurve) -> float | None:
     keep = b <= cap
     if rate >= curve.rate_at(cap):
         return None
+    if rate <= rates[0]:
+        # below the grid's first batch the step no longer shrinks (one sequence runs alone): the mean
+        # number of sequences in flight is Little's law on that step, b = rate L_out T(b_0), a fraction
+        # of a slot at low load (the replica idles between requests)
+        return float(rate * curve.output_tokens * curve.tpot_s[0])
     # rates increase with b (throughput grows with the batch): invert by interpolation
     return float(np.interp(rate, rates[keep], b[keep]))
 
@@ -190,6 +195,8 @@ def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0)
     if b is None:
         return LoadPoint(rate_per_s, percentile, False, None, None, None, None, None, 1.0, None, tokens_per_s)
     c = int(min(curve.max_batch, curve.batches[-1]))
+    if b >= c:   # every KV slot busy on average: the slot queue has no steady state (Erlang C needs b < c)
+        return LoadPoint(rate_per_s, percentile, False, None, None, None, None, None, 1.0, None, tokens_per_s)
     step = curve.step_s(b)
     tpot50 = step
     tpot_q = curve.step_s(min(poisson_quantile(b, q), c))

@@ -637,7 +637,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if best.load is not None:   # Poisson arrivals: the replica's capacity is its max rate meeting the SLOs
         tok_rep = best.load.output_tokens_per_s
         ttft, tpot = best.load.ttft_pct_s, best.load.tpot_pct_s
-        batch = int(round(best.load.mean_batch))
+        batch = max(int(round(best.load.mean_batch)), 1)   # below one in flight on average, a request runs alone
     if tok_rep and target is not None:
         replicas = math.ceil(target / tok_rep)
     elif tok_rep:
