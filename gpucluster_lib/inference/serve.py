@@ -167,6 +167,12 @@ class ServingEstimate:
             f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {self.replicas} replicas = {self.gpus} GPUs, "
             f"{self.nodes} nodes, {fmt(self.racks, 'd')} racks, {fmt(self.it_power_kw, ',.1f')} kW IT",
         ]
+        if self.engine != DEFAULT_ENGINE and "iteration_host_time_s" in self.efficiency:
+            lines.append(f"  serving engine {self.engine}: host time {self.efficiency['iteration_host_time_s'] * 1e3:g} ms "
+                         f"+ {self.efficiency['host_time_per_sequence_s'] * 1e6:g} µs per sequence a step"
+                         + (f" ({self.step_time_breakdown_s['engine_host'] * 1e3:.1f} ms of the "
+                            f"{(self.tpot_s or 0) * 1e3:.1f} ms step)" if "engine_host" in self.step_time_breakdown_s
+                            and self.tpot_s else ""))
         if self.load and self.load.get("at_max_rate"):
             at, pct = self.load["at_max_rate"], f"p{self.load['percentile']:g}"
             lines.append(f"  Poisson arrivals: max {self.load['max_rate_per_replica_per_s']:,.2f} requests/s per replica "
