@@ -17,6 +17,7 @@ from gpucluster_lib.inference.validation import (
     mlperf_predicted,
     mlperf_rows,
     mlperf_serving_engine,
+    trtllm_check_rows,
     trtllm_engine_per_gpu,
     trtllm_inflight_inputs,
     trtllm_rows,
@@ -107,6 +108,20 @@ def test_a_profile_without_its_source_is_refused(tmp_path):
         _load(str(bad))
 
 
+def test_the_report_appendix_credits_only_the_profile_s_own_terms():
+    from gpucluster_lib import design
+
+    d = design(from_dict({"model": {"preset": "llama2-70b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                          "inference": {"precision": "fp8", "input_tokens": 2048, "output_tokens": 128,
+                                        "tensor_parallel": 2, "engine": "tensorrt-llm"}}))
+    from gpucluster_lib.report.document import assumptions
+
+    rows = {name: (value, src) for name, value, src in dict(assumptions(d))["Serving engine"]}
+    assert rows["Engine time per iteration (fitted)"][0] == "26 ms"
+    assert "engine profile" in rows["Matrix-multiply efficiency, 8-bit"][1]
+    assert rows["Memory bandwidth efficiency"][1] == "serving efficiency defaults, checked against MLPerf Inference"
+
+
 def test_a_scenario_override_wins_over_the_profile():
     est = serve(scenario(engine="tensorrt-llm", gemm_efficiency_8bit=0.5), facility_budget=False)
     assert est.efficiency["gemm_efficiency_8bit"] == 0.5
@@ -142,6 +157,19 @@ def test_every_in_flight_row_is_within_the_bound(row):
     assert abs(est.tokens_per_s_per_gpu / row.per_gpu - 1) <= ROW_BOUND
 
 
+#: the 0.10.0 table's DGX H100 TP 1 rows, outside the fit: the measured misses (strict)
+TP1_MISSES = {(128, 128): "+51%: 318 slots in the model's pool of a nearly full GPU; the published rate needs fewer",
+              (2048, 128): "+75%: 37 slots; the memory TensorRT-LLM leaves free after loading is not sourced"}
+
+
+@pytest.mark.parametrize("row", [pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=TP1_MISSES[
+    (r.input_tokens, r.output_tokens)])) if (r.input_tokens, r.output_tokens) in TP1_MISSES else r
+    for r in trtllm_check_rows("0.10.0")], ids=lambda r: f"{r.input_tokens}-{r.output_tokens}")
+def test_the_held_out_tp1_rows(row):
+    assert row.system == "dgx-h100" and row.tp == 1
+    assert abs(trtllm_engine_per_gpu(row).tokens_per_s_per_gpu / row.per_gpu - 1) <= ROW_BOUND
+
+
 def test_the_fit_reproduces_the_shipped_values_and_prefers_additive_host_time():
     cal = load_script("calibrate_serving")
     terms = [cal.row_terms(r) for r in INFLIGHT]
@@ -150,6 +178,10 @@ def test_the_fit_reproduces_the_shipped_values_and_prefers_additive_host_time():
     assert (e8, f, c, cs) == (trt.efficiency["gemm_efficiency_8bit"], trt.iteration_host_time_s,
                               trt.host_time_per_sequence_s, trt.host_time_per_streamed_sequence_s)
     assert rms < 0.0295                                      # 2.9% RMS of the log error (the data file's "how")
+    worst = max(abs(cal.predicted(t, e8, f, c, c_streamed=cs) / t["published"] - 1) for t in terms)
+    for spec in (trt.terms[k] for k in ("gemm_efficiency_8bit", "iteration_host_time_s", "host_time_per_sequence_s",
+                                        "host_time_per_streamed_sequence_s")):
+        assert f"RMS {rms:.1%} of the log error, every row within {worst:.1%}" in " ".join(spec["how"].split())
     *_, rms_overlapped = cal.fit(terms, overlapped=True)
     assert rms_overlapped > 5 * rms                          # max(GPU, host) cannot fit the rows (19%)
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.efficiency import ServingEfficiency
 from gpucluster_lib.inference.latency import (
     ReplicaHardware,
@@ -66,7 +67,8 @@ def trace_run(requests: int, input_tokens: int, output_tokens: int, slots: int, 
     """The run of ``requests`` requests of ``input_tokens`` + ``output_tokens`` with ``slots`` sequences
     at most and ``budget`` tokens an iteration (module doc)."""
     if min(requests, input_tokens, output_tokens, slots, budget) < 1:
-        raise ValueError("requests, lengths, slots and budget must be at least 1")
+        raise GpuClusterError("a benchmark run needs at least one request, one input and output token, one slot "
+                              "and one token of budget an iteration")
     lin, lout = input_tokens, output_tokens
     waiting, finished = requests, 0
     cohorts: list[list[int]] = []     # [count, prompt tokens done, output tokens done], oldest first

@@ -364,10 +364,11 @@ def _engine_assumptions(engine: EngineProfile, streaming: bool) -> list[str]:
     """The serving engine's terms in words (ServingEstimate.assumptions); none for the generic engine."""
     out = []
     if engine.has_host_time:
-        out.append(f"serving engine {engine.label}: each step adds the engine's host time "
+        out.append(f"serving engine {engine.label}: each step adds the engine's fitted time per iteration "
                    f"{engine.iteration_host_time_s * 1e3:g} ms + {engine.per_sequence(streaming) * 1e6:g} µs per "
                    f"sequence in flight{' (responses streamed token by token)' if streaming else ''}, after the "
-                   "GPU's work (the engine waits for a step's tokens before it schedules the next)")
+                   "GPU's work (taken as the host work the engine does between steps, not overlapped; its size is "
+                   "fitted on TensorRT-LLM's own throughput tables, not measured)")
     if engine.token_budget_counts_decode:
         out.append("the token budget per step counts one token for each sequence in generation and the prompt "
                    "tokens: at most budget / (1 + input / output tokens) sequences are in flight")

@@ -197,6 +197,12 @@ def trtllm_rows(release: str, path: str | Path | None = None) -> list[TrtllmRow]
     return [TrtllmRow(release=release, method=rel["method"], **r) for r in rel["rows"]]
 
 
+def trtllm_check_rows(release: str, path: str | Path | None = None) -> list[TrtllmRow]:
+    """The rows of one release's table kept as a check set, outside the fit (``check_rows``; none if absent)."""
+    rel = trtllm_releases(path)[release]
+    return [TrtllmRow(release=release, method=rel["method"], **r) for r in rel.get("check_rows") or []]
+
+
 def trtllm_row(release: str, system: str, tp: int, input_tokens: int, output_tokens: int,
                path: str | Path | None = None) -> TrtllmRow:
     """The row of ``release`` for one system, TP and pair of lengths."""
@@ -238,11 +244,15 @@ def trtllm_inflight_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path
       ``memory_utilization`` is set so that its pool is that fraction of HBM less weights, workspace and
       runtime memory.
     * The batch: every request has one length and all are queued at t = 0, so they run in waves that
-      start (within the token budget's admission) and finish together; the pool must hold a wave at its
-      final length ``L_in + L_out``, under either scheduler (a paused request of ``max_utilization``
-      frees its pages for the same wave, which then ends with the pool at full length). So the pool is
-      sized at the full length (``no_evict``), and the batch is the smaller of the engine's
-      ``max_batch_size`` and that pool; the engine caps it further by its token budget.
+      start (within the token budget's admission) and finish together; under ``no_evict`` (0.11.0) the
+      pool holds a wave at its final length ``L_in + L_out``, and the batch is the smaller of the
+      engine's ``max_batch_size`` and that pool; the engine caps it further by its token budget.
+      0.10.0 ran ``max_utilization``, which admits on the pages of the next step and pauses the newest
+      requests when the pool runs out: an event simulation of it (``scripts/calibrate_serving.py``) holds
+      more sequences (409 against 222 at 128/2048 on the DGX H100). Its rows are sized at the full-length
+      pool all the same, an empirical choice: 0.11.0 is above 0.10.0 at three of the four lengths on the
+      same GPUs, which a 1.3-1.8 times larger 0.10.0 batch could not give (docs/inference.md, "Serving
+      engine profiles").
     """
     rel = trtllm_releases(path)[row.release]
     if row.method != "inflight":

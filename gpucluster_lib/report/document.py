@@ -566,9 +566,11 @@ SERVING_NAMES = {
     "memory_utilization": ("Share of GPU memory the engine uses", "%"),
     "runtime_overhead_gib": ("Runtime memory outside the cache", "GiB"),
     "gemm_efficiency_used": ("Matrix-multiply efficiency at the serving precision", "%"),
-    "iteration_host_time_s": ("Engine host time per iteration", "s"),
-    "host_time_per_sequence_s": ("Engine host time per sequence in flight", "s"),
+    "iteration_host_time_s": ("Engine time per iteration (fitted)", "ms"),
+    "host_time_per_sequence_s": ("Engine time per sequence in flight per iteration (fitted)", "µs"),
 }
+#: serving values shown in a smaller unit than the seconds they are kept in
+SERVING_SCALE = {"iteration_host_time_s": 1e3, "host_time_per_sequence_s": 1e6}
 #: Human names of the storage sizing's sources.
 STORAGE_SOURCE_NAMES = {"power": "Storage power", "rack_units": "Storage rack units",
                         "storage": "Storage system", "checkpoint_bytes": "Checkpoint size",
@@ -675,12 +677,16 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
             rows.append(("FLOPs convention", humanize_text(a["flops_convention"]), "Narayanan 2021, Korthikanti 2022"))
         groups.append(("Training time engine", rows))
     if d.serving is not None and getattr(d.serving, "efficiency", None):
-        src = ("serving efficiency defaults, checked against MLPerf Inference"
-               if getattr(d.serving, "engine", "generic") == "generic" else
-               "the TensorRT-LLM engine profile (fitted on TensorRT-LLM's own in-flight throughput tables) "
-               "over the serving defaults")
-        rows = [(SERVING_NAMES.get(k, (humanize_key(k), ""))[0], value_text(v, SERVING_NAMES.get(k, ("", ""))[1]),
-                 src) for k, v in d.serving.efficiency.items()]
+        from gpucluster_lib.inference.engines import HOST_TERMS, engine_profile
+
+        defaults = "serving efficiency defaults, checked against MLPerf Inference"
+        engine = engine_profile(getattr(d.serving, "engine", None))
+        own = set(engine.efficiency) | set(HOST_TERMS) | {"gemm_efficiency_used"} if engine.terms else set()
+        src = {k: (f"the {engine.label} engine profile, fitted on TensorRT-LLM's own in-flight throughput tables"
+                   if k in own else defaults) for k in d.serving.efficiency}
+        rows = [(SERVING_NAMES.get(k, (humanize_key(k), ""))[0],
+                 value_text(v * SERVING_SCALE.get(k, 1.0), SERVING_NAMES.get(k, ("", ""))[1]), src[k])
+                for k, v in d.serving.efficiency.items()]
         rows += [("Modelling assumption", humanize_text(t), "serving engine") for t in d.serving.assumptions]
         groups.append(("Serving engine", rows))
     if d.reliability is not None:
