@@ -48,6 +48,8 @@ def main() -> None:
     print(f"serve, TP searched (1,2,4,8):      {timeit(lambda: serve(auto, cat)):7.2f} ms")
     poisson = auto.replace(inference__arrival="poisson")
     print(f"serve, Poisson max rate, TP searched: {timeit(lambda: serve(poisson, cat)):7.2f} ms")
+    trt = poisson.replace(inference__engine="tensorrt-llm", inference__streaming=True)
+    print(f"  the same, tensorrt-llm engine:    {timeit(lambda: serve(trt, cat)):7.2f} ms")
     print(f"compare_accelerators (6 GPUs):     {timeit(lambda: compare_accelerators(s, cat), 5):7.2f} ms")
     def tab_update() -> None:  # what one widget change computes (scenario update, sizing, comparison)
         s2 = s.replace(inference__requests_per_s=120.0)
