@@ -49,6 +49,7 @@ from gpucluster_lib.inference.validation import (
     trtllm_rows,
     trtllm_run_inputs,
     trtllm_run_per_gpu,
+    trtllm_static_per_gpu,
 )
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.units import GB, TERA
@@ -190,36 +191,6 @@ def simulate(isl: int, osl: int, requests: int, pool_tokens: int, max_batch: int
     return in_gen / steps
 
 
-def static_per_gpu(row, e8: float, f: float = 0.0, c: float = 0.0) -> float:
-    """A static row (gptSessionBenchmark): the batch's prefill, then L_out decode steps at context
-    L_in + L_out / 2 (the model's GPU terms at e8, no batch-manager host time) [output tokens/s per GPU]."""
-    arch = resolve_transformer(TRTLLM_MODEL)
-    inf = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
-           "arrival": "offline", "ttft_slo_s": 1e6, "tpot_slo_s": 1e6, "tensor_parallel": row.tp,
-           "batch_size": row.batch, "gemm_efficiency_8bit": e8, "decode_step_overhead_s": 0.0}
-    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
-                    "inference": inf})
-    from gpucluster_lib.inference.serve import serve
-
-    est = serve(sc, facility_budget=False)
-    acc = resolve_hardware(sc).accelerator
-    peak = float(acc["fp8_tflops"]) * TERA * e8
-    bw = float(acc["memory_bandwidth_gb_per_s"]) * GB * est.efficiency["memory_bandwidth_efficiency"]
-    b, lin, lout, tp = row.batch, row.input_tokens, row.output_tokens, row.tp
-    prefill = b * (lin * linear_flops_per_token(arch) + prefill_attention_flops(arch, lin)) / tp / peak
-    ctx = lin + lout / 2
-    decode = (max(est.weights_bytes_per_gpu / bw, b * linear_flops_per_token(arch) / tp / peak)
-              + max(b * ctx * est.kv_cache_bytes_per_token_per_gpu / bw, b * float(decode_attention_flops(arch, ctx)) / tp / peak))
-    # TP all-reduces: prefill of b x L_in tokens, and b tokens a decode step (the model's communication term
-    # scaled from its mixed step of b (1 + L_in / L_out) tokens is close enough for a check)
-    comm_step = est.step_time_breakdown_s["communication"]
-    tokens_mixed = b * (1 + lin / lout)
-    comm_prefill = comm_step * b * lin / tokens_mixed if tp > 1 else 0.0
-    comm_decode = comm_step * b / tokens_mixed if tp > 1 else 0.0
-    total = prefill + comm_prefill + lout * (decode + comm_decode + f + c * b)
-    return b * lout / total / tp
-
-
 def main() -> None:
     rows = [r for rel in INFLIGHT for r in trtllm_rows(rel)]
     runs = [run_terms(r) for r in rows]
@@ -255,12 +226,12 @@ def main() -> None:
               f"{r.per_gpu:10.1f}  {gen:+7.1%}  {st:+9.1%}     {run:+.1%}")
     e = np.array(errs)
     print(f"  shipped values: RMS {np.sqrt(np.mean(np.log1p(e) ** 2)):.4f} (log), largest |error| {np.max(np.abs(e)):.1%}")
-    print("static rows (gptSessionBenchmark), prefill then decode, GPU terms at the fitted e8: no host time, "
-          "and the in-flight F + c B per decode step:")
+    print("static rows (gptSessionBenchmark), prefill then decode (validation.trtllm_static_per_gpu), the shipped "
+          "GPU terms: no host time, and the in-flight F + c B per decode step:")
     for rel in STATIC:
         for r in trtllm_rows(rel):
             print(f"  {rel} {r.system} TP {r.tp} {r.input_tokens}/{r.output_tokens} batch {r.batch}: "
-                  f"{static_per_gpu(r, e8s) / r.per_gpu - 1:+.1%}, {static_per_gpu(r, e8s, fs, cs) / r.per_gpu - 1:+.1%}")
+                  f"{trtllm_static_per_gpu(r) / r.per_gpu - 1:+.1%}, {trtllm_static_per_gpu(r, host_time=True) / r.per_gpu - 1:+.1%}")
     rel = trtllm_releases()["0.10.0"]
     for isl, osl, system in ((128, 2048, "dgx-h100"), (2048, 2048, "dgx-h100")):
         row = next(r for r in trtllm_rows("0.10.0") if (r.system, r.tp, r.input_tokens, r.output_tokens)

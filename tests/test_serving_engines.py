@@ -20,7 +20,9 @@ from gpucluster_lib.inference.validation import (
     trtllm_check_rows,
     trtllm_engine_per_gpu,
     trtllm_inflight_inputs,
+    trtllm_row,
     trtllm_rows,
+    trtllm_static_per_gpu,
 )
 from gpucluster_lib.scenario import from_dict
 from tests.scripts import load_script
@@ -155,6 +157,20 @@ def test_the_in_flight_batch_is_the_pool_at_full_length():
 def test_every_in_flight_row_is_within_the_bound(row):
     est = trtllm_engine_per_gpu(row)
     assert abs(est.tokens_per_s_per_gpu / row.per_gpu - 1) <= ROW_BOUND
+
+
+def test_a_static_row_by_hand():
+    # TensorRT-LLM 0.9.0, H200 TP 1, 2048 in / 128 out, batch 64 (gptSessionBenchmark: 418 tokens/s per GPU),
+    # the profile's GPU terms (FP8 GEMMs at 0.68 of 1,978.9 TFLOP/s, HBM 0.80 of 4.8 TB/s), no host time
+    row = trtllm_row("0.9.0", "dgx-h200", 1, 2048, 128)
+    compute, bw = 1978.9e12 * 0.68, 4.8e12 * 0.80
+    n2 = 2 * (68_976_648_192 - 32_000 * 8192)                   # linear FLOPs a token
+    prefill = 64 * (2048 * n2 + 2 * 80 * 2048 ** 2 * 8192) / compute            # 13.65 s for the whole batch
+    weights = 68_976_648_192 / bw                               # 17.96 ms > 64 tokens' GEMMs (6.5 ms)
+    kv = 64 * (2048 + 64) * (80 * 2 * 8 * 128) / bw             # 5.77 ms > its attention FLOPs (0.26 ms)
+    total = prefill + 128 * (weights + kv)                      # 16.69 s
+    assert trtllm_static_per_gpu(row) == pytest.approx(64 * 128 / total, rel=1e-6)   # 491 tokens/s per GPU
+    assert trtllm_static_per_gpu(row) / row.per_gpu - 1 == pytest.approx(0.175, abs=0.001)   # +17.5% (docs)
 
 
 #: the 0.10.0 table's DGX H100 TP 1 rows, outside the fit: the measured misses (strict)

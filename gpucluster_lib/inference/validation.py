@@ -335,6 +335,53 @@ def trtllm_run_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | N
     return r["trace"].requests * row.output_tokens / total / row.tp
 
 
+def trtllm_static_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None,
+                          engine: str = "tensorrt-llm", host_time: bool = False) -> float:
+    """A static row (``gptSessionBenchmark``: one batch of ``row.batch``, the whole batch's prefill, then
+    ``L_out`` decode steps at the mean context ``L_in + L_out / 2``) with the GPU terms of ``engine``'s
+    profile, and its host time per decode step when ``host_time`` (the batch manager's, which this runtime
+    does not run: a check) [output tokens/s per GPU]. A check set, not a calibration (docs/inference.md)."""
+    from gpucluster_lib.hardware.resolve import resolve_hardware
+    from gpucluster_lib.inference.engines import engine_efficiency, engine_profile
+    from gpucluster_lib.inference.latency import (
+        ReplicaHardware,
+        decode_attention_flops,
+        linear_flops_per_token,
+        prefill_attention_flops,
+        tp_comm_time,
+    )
+    from gpucluster_lib.units import GB, TERA
+    from gpucluster_lib.workloads.transformer import resolve_transformer
+
+    if row.method != "static" or not row.batch:
+        raise GpuClusterError(f"{row.release} {row.system}: not a static row with a batch")
+    inf = {"precision": "fp8", "input_tokens": row.input_tokens, "output_tokens": row.output_tokens,
+           "arrival": "offline", "ttft_slo_s": NO_LIMIT_S, "tpot_slo_s": NO_LIMIT_S, "tensor_parallel": row.tp,
+           "batch_size": row.batch, "engine": engine}
+    sc = from_dict({"model": {"preset": TRTLLM_MODEL}, "hardware": {"server": row.system, "nodes": 1},
+                    "inference": inf})
+    est = serve(sc, catalog, facility_budget=False)
+    prof = engine_profile(engine)
+    eff = engine_efficiency(sc.inference, prof)
+    arch = resolve_transformer(TRTLLM_MODEL)
+    acc = resolve_hardware(sc, catalog).accelerator
+    hw = ReplicaHardware(float(acc["fp8_tflops"]), float(acc["memory_bandwidth_gb_per_s"]),
+                         float(acc["scaleup_bandwidth_gb_per_s"]) / 2, row.tp)
+    compute = hw.peak_tflops * TERA * eff.gemm_efficiency("fp8")
+    bw = hw.memory_bandwidth_gb_per_s * GB * eff.memory_bandwidth_efficiency
+    b, lin, lout, tp = row.batch, row.input_tokens, row.output_tokens, row.tp
+    prefill = (b * (lin * linear_flops_per_token(arch) + prefill_attention_flops(arch, lin)) / tp / compute
+               + float(tp_comm_time(arch, b * lin, hw, eff)))
+    ctx = lin + lout / 2
+    decode = (max(est.weights_bytes_per_gpu / bw, b * linear_flops_per_token(arch) / tp / compute)
+              + max(b * ctx * est.kv_cache_bytes_per_token_per_gpu / bw,
+                    b * float(decode_attention_flops(arch, ctx)) / tp / compute)
+              + float(tp_comm_time(arch, b, hw, eff)) + eff.decode_step_overhead_s)
+    if host_time:
+        decode += float(prof.host_time(b))
+    return b * lout / (prefill + lout * decode) / tp
+
+
 def trtllm_ratio(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
     """Published / model output tokens per second per GPU for one row."""
     return row.per_gpu / trtllm_model_per_gpu(row, catalog, path)
