@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from gpucluster_lib.inference.engines import engine_profile
 from gpucluster_lib.scenario import dumps, loads
 from gpucluster_lib.ui import tab_inference
 from gpucluster_lib.ui.common import AppState
@@ -22,11 +23,13 @@ def test_engine_dropdown_writes_the_scenario_and_adds_the_host_time():
     assert state.scenario.inference.engine == "tensorrt-llm"
     trt = state.design.serving
     # at 32 sequences the decode step reads the weights (memory-bound), so the FP8 matrix-multiply efficiency
-    # does not enter; TensorRT-LLM's step adds its host time 26.5 ms + 8 us x 32 sequences in place of the
-    # generic 3 ms step overhead (data/serving_engines.yaml; inference/efficiency.py): +23.756 ms a token
+    # does not enter; TensorRT-LLM's step adds its host time F + c x 32 sequences (responses not streamed) in
+    # place of the generic 3 ms step overhead (data/serving_engines.yaml; inference/efficiency.py)
+    prof = engine_profile("tensorrt-llm")
     assert trt.batch == 32
-    assert trt.tpot_s - generic == pytest.approx(0.0265 + 32 * 8e-6 - 0.003, rel=1e-9)
-    assert f"TPOT {trt.tpot_s * 1000:,.1f} ms" in panel.summary.value  # 33.9 ms on the page
+    assert trt.tpot_s - generic == pytest.approx(prof.iteration_host_time_s + 32 * prof.per_sequence(False) - 0.003,
+                                                 rel=1e-9)
+    assert f"TPOT {trt.tpot_s * 1000:,.1f} ms" in panel.summary.value
     # a saved scenario keeps the engine, and loading it shows it again
     saved = dumps(state.scenario)
     panel.engine.value = "generic"
