@@ -61,6 +61,10 @@ STATIC = ("0.8.0", "0.9.0")
 GRID_E8 = np.round(np.arange(0.50, 0.801, 0.01), 2)
 GRID_F = np.round(np.arange(0.010, 0.0401, 0.0005), 4)
 GRID_C = np.round(np.arange(0.0, 30.1e-6, 1e-6), 7)
+#: a wider, coarser grid for the overlapped form, whose optimum lies outside the additive grid
+WIDE_E8 = np.round(np.arange(0.30, 1.001, 0.02), 2)
+WIDE_F = np.round(np.arange(0.0, 0.1501, 0.0025), 4)
+WIDE_C = np.round(np.arange(0.0, 100.1e-6, 4e-6), 7)
 
 
 def row_terms(row) -> dict:
@@ -101,8 +105,10 @@ def predicted(t: dict, e8, f, c, overlapped: bool = False, c_streamed=None):
 
 def fit(terms: list[dict], overlapped: bool = False) -> tuple[float, float, float, float, float]:
     """(e8, F, c, c streamed, RMS of the log error) on the grid, the smallest RMS (ties: the first in grid
-    order); c streamed is fitted on the rows whose responses streamed (0.10.0), c on the others."""
-    e8, f, c, cs = np.meshgrid(GRID_E8, GRID_F, GRID_C, GRID_C, indexing="ij")
+    order); c streamed is fitted on the rows whose responses streamed (0.10.0), c on the others. The
+    overlapped form is fitted on the wider grid."""
+    grids = (WIDE_E8, WIDE_F, WIDE_C, WIDE_C) if overlapped else (GRID_E8, GRID_F, GRID_C, GRID_C)
+    e8, f, c, cs = np.meshgrid(*grids, indexing="ij")
     sq = np.zeros_like(e8)
     for t in terms:
         sq += np.log(predicted(t, e8, f, c, overlapped, cs) / t["published"]) ** 2

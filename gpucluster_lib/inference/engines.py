@@ -60,6 +60,7 @@ class EngineProfile:
     host_time_per_sequence_s: float = 0.0       # c: host time per sequence in flight per iteration [s]
     host_time_per_streamed_sequence_s: float = 0.0   # the same when every response streams token by token [s]
     token_budget_counts_decode: bool = False    # the token budget per step also counts decode tokens
+    fitted_on: dict[str, Any] = field(default_factory=dict)     # models, precisions, accelerators, TPs, words
     terms: dict[str, dict[str, Any]] = field(default_factory=dict)   # every term as the data file gives it
 
     @property
@@ -80,6 +81,14 @@ class EngineProfile:
         if not self.token_budget_counts_decode:
             return None
         return max(int(max_num_tokens / (1.0 + input_tokens / output_tokens)), 1)
+
+    def outside_fit(self, model: str | None, precision: str, accelerator: str, tp: int) -> list[str]:
+        """What of a replica lies outside the rows the profile was fitted on, in words (empty: inside)."""
+        if not self.fitted_on:
+            return []
+        checks = (("models", model, "the model"), ("precisions", precision, "the precision"),
+                  ("accelerators", accelerator, "the accelerator"), ("tensor_parallel", tp, "the tensor parallelism"))
+        return [what for key, value, what in checks if key in self.fitted_on and value not in self.fitted_on[key]]
 
     def echo(self, streaming: bool = False) -> dict[str, float]:
         """The engine's host terms as used, for the result's echoed efficiency (nothing for an engine without)."""
@@ -126,7 +135,7 @@ def _load(path: str) -> dict[str, EngineProfile]:
                 raise GpuClusterError(f"serving engine {name!r} in {path}: unknown term {term!r} (known: "
                                       f"{', '.join((*OVERRIDE_FIELDS, *HOST_TERMS, 'token_budget_counts_decode'))})")
         out[name] = EngineProfile(name, str(raw.get("label") or name), eff, token_budget_counts_decode=budget,
-                                  terms=terms, **host)
+                                  terms=terms, fitted_on=dict(raw.get("fitted_on") or {}), **host)
     return out
 
 

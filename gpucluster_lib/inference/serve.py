@@ -608,6 +608,15 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             "harness), so it serves no request and no fleet is sized",
             fix=f"raise the engine's token budget per step to at least {inf.input_tokens:,} tokens",
             field="inference.max_num_tokens"))
+    outside = engine.outside_fit(scenario.model.preset, precision, acc["id"], tp) if engine.terms else []
+    if outside:
+        findings.append(Finding(
+            "inference-engine-profile-extrapolated", "info",
+            f"the {engine.label} engine profile was fitted on {engine.fitted_on.get('words', 'its own rows')}; "
+            f"{_or_words(outside).replace(' or ', ' and ')} of this replica {'lies' if len(outside) == 1 else 'lie'} "
+            "outside that, so its fitted times and efficiency are carried over unchecked",
+            fix="check the result against a measured run of the engine on this model and hardware",
+            field="inference.engine"))
     cap = engine.batch_cap(budget, inf.input_tokens, inf.output_tokens)
     if cap is not None and inf.batch_size is not None and inf.batch_size > cap and best.fits and not prompt_too_long:
         findings.append(Finding(

@@ -681,7 +681,11 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
 
         defaults = "serving efficiency defaults, checked against MLPerf Inference"
         engine = engine_profile(getattr(d.serving, "engine", None))
-        own = set(engine.efficiency) | set(HOST_TERMS) | {"gemm_efficiency_used"} if engine.terms else set()
+        own = set(engine.efficiency) | set(HOST_TERMS) if engine.terms else set()
+        gemm_field = ("gemm_efficiency_8bit" if getattr(d.serving, "compute_precision", None) in ("fp8", "int8")
+                      else "gemm_efficiency_16bit")
+        if gemm_field in own:
+            own.add("gemm_efficiency_used")
         src = {k: (f"the {engine.label} engine profile, fitted on TensorRT-LLM's own in-flight throughput tables"
                    if k in own else defaults) for k in d.serving.efficiency}
         rows = [(SERVING_NAMES.get(k, (humanize_key(k), ""))[0],
