@@ -13,12 +13,26 @@ folder can be made, the default TCP transport is kept.
 
 A cell that fails, a cell that runs past the timeout and a kernel that dies each end as one
 :class:`ReportError` with a one-line message. On a timeout the kernel is interrupted and the
-interrupted cell given up to :data:`INTERRUPT_WAIT_S` to stop (nbclient's ``interrupt_on_timeout``)
-before the kernel is shut down: a kernel shut down while a cell still runs answers that cell on a
-closed socket, and ipykernel prints a ``ZMQError`` traceback on standard error. The kernel runs
-under :class:`~.kernel_manager.ReportKernelManager`, which shuts it down without the interrupt
-jupyter_client sends first (it could make ipykernel log a stray "KeyboardInterrupt caught in
-kernel."); the kernel's own log keeps its normal level, so its warnings and errors are seen.
+interrupted cell given up to :data:`INTERRUPT_WAIT_S` to stop (nbclient's ``interrupt_on_timeout``).
+The kernel's own log keeps its normal level, so its warnings and errors are seen.
+
+When the notebook has run (to its end or to its first error), the kernel is killed, not asked to
+shut down (nbclient's ``shutdown_kernel="immediate"``: jupyter_client's ``shutdown_kernel(now=True)``
+sends SIGKILL to the kernel's process group, which also ends any process a cell started). By then
+nbclient has every reply and output: a cell is done when the kernel reports "idle" after it, and
+the executed notebook is written by this process. Asked to shut down, ipykernel 7.4 races with
+itself: the shutdown request makes the main thread leave its event loop and exit (its exit handlers
+stop the IOPub thread and close every thread's pipe to it) while the control thread still
+publishes the request's "idle" status and flushes its output; a publish that passed the IOPub
+thread's liveness check before the close sends on a closed pipe, and the ``ZMQError: Socket
+operation on non-socket`` is logged with its traceback by tornado on standard error, which the
+kernel shares with this command (``IOPubThread.schedule``, ``Kernel.process_control``; ipykernel
+pull request 1518 made the socket send itself quiet, not this pipe). It was seen 2 times in 67
+runs of a failing sweep report on a busy machine; holding the control thread for 0.8 s between
+that check and its send raises the error in every run (5 of 5). A killed kernel runs none of that
+code. The kernel runs under :class:`~.kernel_manager.ReportKernelManager`, which leaves out the
+interrupt jupyter_client sends before every shutdown (it could make ipykernel log a stray
+"KeyboardInterrupt caught in kernel.").
 """
 
 from __future__ import annotations
@@ -106,7 +120,7 @@ def execute_notebook(notebook: str | os.PathLike, executed: Path, parameters: di
             progress_bar=False, kernel_name="python3", log_output=False,
             config=kernel_config(Path(sockets)) if sockets else Config(),
             interrupt_on_timeout=True, on_cell_error=on_cell_error, iopub_timeout=INTERRUPT_WAIT_S,
-            kernel_manager_class=ReportKernelManager,
+            kernel_manager_class=ReportKernelManager, shutdown_kernel="immediate",
             error_on_timeout={"ename": _TIMEOUT_ENAME, "evalue": f"longer than {timeout_s} s", "traceback": []})
     except pm.PapermillExecutionError as exc:  # e.g. a price the cost stage needs: its message, one line
         if any(timed_out):

@@ -7,9 +7,9 @@ already (nbclient's ``interrupt_on_timeout``). When the signal lands while ipyke
 its last message, ipykernel logs "KeyboardInterrupt caught in kernel." at ERROR level on the
 command's standard error (``Kernel.dispatch_shell``), a race seen about once in ten runs on a busy
 machine. :class:`ReportKernelManager` leaves that one interrupt out and changes nothing else: the
-kernel is asked to shut down (and killed if it does not within jupyter_client's
-``shutdown_wait_time``), the timeout's interrupt still reaches a running cell, and the kernel's
-own log keeps its normal level, so its real warnings and errors still reach the user.
+kernel is then killed (:func:`.kernel.execute_notebook` shuts it down "immediate", see there why),
+the timeout's interrupt still reaches a running cell, and the kernel's own log keeps its normal
+level, so its real warnings and errors still reach the user.
 
 Imported only when a report runs (jupyter_client is a heavy import).
 """
