@@ -245,6 +245,13 @@ MLPERF_MISSES = {
 }
 
 
+def test_mlperf_server_streams_and_offline_does_not():
+    from gpucluster_lib.inference.validation import mlperf_inference
+
+    # v4.1 generation_config.json "streaming": true, disabled for Offline in harness_llm/main_llm.cc
+    assert mlperf_inference("server")["streaming"] is True and mlperf_inference("offline")["streaming"] is False
+
+
 def mlperf_error(row) -> float:
     assert mlperf_serving_engine() == "tensorrt-llm"      # the submitter's engine, cited in the data file
     return mlperf_predicted(row, engine=mlperf_serving_engine()) / row.tokens_per_s - 1
