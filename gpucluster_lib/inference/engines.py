@@ -25,7 +25,9 @@ stands for (``gpucluster_lib/data/serving_engines.yaml``):
       sequences needs ``B (1 + L_in / L_out) <= max_num_tokens`` (every request's prompt is spread over
       its ``L_out`` steps): the batch is capped at ``max_num_tokens / (1 + L_in / L_out)``.
 
-Scenario overrides (``inference.gemm_efficiency_8bit`` and the others) win over a profile's values.
+Scenario overrides (``inference.gemm_efficiency_8bit`` and the others) win over a profile's values. A
+profile names the rows it was fitted on (``fitted_on``: models, precisions, accelerators, tensor-parallel
+sizes); a replica outside them gets the finding ``inference-engine-profile-extrapolated``.
 """
 
 from __future__ import annotations
