@@ -36,3 +36,27 @@ def test_engine_dropdown_writes_the_scenario_and_adds_the_host_time():
     assert state.scenario.inference.engine == "generic"
     state.load(loads(saved))
     assert panel.engine.value == "tensorrt-llm" and state.design.serving.tpot_s == pytest.approx(trt.tpot_s)
+
+
+def test_streaming_checkbox_charges_the_streamed_host_time_per_sequence():
+    state = AppState.from_path(LLAMA3_70B)  # Llama 3 70B, FP8, TP 8 on H100
+    state.update(inference__batch_size=32, inference__engine="tensorrt-llm")
+    panel = tab_inference.InferencePanel(state)
+    assert panel.streaming.value is False
+    whole = state.design.serving.tpot_s
+    panel.streaming.value = True
+    assert state.scenario.inference.streaming is True
+    # data/serving_engines.yaml: 12 us per streamed sequence (fitted on 0.10.0, run with --streaming) against
+    # 5 us per sequence returned whole (0.11.0): 32 x (12 - 5) us = 0.224 ms more a step, nothing else moves
+    assert state.design.serving.tpot_s - whole == pytest.approx(32 * 7e-6, rel=1e-6)
+    # the generic engine has no host terms: streaming changes nothing there
+    panel.engine.value = "generic"
+    streamed_generic = state.design.serving.tpot_s
+    panel.streaming.value = False
+    assert state.design.serving.tpot_s == pytest.approx(streamed_generic, rel=1e-12)
+    # a saved scenario keeps the choice
+    panel.streaming.value = True
+    saved = dumps(state.scenario)
+    panel.streaming.value = False
+    state.load(loads(saved))
+    assert panel.streaming.value is True

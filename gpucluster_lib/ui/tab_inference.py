@@ -79,6 +79,11 @@ class InferencePanel:
                                        value=inf.engine, description="Engine", layout=widgets.Layout(width="640px"),
                                        tooltip="the serving software: its host time per step, matrix-multiply "
                                                "efficiency and token budget, fitted on its own published tables")
+        self.streaming = widgets.Checkbox(value=inf.streaming, indent=False,
+                                          description="Stream responses token by token",
+                                          tooltip="each sequence's new token is returned every step (as chat "
+                                                  "front ends do); the TensorRT-LLM engine's host time per "
+                                                  "sequence is then its streamed one")
         for w in (self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival):
             w.style.description_width = "100px"
         self.vision_model = widgets.Dropdown(options=list(load_vision_presets()), description="Vision model")
@@ -111,14 +116,14 @@ class InferencePanel:
         self.apply = guarded(self.msg, clears=self.outputs)(self._apply)
         guarded(self.msg, clears=self.outputs)(self._sync_from_scenario)()
         for w in (self.model, self.precision, self.accelerator, self.tp, self.rps, self.input_tokens,
-                  self.output_tokens, self.ttft, self.tpot, self.arrival, self.engine):
+                  self.output_tokens, self.ttft, self.tpot, self.arrival, self.engine, self.streaming):
             w.observe(lambda _ch: self.apply(), names="value")
         redraw = when_shown(state, TITLE, self._on_scenario)
         state.observe(lambda _ch: None if self._busy else redraw(), names=["scenario", "catalog"])
         inputs = widgets.VBox([widgets.HBox([
             widgets.VBox([self.model, self.precision, self.accelerator, self.tp]),
             widgets.VBox([self.rps, self.input_tokens, self.output_tokens, self.ttft, self.tpot, self.arrival]),
-        ]), self.engine])
+        ]), widgets.HBox([self.engine, self.streaming])])
         self.widget = widgets.VBox([
             widgets.HTML("<p>Size an LLM serving fleet: the largest batch that fits, prefill and decode times "
                          "(roofline with sourced efficiencies, continuous batching), the best throughput that "
@@ -159,6 +164,7 @@ class InferencePanel:
             self.tpot.value = inf.tpot_slo_s * 1000
             self.arrival.value = inf.arrival
             self.engine.value = inf.engine
+            self.streaming.value = inf.streaming
             self.rps.value = inf.requests_per_s or 0.0  # 0: no target (or a tokens/s target, kept)
         finally:
             self._busy = False
@@ -182,6 +188,7 @@ class InferencePanel:
             "inference__ttft_slo_s": float(self.ttft.value), "inference__tpot_slo_s": float(self.tpot.value) / 1000,
             "inference__arrival": self.arrival.value,
             "inference__engine": self.engine.value,
+            "inference__streaming": bool(self.streaming.value),
         }
         if self.rps.value:  # a request rate replaces a tokens/s target; 0 keeps the scenario's
             changes["inference__tokens_per_s"] = None
