@@ -77,7 +77,9 @@ DEFAULT_EFFICIENCY = ServingEfficiency()
 OVERRIDE_FIELDS = tuple(f.name for f in fields(ServingEfficiency))
 
 
-def efficiency_from_spec(spec: Any) -> ServingEfficiency:
-    """Defaults with any non-null ``inference.<field>`` override applied."""
-    changes = {name: getattr(spec, name) for name in OVERRIDE_FIELDS if getattr(spec, name, None) is not None}
+def efficiency_from_spec(spec: Any, base: dict[str, float] | None = None) -> ServingEfficiency:
+    """The defaults, then ``base`` (a serving engine profile's values, :mod:`.engines`), then any non-null
+    ``inference.<field>`` override."""
+    changes = dict(base or {})
+    changes.update({name: getattr(spec, name) for name in OVERRIDE_FIELDS if getattr(spec, name, None) is not None})
     return replace(DEFAULT_EFFICIENCY, **changes)

@@ -32,15 +32,15 @@ sizes); a replica outside them gets the finding ``inference-engine-profile-extra
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.efficiency import (
-    DEFAULT_EFFICIENCY,
     OVERRIDE_FIELDS,
     ServingEfficiency,
+    efficiency_from_spec,
 )
 from gpucluster_lib.resources import data_path, load_yaml
 
@@ -158,9 +158,7 @@ def engine_profile(name: str | None) -> EngineProfile:
 
 def engine_efficiency(spec: Any, profile: EngineProfile) -> ServingEfficiency:
     """The defaults, then the engine's values, then any non-null ``inference.<field>`` override."""
-    changes = dict(profile.efficiency)
-    changes.update({name: getattr(spec, name) for name in OVERRIDE_FIELDS if getattr(spec, name, None) is not None})
-    return replace(DEFAULT_EFFICIENCY, **changes)
+    return efficiency_from_spec(spec, profile.efficiency)
 
 
 __all__ = ["DEFAULT_ENGINE", "EngineProfile", "engine_efficiency", "engine_profile", "engine_profiles"]
