@@ -32,7 +32,9 @@ from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.efficiency import ServingEfficiency
 from gpucluster_lib.inference.latency import (
     ReplicaHardware,
+    decode_attention_flops,
     linear_flops_per_token,
+    prefill_attention_flops,
     tp_comm_time,
     weights_read_bytes,
 )
@@ -155,15 +157,19 @@ def run_gpu_time(trace: RunTrace, arch: TransformerArch, *, weights_bytes_per_gp
     bw = hw.memory_bandwidth_gb_per_s * GB * eff.memory_bandwidth_efficiency
     w = weights_read_bytes(arch, weights_bytes_per_gpu, trace.tokens) / bw
     gemm = trace.steps * np.maximum(w, trace.tokens * linear_flops_per_token(arch) / hw.tp / compute)
-    attn_flops = (4.0 * arch.layers * arch.q_dim * trace.context + 2.0 * arch.layers * arch.q_dim * trace.prefill_square)
+    # decode reads each group's summed context; a prompt chunk from d to d + k costs the causal
+    # 2 layers q_dim ((d + k)^2 - d^2), summed in prefill_square (latency module doc)
+    attn_flops = decode_attention_flops(arch, trace.context) + prefill_attention_flops(arch, 1.0) * trace.prefill_square
     attention = np.maximum(trace.context * kv_bytes_per_token_per_gpu / bw, attn_flops / hw.tp / compute)
     comm = trace.steps * tp_comm_time(arch, trace.tokens, hw, eff)
     return float(np.sum(gemm + attention + comm + trace.steps * eff.decode_step_overhead_s))
 
 
-def run_host_time(trace: RunTrace, engine: Any) -> float:
-    """The engine's host time over the run [s]: F per iteration and c per sequence in flight per iteration."""
-    return float(engine.iteration_host_time_s * trace.steps.sum() + engine.host_time_per_sequence_s * trace.in_flight.sum())
+def run_host_time(trace: RunTrace, engine: Any, streaming: bool = False) -> float:
+    """The engine's host time over the run [s]: F per iteration and c per sequence in flight per iteration
+    (the streamed c when every response streams token by token)."""
+    return float(engine.iteration_host_time_s * trace.steps.sum()
+                 + engine.per_sequence(streaming) * trace.in_flight.sum())
 
 
 __all__ = ["RunTrace", "run_gpu_time", "run_host_time", "trace_run"]

@@ -318,7 +318,8 @@ def trtllm_run_inputs(row: TrtllmRow, catalog: Any = None, path: str | Path | No
     return {"trace": trace, "arch": resolve_transformer(TRTLLM_MODEL), "hw": hw, "eff": eff,
             "weights_bytes_per_gpu": est.weights_bytes_per_gpu,
             "kv_bytes_per_token_per_gpu": est.kv_cache_bytes_per_token_per_gpu,
-            "gemm_efficiency": est.efficiency["gemm_efficiency_used"], "engine": engine_profile(inf["engine"])}
+            "gemm_efficiency": est.efficiency["gemm_efficiency_used"], "engine": engine_profile(inf["engine"]),
+            "streaming": bool(inf.get("streaming", False))}
 
 
 def trtllm_run_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | None = None) -> float:
@@ -331,7 +332,7 @@ def trtllm_run_per_gpu(row: TrtllmRow, catalog: Any = None, path: str | Path | N
     gpu = run_gpu_time(r["trace"], r["arch"], weights_bytes_per_gpu=r["weights_bytes_per_gpu"],
                        kv_bytes_per_token_per_gpu=r["kv_bytes_per_token_per_gpu"], hw=r["hw"],
                        gemm_efficiency=r["gemm_efficiency"], eff=r["eff"])
-    total = gpu + run_host_time(r["trace"], r["engine"])
+    total = gpu + run_host_time(r["trace"], r["engine"], r["streaming"])
     return r["trace"].requests * row.output_tokens / total / row.tp
 
 
