@@ -169,6 +169,29 @@ def test_profile_round_trip(tmp_path):
     assert yaml.safe_load(path.read_text())["version"] == 1
 
 
+def test_a_profile_reads_the_same_when_a_fit_differs_in_its_last_digits():
+    # numpy's sums take other SIMD paths on other CPUs, so a fit can end 214.094188 on one machine
+    # and 214.094189 on another (seen: the calibration notebook between two CI machines); the saved
+    # profile keeps six significant digits, so both write 214.094
+    a, b = small_profile(), small_profile()
+    a.gemm["bf16"] = GemmCurve(eff_max=0.7, m_half=214.0941884, n_half=100, k_half=100, peak_tflops=989.4)
+    b.gemm["bf16"] = GemmCurve(eff_max=0.7, m_half=214.0941886, n_half=100, k_half=100, peak_tflops=989.4)
+    assert a.to_yaml() == b.to_yaml()
+    assert yaml.safe_load(a.to_yaml())["gemm"]["bf16"]["m_half"] == 214.094
+
+
+def test_the_fit_chart_is_the_same_when_a_fit_differs_in_its_last_digits():
+    from gpucluster_lib.charts.calibration import gemm_fit
+    table = pd.DataFrame({"m": [256, 4096], "n": [256, 4096], "k": [256, 4096], "dtype": "bf16",
+                          "tflops": [6.45277538462, 783.328793548], "predicted_tflops": [5.61715614793, 790.635823011],
+                          "error": [-0.1295, 0.0093]})
+    nudged = table.assign(predicted_tflops=table["predicted_tflops"] * (1 + 3e-9))
+    assert gemm_fit(table).to_dict() == gemm_fit(nudged).to_dict()
+    # four significant digits: 5.617 and 790.6 TFLOP/s
+    values = [v for d in gemm_fit(table).to_dict()["datasets"].values() for v in d]
+    assert sorted(r["predicted_tflops"] for r in values if "predicted_tflops" in r) == [5.617, 790.6]
+
+
 def test_efficiency_overrides_by_hand():
     p = small_profile()
     nv = p.links["nvlink"]

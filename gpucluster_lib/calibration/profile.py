@@ -124,8 +124,14 @@ class CalibrationProfile:
 
 
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
-    return {k: (round(v, 6 if abs(v) >= 1e-3 else 12) if isinstance(v, float) else v) for k, v in d.items()
+    """The profile's figures to six significant digits: a fit's last digits differ between CPUs (the
+    SIMD paths of numpy's sums), and a saved profile should read the same wherever it was fitted."""
+    return {k: (_significant(v) if isinstance(v, float) else v) for k, v in d.items()
             if v is not None and v != ""}
+
+
+def _significant(v: float, digits: int = 6) -> float:
+    return float(f"{v:.{digits}g}")
 
 
 def _date(value: Any, where: str) -> str:

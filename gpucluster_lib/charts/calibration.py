@@ -14,6 +14,10 @@ def gemm_fit(table: pd.DataFrame, title: str = "GEMM: measured against fitted ra
     (m, n, k, dtype, tflops, predicted_tflops, error), or several concatenated.
     """
     data = table.copy()
+    # four significant digits: the chart's text carries the values, and a fit's last digits differ
+    # between CPUs (numpy's SIMD sums), which would make the same chart differ from machine to machine
+    for col in ("tflops", "predicted_tflops", "error"):
+        data[col] = _round_sig(data[col])
     data["shape"] = [f"{int(m)} x {int(n)} x {int(k)}" for m, n, k in zip(data.m, data.n, data.k, strict=True)]
     data["error_pct"] = data["error"] * 100
     hi = float(max(data["tflops"].max(), data["predicted_tflops"].max()) * 1.15)
@@ -43,8 +47,8 @@ def link_fit(test, fit, title: str | None = None) -> alt.Chart:
     measured = pd.DataFrame({"size_mb": sizes / 1e6, "time_us": [r.time_us for r in test.rows],
                              "busbw": [r.busbw_gb_per_s for r in test.rows], "series": "measured"})
     grid = np.geomspace(sizes.min(), sizes.max(), 60)
-    fitted = pd.DataFrame({"size_mb": grid / 1e6, "time_us": np.asarray(fit.predict_time_s(grid)) * 1e6,
-                           "series": "fitted"})
+    fitted = pd.DataFrame({"size_mb": _round_sig(grid / 1e6),
+                           "time_us": _round_sig(np.asarray(fit.predict_time_s(grid)) * 1e6), "series": "fitted"})
     x = alt.X("size_mb:Q", title="Message size [MB]", scale=alt.Scale(type="log"))
     y = alt.Y("time_us:Q", title="Time [us]", scale=alt.Scale(type="log"))
     line = alt.Chart(fitted).mark_line(color="#f58518").encode(x=x, y=y)
@@ -56,6 +60,11 @@ def link_fit(test, fit, title: str | None = None) -> alt.Chart:
     name = title or (f"{fit.level}: {fit.collective.replace('_', '-')} on {fit.ranks} GPUs, "
                      f"B {fit.bus_bandwidth_gb_per_s:,.0f} GB/s, {lat}")
     return (line + pts).properties(width=360, height=300, title=name)
+
+
+def _round_sig(values, digits: int = 4) -> np.ndarray:
+    """``values`` rounded to ``digits`` significant digits (display only)."""
+    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=float).ravel()])
 
 
 def calibration_charts(result) -> alt.Chart | None:
