@@ -104,7 +104,8 @@ _WORDS = {"it": "IT", "capex": "CapEx", "opex": "OpEx", "tco": "TCO", "gpu": "GP
           "cpu": "CPU", "psu": "PSU", "ups": "UPS", "pue": "PUE", "mfu": "MFU", "hfu": "HFU", "ttft": "TTFT",
           "tpot": "TPOT", "slo": "SLO", "kv": "KV", "nvlink": "NVLink", "co2e": "CO2e", "mtbi": "MTBI",
           "tp": "TP", "pp": "PP", "dp": "DP", "btu": "BTU", "nic": "NIC", "nics": "NICs", "ru": "U",
-          "hbm": "HBM", "cdu": "CDU", "cuda": "CUDA", "nccl": "NCCL", "os": "OS", "slurm": "SLURM"}
+          "hbm": "HBM", "cdu": "CDU", "cuda": "CUDA", "nccl": "NCCL", "os": "OS", "slurm": "SLURM",
+          "zero3": "ZeRO-3"}
 
 
 def _human_word(part: str) -> str:

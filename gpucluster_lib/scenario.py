@@ -261,6 +261,12 @@ class TrainingSpec:
         None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
                   "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT from version 0.16.4; "
                   "PURE: bf16)")
+    zero3_max_live_parameters: float | None = f(
+        None, gt=0, le=1e15, unit="parameters",
+        doc="DeepSpeed ZeRO-3's stage3_max_live_parameters: no parameter prefetch is issued while this many "
+            "parameter elements are gathered, so the gather after a weight of at least this size is not "
+            "hidden behind compute, and more gathered weights are held the higher it is (read only with ZeRO-3 "
+            "and the deepspeed framework, else a warning); default: the framework's (DeepSpeed: 1e9)")
 
 
 @dataclass(frozen=True)

@@ -668,6 +668,10 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
                          "stops before the feed-forward output projection (PyTorch 2.1 and later)"
                          if a["checkpoint_early_stop"] else "reruns the whole layer",
                          "the training framework, or the scenario's checkpoint early stop setting"))
+        if a.get("zero3_max_live_parameters") is not None:
+            rows.append(("ZeRO-3 live-parameter limit (no prefetch while this many parameters are gathered)",
+                         value_text(a["zero3_max_live_parameters"], "parameters"),
+                         "the training framework (DeepSpeed's default), or the scenario's live-parameter limit"))
         for k, v in eff.items():
             if k in ("generation", "validated") or not isinstance(v, (int, float)):
                 continue

@@ -205,6 +205,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         fw = dataclasses.replace(fw, checkpoint_early_stop=tr.checkpoint_early_stop)
     if tr.param_gather_precision is not None:  # Composer's DEFAULT before 0.14 gathers fp32 parameters
         fw = dataclasses.replace(fw, zero3_gather_bytes=PRECISION_BYTES[tr.param_gather_precision])
+    if tr.zero3_max_live_parameters is not None:  # the run's DeepSpeed stage3_max_live_parameters
+        fw = dataclasses.replace(fw, zero3_max_live_params=float(tr.zero3_max_live_parameters))
     par = scenario.parallelism
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
@@ -527,6 +529,9 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         "framework": ctx.framework.to_dict(),
         # full recomputation: stops before the FFN output projection (true) or reruns the whole layer
         "checkpoint_early_stop": ctx.framework.checkpoint_early_stop if plan.recompute == "full" else None,
+        # DeepSpeed ZeRO-3: no prefetch while this many parameter elements are gathered [elements]
+        "zero3_max_live_parameters": (ctx.framework.zero3_max_live_params
+                                      if plan.zero_stage == 3 and ctx.framework.zero3_prefetch == "module" else None),
         "overlap_grad_reduce": ctx.overlap_grad_reduce,
         "overlap_param_gather": ctx.overlap_param_gather,
         "sharded_collectives": "flat" if ctx.flat_collectives else "hierarchical",
@@ -678,6 +683,13 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"{plan.zero_stage}): only ZeRO-3 (FSDP's full sharding) gathers parameters in it, so it has no "
                            "effect",
                            fix="remove it, or choose ZeRO stage 3", field="training.param_gather_precision"))
+    if tr.zero3_max_live_parameters is not None and (fw.zero3_prefetch != "module" or plan.zero_stage != 3):
+        why = (f"the plan shards no parameters (ZeRO stage {plan.zero_stage})" if fw.zero3_prefetch == "module"
+               else f"{fw.name} does not schedule its gathers by DeepSpeed's live-parameter limit")
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the live-parameter limit of ZeRO-3 is set, but {why}: it has no effect",
+                           fix="remove it; only DeepSpeed with ZeRO stage 3 reads it",
+                           field="training.zero3_max_live_parameters"))
     if tr.grad_reduce_precision is not None and plan.data * plan.context == 1:
         out.append(Finding("training-setting-ignored", "warning",
                            "the gradient reduction precision is set, but the plan has no data parallelism: no "
