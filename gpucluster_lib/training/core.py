@@ -62,7 +62,10 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
   shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
   gather and the reduce-scatter of the module two back, ``sum_j max(c w_j, a w_(j-1) + r w_(j+2))``
-  [15]. PyTorch FSDP (``zero3_prefetch: unit``) gathers one unit (a transformer layer) ahead, all
+  [15]. A prefetch is issued only while fewer than ``stage3_max_live_parameters`` elements are
+  gathered (``training.zero3_max_live_parameters``, default the framework's 1e9), the rule the
+  memory's gather buffers read [17]; a module not prefetched is gathered after the module before it
+  (exposed: ``c w_j + g w_(j+1)``; backward ``max(c w_j, r w_(j+2)) + a w_(j-1)``) [18]. PyTorch FSDP (``zero3_prefetch: unit``) gathers one unit (a transformer layer) ahead, all
   collectives on one NCCL stream: forward ``a + (n-1) max(f, a) + f``, backward with prefetch
   ``a + max(b, a) + (n-2) max(b, a + r) + max(b, r) + r`` (each unit computes beside the
   reduce-scatter of the unit above and the gather of the unit below), the root unit (embedding,
@@ -165,6 +168,12 @@ References
         ``prefetch_next_sub_modules`` prefetches only while ``total_available_parameter_numel`` is below
         ``max_available_parameters_in_numel``; ``release_sub_module`` frees a module's gathered weight
         after its use (its reuse distance exceeds ``stage3_max_reuse_distance``, 1e9).
+.. [18] DeepSpeed ZeRO-3 gathers of modules that were not prefetched, v0.3.13:
+        ``fetch_sub_module`` (the module's pre-forward / pre-backward hook) gathers what is not
+        available and waits for it; ``_allgather_param`` (deepspeed/runtime/zero/partition_parameters.py)
+        calls ``torch.cuda.synchronize()`` before it issues the all-gather, so the CPU first waits for
+        the previous module's compute and every stream's work (the reduce-scatter in flight): the
+        gather runs after them, not beside them.
 .. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
         bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
 """
@@ -617,10 +626,13 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     elif fw.zero3_prefetch == "module":  # DeepSpeed: the next module's gather runs behind this one [12]
         g_pass = t_ag / L_s  # one pass of gathers, per layer
         fwd_c = train / 3.0
-        exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass)
-                                + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass)
-                                           + _backward_pass(ctx, train - fwd_c, 0.0, t_rs / L_s),
-                                           _backward_pass(ctx, train - fwd_c + recomp, g_pass, t_rs / L_s))
+        # a module is prefetched only while fewer than stage3_max_live_parameters are gathered [17, 18];
+        # lp depends on (tp, ep) only: the flags per distinct layer combination, gathered back
+        pf_f, pf_b = (_plan_flags(prefetched_modules(ctx, lp[first], backward=b), inverse) for b in (False, True))
+        exposed_z3 = m * L_s * (_prefetch_pass(ctx, fwd_c, g_pass, pf_f)
+                                + np.where(rc == 2, _prefetch_pass(ctx, recomp, g_pass, pf_f)
+                                           + _backward_pass(ctx, train - fwd_c, 0.0, t_rs / L_s, pf_b),
+                                           _backward_pass(ctx, train - fwd_c + recomp, g_pass, t_rs / L_s, pf_b))
                                 - train - recomp)
     else:
         exposed_z3 = np.maximum(t_z3 - e.zero3_overlap * compute_total, (1.0 - e.zero3_overlap) * t_z3)
@@ -707,12 +719,16 @@ def module_shares(ctx: Context) -> tuple[float, ...]:
     return tuple(x / sum(n) for x in n)
 
 
-def _backward_pass(ctx: Context, compute, gather, reduce):
+def _backward_pass(ctx: Context, compute, gather, reduce, prefetched=None):
     """One backward pass over a layer's modules under DeepSpeed ZeRO-3 [s] [12, 15]:
     ``sum_j max(c w_j, a w_(j-1) + r w_(j+2))`` over QKV, projection, FC1, FC2 (index j, shares
     ``w``: :func:`module_shares`; the pass runs from FC2 down, indices modulo 4 reach the
     neighbouring layers). ``c``, ``a``, ``r``: the layer's backward compute, parameter gather and
     gradient reduce-scatter in this pass (``a`` 0 when the recomputed forward has gathered them).
+    When module j-1 is not prefetched (``prefetched``: one flag per module,
+    :func:`prefetched_modules` with ``backward=True``; None: all are) its gather is issued only
+    after module j's compute and the reduce-scatter beside it have finished (``_allgather_param``
+    synchronises the device first [18]): ``max(c w_j, r w_(j+2)) + a w_(j-1)``.
 
     While module j computes, the next module down (j-1) is gathered, and the reduce-scatter in
     flight is that of module j+2, two modules back: a module's gradients are reduced when the
@@ -721,10 +737,18 @@ def _backward_pass(ctx: Context, compute, gather, reduce):
     (``reduction_stream.synchronize()``), so the reduction of j+1 is issued only after module j
     has been queued and runs behind module j-1 [15]. Compute 24, gathers 6, reduce-scatters 18
     with shares 3/12, 1/12, 4/12, 4/12: max(6, 2 + 6) + max(2, 1.5 + 6) + max(8, 0.5 + 4.5)
-    + max(8, 2 + 1.5) = 31.5."""
+    + max(8, 2 + 1.5) = 31.5. With the projection not prefetched behind FC1, FC1's term becomes
+    max(8, 18 x 3/12) + 0.5 = 8.5 and the pass 32."""
     w = module_shares(ctx)
     n = len(w)
-    return sum(np.maximum(compute * w[j], gather * w[(j - 1) % n] + reduce * w[(j + 2) % n]) for j in range(n))
+    total = 0.0
+    for j in range(n):
+        c, a, r = compute * w[j], gather * w[(j - 1) % n], reduce * w[(j + 2) % n]
+        if prefetched is None:
+            total = total + np.maximum(c, a + r)
+        else:
+            total = total + np.where(prefetched[(j - 1) % n], np.maximum(c, a + r), np.maximum(c, r) + a)
+    return total
 
 
 def fsdp_exposed(fwd, bwd, a, r, n, prefetch: bool = True):
@@ -778,12 +802,15 @@ def deepspeed_zero3_buffers(ctx: Context, lp) -> tuple[np.ndarray, np.ndarray]:
     ``bucket_params``: 5e8 elements) and module j's own. Gathered then: module j, and the modules
     prefetched behind it (the next ones in the trace up to ``stage3_prefetch_bucket_size``,
     ``zero3_prefetch_params``: 5e7 elements) only while fewer than ``stage3_max_live_parameters``
-    (``zero3_max_live_params``: 1e9) elements are gathered. The peak of gathered plus gradient bytes
+    (``zero3_max_live_params``: 1e9, or ``training.zero3_max_live_parameters``) elements are gathered
+    (:func:`prefetch_takes`, the rule the timing reads). The peak of gathered plus gradient bytes
     is taken over two layers' modules from an empty bucket, and over as many layers as a bucket
     needs to fill. GPT-3 530B (h 20480, 4h FFN: QKV 3h^2, projection h^2, FC1 and FC2 4h^2 each,
     1.26e9 to 1.68e9 elements, each one bucket, FC1 and FC2 above 1e9 so nothing is prefetched
     behind them): the peak is at FC1, gradients of QKV (the layer above), FC2 and FC1 (11/12 of a
-    layer) and FC1 gathered (4/12): 15/12 of a layer."""
+    layer) and FC1 gathered (4/12): 15/12 of a layer. With a limit of 2e9 the projection is prefetched
+    behind FC1 (16/12), tied with FC2 and FC1 gathered beside the gradients of the projection and QKV
+    above and FC2 at FC2 (8/12 + 8/12), which comes first and is reported."""
     fw = ctx.framework
     lp = np.asarray(lp, dtype=float)
     uniq, inv = np.unique(lp, return_inverse=True)
@@ -806,12 +833,9 @@ def _deepspeed_peak(p: float, w: tuple[float, ...], bucket: float, live: float, 
     out = (0.0, 0.0)
     for j in range(k * layers):
         n = order[j]
-        ahead, acc = 0.0, 0.0
-        for nxt in order[j + 1:j + 1 + k]:  # a prefetch takes whole weights until it holds ahead_max elements
-            if acc >= ahead_max:
-                break
-            ahead, acc = ahead + nxt, acc + nxt
-        g = n + (ahead if n < live else 0.0)
+        # the weights the prefetch issued at module j takes: the rule timing reads too [17, 18]
+        ahead = sum(order[j + d] for d in range(1, k + 1) if prefetch_takes(order, j, d, live, ahead_max))
+        g = n + ahead
         r = prev + cur + n
         total = g * gather_bytes + r * BYTES_16
         if total > best:
@@ -823,12 +847,79 @@ def _deepspeed_peak(p: float, w: tuple[float, ...], bucket: float, live: float, 
     return out
 
 
-def _prefetch_pass(ctx: Context, compute, comm):
+def _prefetch_pass(ctx: Context, compute, comm, prefetched=None):
     """One forward pass over a layer's modules when each module's parameters are fetched one module
-    ahead [s]: ``sum_j max(c w_j, g w_(j+1))`` (``c``, ``g``: the layer's compute and communication
-    of the pass) [12]. The backward runs beside the reduce-scatters: :func:`_backward_pass`."""
+    ahead [s] [12]: ``sum_j max(c w_j, g w_(j+1)) + [j+1 not prefetched] min(c w_j, g w_(j+1))``
+    (``c``, ``g``: the layer's compute and communication of the pass; shares ``w``:
+    :func:`module_shares`). A module that was not prefetched (``prefetched``: one flag per module,
+    :func:`prefetched_modules`; None: all are) is gathered after the module before it, so its
+    gather adds to that module's compute instead of running beside it [17, 18]. The backward runs
+    beside the reduce-scatters: :func:`_backward_pass`.
+
+    Worked case: shares 3/12, 1/12, 4/12, 4/12, compute 12, gathers 18: all prefetched
+    max(3, 1.5) + max(1, 6) + max(4, 6) + max(4, 4.5) = 19.5; FC2 not prefetched (FC1 at or above
+    the live limit): FC1's term becomes 4 + 6 = 10, the pass 23.5."""
     w = module_shares(ctx)
-    return sum(np.maximum(compute * w[j], comm * w[(j + 1) % len(w)]) for j in range(len(w)))
+    n = len(w)
+    total = 0.0
+    for j in range(n):
+        c, g = compute * w[j], comm * w[(j + 1) % n]
+        total = total + np.maximum(c, g)
+        if prefetched is not None:
+            total = total + np.where(prefetched[(j + 1) % n], 0.0, np.minimum(c, g))
+    return total
+
+
+def prefetch_takes(sizes, j: int, d: int, live, ahead_max):
+    """Whether the prefetch DeepSpeed ZeRO-3 issues when module ``j`` of a pass starts takes the
+    module ``d`` places after it (``d >= 1``) [bool, elementwise over plan arrays] [12, 17, 18].
+
+    ``sizes``: the gathered elements of the modules in the order of the pass (repeating layer after
+    layer, so indices wrap); ``live``: ``stage3_max_live_parameters``, ``ahead_max``:
+    ``stage3_prefetch_bucket_size`` [elements]. ``prefetch_next_sub_modules`` prefetches only while
+    ``total_available_parameter_numel`` (the elements gathered, module j's among them) is below
+    ``max_available_parameters_in_numel``; ``get_params_to_prefetch`` then takes whole weights
+    in trace order until it holds ``stage3_prefetch_bucket_size`` elements (at least one). So
+    ``n_j < live`` and (``d = 1`` or ``n_(j+1) + ... + n_(j+d-1) < ahead_max``). The weights of a
+    window already in flight are not counted in ``n_j`` (a window reaches past the next weight only
+    while it holds fewer than ``ahead_max`` elements)."""
+    k = len(sizes)
+    between = sum(sizes[(j + i) % k] for i in range(1, d))
+    return (sizes[j % k] < live) & ((d == 1) | (between < ahead_max))
+
+
+def _plan_flags(flags: tuple, inverse: np.ndarray) -> tuple | None:
+    """Per-combination flags of :func:`prefetched_modules` gathered back to every plan, or None
+    when every module of every combination is prefetched (the passes then take their plain form)."""
+    if all(bool(np.all(f)) for f in flags):
+        return None
+    return tuple(np.asarray(f, dtype=bool)[inverse] for f in flags)
+
+
+def prefetched_modules(ctx: Context, lp, backward: bool = False) -> tuple:
+    """For each weight module of a layer (:func:`module_shares` order: QKV, projection, FC1, FC2),
+    whether DeepSpeed ZeRO-3 prefetches its gather behind an earlier module of the pass [bool,
+    elementwise over ``lp``, a layer's parameters per GPU] [12, 17, 18]: the forward (and the
+    recomputed forward) runs QKV to FC2, the backward FC2 to QKV, both on into the next layer.
+    Module k is prefetched when the prefetch issued at any of the four modules before it takes it
+    (:func:`prefetch_takes`, with the framework's ``zero3_max_live_params`` and
+    ``zero3_prefetch_params``, the same rule as the memory of :func:`deepspeed_zero3_buffers`).
+
+    GPT 530B (h 20480: QKV 1.26e9, projection 4.19e8, FC1 and FC2 1.68e9 elements) at the default
+    live limit 1e9, forward: FC1 is prefetched (behind the projection); QKV, the projection and FC2
+    are not (QKV, FC1 and FC2 hold 1e9 or more). With a limit of 2e9 every module is."""
+    fw = ctx.framework
+    w = module_shares(ctx)
+    k = len(w)
+    order = list(range(k - 1, -1, -1)) if backward else list(range(k))
+    sizes = [w[i] * lp for i in order]
+    flags = [False] * k
+    for pos, i in enumerate(order):
+        hit = False
+        for d in range(1, k + 1):
+            hit = hit | prefetch_takes(sizes, pos - d, d, fw.zero3_max_live_params, fw.zero3_prefetch_params)
+        flags[i] = hit
+    return tuple(flags)
 
 
 def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):

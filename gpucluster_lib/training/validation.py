@@ -84,6 +84,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
     for key in ("param_gather_precision", "grad_reduce_precision"):  # the run's FSDP mixed precision
         if str(row.get(key, "")).strip():
             training[key] = row[key]
+    if str(row.get("zero3_max_live_params", "")).strip():  # the run's DeepSpeed stage3_max_live_parameters
+        training["zero3_max_live_parameters"] = float(row["zero3_max_live_params"])
     return from_dict({
         "name": str(row.get("run_id", "published run")),
         "model": model,
