@@ -23,6 +23,7 @@ from gpucluster_lib.training.core import (
     _backward_pass,
     _prefetch_pass,
     deepspeed_zero3_buffers,
+    live_limit_to_prefetch,
     prefetched_modules,
 )
 
@@ -73,6 +74,13 @@ def test_a_prefetch_window_reaches_past_a_weight_at_the_limit():
     # vectorised over plans: the same flags elementwise, and everything prefetched for a small layer
     flags = prefetched_modules(ctx, np.array([1.2e8, 1.2e6]))
     assert [list(f) for f in flags] == [[False, True], [True, True], [True, True], [True, True]]
+
+
+def test_the_limit_to_suggest_is_the_next_one_digit_value_above_the_largest_weight():
+    # FC1 = FC2 = 4/12 x 5,033,431,040 = 1,677,810,346.7 elements: 2e9 (1e9 and 1.68e9 would not do)
+    assert live_limit_to_prefetch(ctx_of(), LAYER_530B) == 2e9
+    # GPT-3 175B (h 12288): 4/12 x (12 x 12288^2 + 13 x 12288) = 604,033,024: 7e8
+    assert live_limit_to_prefetch(ctx_of(model="gpt3-175b"), 12 * 12288**2 + 13 * 12288) == 7e8
 
 
 # ----------------------------------------------------------------------------- timing
@@ -143,6 +151,30 @@ def test_530b_fits_on_640_and_not_on_560_with_one_module_prefetched():
     assert on640.fits and not on560.fits
     assert on640.memory_per_gpu_bytes["total"] == pytest.approx(85.62e9, rel=1e-3)
     assert on560.memory_per_gpu_bytes["total"] == pytest.approx(87.61e9, rel=1e-3)
+
+
+# ----------------------------------------------------------------------------- the finding
+
+
+def test_blocked_prefetch_finding_names_the_cost_the_setting_and_its_memory():
+    slow = estimate(scen())  # 530B on 1,120 A100 at the default limit
+    fast = estimate(scen(training={"zero3_max_live_parameters": 2e9}))
+    (f,) = [f for f in slow.findings if f.code == "training-zero3-prefetch-blocked"]
+    assert f.severity == "warning" and f.field == "training.zero3_max_live_parameters"
+    assert "1 billion parameters or more are gathered" in f.message
+    assert "largest weights hold 1.68 billion parameters per GPU" in f.message  # 4/12 x 5,033,431,040
+    assert "attention QKV, attention output projection and second feed-forward weights" in f.message
+    exposed = slow.step_time_s - fast.step_time_s
+    assert f"{exposed:.3g} s per step ({exposed / slow.step_time_s:.0%} of the step)" in f.message
+    assert "A limit of 2 billion parameters" in f.message and "2 billion" in f.fix
+    # 1/12 of a layer in 16 bits with 5% fragmentation: 5,033,431,040 / 12 x 2 x 1.05 = 0.881 GB (by hand)
+    assert "0.88 GB more memory per GPU" in f.message and "it still fits" in f.message
+    assert fast.memory_per_gpu_bytes["total"] - slow.memory_per_gpu_bytes["total"] == pytest.approx(
+        LAYER_530B / 12 * 2 * 1.05, rel=1e-9)
+    # no finding once every prefetch is issued, nor for GPT-3 175B (every weight below 1e9)
+    assert not [f for f in fast.findings if f.code == "training-zero3-prefetch-blocked"]
+    small = estimate(scen(model="gpt3-175b", nodes=96, global_batch_size=1536))
+    assert not [f for f in small.findings if f.code == "training-zero3-prefetch-blocked"]
 
 
 # ----------------------------------------------------------------------------- the scenario key

@@ -180,6 +180,7 @@ References
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -920,6 +921,23 @@ def prefetched_modules(ctx: Context, lp, backward: bool = False) -> tuple:
             hit = hit | prefetch_takes(sizes, pos - d, d, fw.zero3_max_live_params, fw.zero3_prefetch_params)
         flags[i] = hit
     return tuple(flags)
+
+
+#: The weight modules of :func:`module_shares`, in words (findings).
+MODULE_NAMES = ("attention QKV", "attention output projection", "first feed-forward", "second feed-forward")
+
+
+def live_limit_to_prefetch(ctx: Context, lp: float) -> float:
+    """The smallest DeepSpeed ``stage3_max_live_parameters`` of one significant figure (DeepSpeed's
+    own defaults are written so: 1e9, 5e8, 5e7) that lets a prefetch be issued at every weight
+    module of a layer of ``lp`` parameters per GPU [elements]: above the largest module's elements,
+    since the limit is compared with the elements gathered before the prefetch is added [17]
+    (:func:`prefetch_takes`). GPT 530B (FC1 and FC2: 4/12 of 5,033,431,040 = 1,677,810,347
+    elements): 2e9."""
+    largest = max(module_shares(ctx)) * float(lp)
+    exp = math.floor(math.log10(largest))
+    lead = math.floor(largest / 10.0**exp) + 1  # the next leading digit up: strictly above the largest
+    return float(lead) * 10.0**exp
 
 
 def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):

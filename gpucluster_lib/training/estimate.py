@@ -28,9 +28,14 @@ from gpucluster_lib.training import flops as fl
 from gpucluster_lib.training.core import (
     BREAKDOWN_KEYS,
     MEMORY_KEYS,
+    MODULE_NAMES,
     PLAN_KEYS,
     Context,
     evaluate,
+    layer_params,
+    live_limit_to_prefetch,
+    module_shares,
+    prefetched_modules,
     stage_table,
 )
 from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator
@@ -514,6 +519,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     hflops = fl.hardware_flops_per_token(arch, plan.recompute, ctx.framework.checkpoint_early_stop) * tps / hw.gpus
     days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
     findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff, stages)
+    findings += _blocked_prefetch(ctx, plan, arrays, step, memory["total"])
     efficiency = eff.to_dict()
     if ctx.framework.zero3_prefetch != "fraction":  # its own ZeRO-3 schedule: the fitted hidden share is not read
         efficiency.pop("zero3_overlap", None)
@@ -658,6 +664,59 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         out.append(Finding("training-no-token-budget", "info", "the training tokens are not set: no time to train",
                            field="training.tokens"))
     return out
+
+
+def _count_words(n: float) -> str:
+    """A count of parameters in words: 2e9 -> "2 billion", 1.678e9 -> "1.68 billion"."""
+    for scale, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
+        if n >= scale:
+            return f"{n / scale:.3g} {word}"
+    return f"{n:,.0f}"
+
+
+def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], step: float,
+                      total: float) -> list[Finding]:
+    """A warning when DeepSpeed ZeRO-3 issues no prefetch behind some weight modules of the plan
+    (a module of at least ``stage3_max_live_parameters`` elements is gathered: core.py [17, 18]), so
+    their gathers wait for the compute before them: the time this costs per step (the step at the
+    smallest one-digit limit that lets every prefetch be issued, :func:`core.live_limit_to_prefetch`,
+    minus this step) and the memory that limit adds (its worst stage against this plan's) [s, B]."""
+    fw = ctx.framework
+    if plan.zero_stage != 3 or fw.zero3_prefetch != "module":
+        return []
+    lp = float(layer_params(ctx, float(plan.tensor), float(plan.expert)))
+    fwd, bwd = (tuple(bool(x) for x in prefetched_modules(ctx, lp, backward=b)) for b in (False, True))
+    if all(fwd) and all(bwd):
+        return []
+    limit = live_limit_to_prefetch(ctx, lp)
+    wide = dataclasses.replace(ctx, framework=dataclasses.replace(fw, zero3_max_live_params=limit))
+    faster = float(evaluate(wide, arrays)["step_time_s"][0])
+    exposed = step - faster
+    if exposed <= 1e-3 * step:  # the gathers are exposed but too short to matter
+        return []
+    layers = list(plan.stage_layers(ctx.arch.layers))
+    more = float(np.max(stage_table(wide, arrays, layers)["memory"]["total"]))
+    cap = ctx.memory_capacity
+    full = plan.recompute == "full"  # the backward gathers nothing: the recomputed forward has
+    blocked = sorted({i for i, f in enumerate(fwd) if not f} | (set() if full else {i for i, b in enumerate(bwd) if not b}))
+    names = [MODULE_NAMES[i] for i in blocked]
+    which = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    passes = (", in the forward and again in the recomputed forward" if full
+              else f" ({sum(not f for f in fwd)} of 4 gathers in the forward, {sum(not b for b in bwd)} of 4 in the "
+                   "backward)")
+    fits = "it still fits" if more <= cap else "which does not fit"
+    return [Finding(
+        "training-zero3-prefetch-blocked", "warning",
+        f"DeepSpeed ZeRO-3 issues no parameter prefetch while {_count_words(fw.zero3_max_live_params)} parameters "
+        f"or more are gathered (its live-parameter limit), and this plan's largest weights hold "
+        f"{_count_words(max(module_shares(ctx)) * lp)} parameters per GPU, so in each layer the gathers of the "
+        f"{which} weights wait for the compute before them instead of running beside it{passes}: "
+        f"{exposed:.3g} s per step ({exposed / step:.0%} of the step). A limit of {_count_words(limit)} parameters "
+        f"lets every gather be prefetched, for {(more - total) / GB:.2f} GB more memory per GPU "
+        f"({more / GB:.1f} GB of {cap / GB:.1f} GB, {fits})",
+        fix=f"raise DeepSpeed's maximum live parameters of stage 3 to {_count_words(limit)} if the memory allows, "
+            "or use tensor parallelism so that each GPU holds smaller weights",
+        field="training.zero3_max_live_parameters")]
 
 
 def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Finding]:
