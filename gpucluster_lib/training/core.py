@@ -65,7 +65,8 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   [15]. A prefetch is issued only while fewer than ``stage3_max_live_parameters`` elements are
   gathered (``training.zero3_max_live_parameters``, default the framework's 1e9), the rule the
   memory's gather buffers read [17]; a module not prefetched is gathered after the module before it
-  (exposed: ``c w_j + g w_(j+1)``; backward ``max(c w_j, r w_(j+2)) + a w_(j-1)``) [18]. PyTorch FSDP (``zero3_prefetch: unit``) gathers one unit (a transformer layer) ahead, all
+  (exposed: ``c w_j + g w_(j+1)``; backward ``max(c w_j, r w_(j+2)) + a w_(j-1)``) [18].
+  PyTorch FSDP (``zero3_prefetch: unit``) gathers one unit (a transformer layer) ahead, all
   collectives on one NCCL stream: forward ``a + (n-1) max(f, a) + f``, backward with prefetch
   ``a + max(b, a) + (n-2) max(b, a + r) + max(b, r) + r`` (each unit computes beside the
   reduce-scatter of the unit above and the gather of the unit below), the root unit (embedding,
