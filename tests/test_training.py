@@ -286,7 +286,8 @@ def test_min_gpus_for_deadline():
     ({"parallelism": {"pipeline": 8, "pipeline_layers": [13] * 8}},
      r"parallelism.pipeline_layers: .* adding up to the model's 96 layers; they add up to 104"),
     ({"parallelism": {"pipeline": 8, "virtual_stages": 8, "first_stage_layers": 6}},
-     r"parallelism.virtual_stages: 8 model chunks need at least 8 layers on every stage"),
+     r"parallelism.virtual_stages: 8 model chunks per stage need every stage's layers to split into 8 "
+     r"equal chunks.*stages of 6 to 13 layers \(first 6, last 12\) allow 1;"),
     ({"parallelism": {"tensor": 1, "pipeline": 8, "tp_comm_overlap": True}}, r"parallelism.tp_comm_overlap: needs tensor parallelism .*; raise the tensor parallelism to 2 or more"),
     ({"parallelism": {"global_batch_size": 1000}}, r"parallelism.global_batch_size: 1000 is not divisible by data"),
     ({"hardware": {"nodes": 3}, "parallelism": {"pipeline": 16}}, r"parallelism: 24 GPUs are not divisible by"),

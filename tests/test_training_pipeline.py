@@ -13,7 +13,12 @@ from gpucluster_lib.errors import CatalogError, ScenarioError
 from gpucluster_lib.scenario import ParallelismSpec, from_dict
 from gpucluster_lib.training import build_context, estimate, evaluate, search_plans
 from gpucluster_lib.training.framework import framework, framework_from_rows, framework_rows
-from gpucluster_lib.training.plans import balanced_layout, enumerate_plans, resolve_layout
+from gpucluster_lib.training.plans import (
+    balanced_layout,
+    enumerate_plans,
+    interleavings,
+    resolve_layout,
+)
 from gpucluster_lib.workloads.transformer import resolve_transformer
 
 
@@ -65,6 +70,55 @@ def test_published_layouts_are_not_refused():
     assert plain.stages["layers_per_stage"] == [7] + [8] * 14 + [7]
     assert any(f.code == "training-pipeline-uneven-split" and f.field == "parallelism.pipeline"
                for f in plain.findings)
+
+
+def test_interleaving_needs_equal_chunks_on_every_stage():
+    # Megatron-Core builds layers / v layers in each model chunk of a stage (core_r0.11.0 transformer_block.py
+    # get_num_layers_to_build: "num_layers_per_pipeline_rank should be divisible by vp_size"); with
+    # account_for_embedding / account_for_loss the embedding and the output layer count as one layer each
+    # Llama 3 405B, 7/8../7 (Llama 3 paper Sec. 3.3.2: "the first model chunk on the first stage has only the
+    # embedding"): 8 layer slots on every stage, so v = 1, 2, 4 or 8 (v = 8: one slot per chunk)
+    assert interleavings((7,) + (8,) * 14 + (7,)) == [1, 2, 4, 8]
+    # BLOOM 5/6../5 (72 slots, 6 a stage): the divisors of 6
+    assert interleavings((5,) + (6,) * 10 + (5,)) == [1, 2, 3, 6]
+    # Llama 3 70B on 8 stages with the embedding/loss slots, 9/11/11/10/10/10/10/9: 10 and 11 share no divisor
+    # but 1, so no interleaving (the audit found PP8x5 searched here: 9 layers do not split into 5 chunks)
+    assert interleavings(balanced_layout(80, 8, True, True)) == [1]
+    # 92 layers on 3 stages, 31/31/30: 31 chunks of one layer, the last chunk of the last stage the output layer
+    assert interleavings((31, 31, 30)) == [1, 31]
+    assert interleavings((20,) * 4) == [1, 2, 4, 5, 10, 20]  # equal stages: the divisors of 20
+
+
+def test_written_interleaving_on_uneven_stages_is_refused_unless_chunks_are_equal():
+    ok4 = estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=4))
+    ok8 = estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=8))
+    assert ok4.plan.virtual_stages == 4 and ok8.plan.virtual_stages == 8
+    # 9/11/11/10/10/10/10/9 layers in 5 chunks a stage: 9 and 11 do not split into 5 (nor 10 + 1 into 5 either)
+    with pytest.raises(ScenarioError, match=r"parallelism.virtual_stages: 5 model chunks per stage need every "
+                                            r"stage's layers to split into 5 equal chunks.*allow 1;"):
+        estimate(scen("llama3-70b", nodes=8, accelerator="h100-sxm5-80gb", gbps=400, tensor=8, pipeline=8,
+                      virtual_stages=5, global_batch_size=64, embedding_in_pipeline_split=True,
+                      loss_in_pipeline_split=True))
+    # 7/8../7 in 3 chunks: neither 7, 7 + 1 nor 8 splits into 3
+    with pytest.raises(ScenarioError, match=r"stages of 7 to 8 layers \(first 7, last 7\) allow 1, 2, 4, 8"):
+        estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=3))
+
+
+def test_plan_search_tries_only_interleavings_with_equal_chunks():
+    s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400)
+    ctx = build_context(s)[0]
+    p = enumerate_plans(ParallelismSpec(auto=True, global_batch_size=512), ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    slots8 = (p["pp"] == 8) & (p["lf"] == 9)  # the embedding/loss-slot split 9/11/../10 of 80 layers on 8 stages
+    assert slots8.any() and set(p["vp"][slots8]) == {1}
+    even8 = (p["pp"] == 8) & (p["lf"] == 10)  # 10 each
+    assert set(p["vp"][even8]) == {1, 2, 5, 10}
+    # every plan's stages split evenly into its chunks (first / last stage may count the embedding / output)
+    for pp, lf, ll, lm, vp in {tuple(int(x) for x in r) for r in zip(p["pp"], p["lf"], p["ll"], p["lm"], p["vp"],
+                                                                          strict=True)}:
+        if pp > 1:
+            assert lf % vp == 0 or (lf + 1) % vp == 0, (pp, lf, vp)
+            assert ll % vp == 0 or (ll + 1) % vp == 0, (pp, ll, vp)
+            assert pp == 2 or lm % vp == 0, (pp, lm, vp)
 
 
 def test_one_f_one_b_step_from_max_and_sum_of_stage_times():

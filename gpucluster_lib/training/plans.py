@@ -161,6 +161,40 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
+def interleavings(stages: tuple[int, ...] | list[int]) -> list[int]:
+    """Model chunks per stage ``v`` (interleaved 1F1B) into which every stage of the layout splits
+    evenly: ``v`` divides each stage's layers, where the first stage may count the embedding and
+    the last the output layer and loss as one layer each [layers].
+
+    Megatron-Core builds ``layers / v`` layers in each chunk of a stage and refuses a layout that
+    does not split so: ``get_num_layers_to_build`` asserts ``num_layers_per_pipeline_rank % vp_size
+    == 0`` and ``TransformerConfig.__post_init__`` requires ``num_layers_in_first_pipeline_stage``,
+    ``num_layers_in_last_pipeline_stage`` and the middle stages' layers to be divisible by the
+    virtual pipeline size, and with ``account_for_embedding_in_pipeline_split`` /
+    ``account_for_loss_in_pipeline_split`` the layers plus those slots per stage (Megatron-LM
+    core_r0.11.0, megatron/core/transformer/transformer_block.py lines 47-150,
+    megatron/core/transformer/transformer_config.py lines 597-704; the first virtual chunk of the
+    first stage then builds one layer fewer, the last chunk of the last stage likewise). Releases
+    before core_r0.11.0 refuse uneven stages with interleaving altogether (core_r0.10.0
+    transformer_block.py: "Uneven number of layer not compatible with interleaved pipeline
+    schedule"). Llama 3 405B's layout is of this kind: "the first model chunk on the first stage has
+    only the embedding, and the last model chunk on the last stage has only output projection and
+    loss calculation" (Llama Team 2024, arXiv:2407.21783, Sec. 3.3.2). Megatron-Core's free-form
+    ``pipeline_model_parallel_layout`` (core_r0.13.0, megatron/core/transformer/
+    pipeline_parallel_layer_layout.py) places any number of layers in each chunk: it runs equal
+    chunks on stages of unequal middle layer counts too, and also unequal chunks, but the
+    interleaved bubble of :func:`gpucluster_lib.training.core.pipeline_schedule`,
+    ``(sum t_i - max t_i) / v``, charges each stage ``t_i / v`` per chunk, which holds for equal
+    chunks only: layouts with unequal chunks on a stage are not modelled. Always includes 1."""
+    st = list(stages)
+    out = []
+    for v in range(1, max(st) + 2):
+        ok = all(n % v == 0 or ((i == 0 or i == len(st) - 1) and (n + 1) % v == 0) for i, n in enumerate(st))
+        if ok:
+            out.append(v)
+    return out
+
+
 def default_global_batch(seq_length: int, dp: int, mb: int) -> int:
     """About 4M tokens, rounded up to a multiple of ``dp x mb`` [sequences]."""
     unit = dp * mb
@@ -210,12 +244,19 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     vp = spec.virtual_stages or 1
     if vp > 1 and pp == 1:
         raise ScenarioError("parallelism.virtual_stages", f"{vp} needs a pipeline of 2 or more stages (interleaved 1F1B)")
-    if stages is None and (arch.layers // pp) % vp:
-        raise ScenarioError("parallelism.virtual_stages", f"{vp} does not divide the {arch.layers // pp} layers per "
-                            f"stage; valid: {_choices(divisors(arch.layers // pp))}")
-    if stages is not None and vp > min(stages):
-        raise ScenarioError("parallelism.virtual_stages", f"{vp} model chunks need at least {vp} layers on every "
-                            f"stage; the smallest stage has {min(stages)}")
+    if vp > 1:
+        st = stages if stages is not None else (arch.layers // pp,) * pp
+        valid = interleavings(st)
+        if vp not in valid:
+            if stages is None and pp > 2:
+                raise ScenarioError("parallelism.virtual_stages", f"{vp} does not divide the {arch.layers // pp} "
+                                    f"layers per stage; valid: {_choices(valid)}")
+            counts = f"{min(st)} to {max(st)}" if min(st) < max(st) else f"{st[0]}"
+            raise ScenarioError("parallelism.virtual_stages",
+                                f"{vp} model chunks per stage need every stage's layers to split into {vp} equal "
+                                f"chunks, the embedding counting as one layer of the first stage and the output layer "
+                                f"as one of the last; stages of {counts} layers (first {st[0]}, last {st[-1]}) allow "
+                                f"{_choices(valid)}; choose one of those, or stages whose layers {vp} divides")
     mb = spec.micro_batch_size or 1
     gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb)
     if gbs % (dp * mb):
@@ -386,8 +427,8 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     equal split when it divides the layers, else the balanced split, plus the split that
     counts embedding and loss as slots; CP divides the sequence; EP divides the experts and
     DP x CP; every micro-batch that divides the local batch (up to ``MAX_MICRO_BATCH``);
-    every interleaving that divides the layers per stage (uneven stages: any up to the smallest
-    stage; only with PP > 1);
+    every interleaving into which each stage's layers split evenly (:func:`interleavings`; only
+    with PP > 1);
     recomputation none / selective / full; ZeRO 0-3 (ZeRO-3 only without pipelining);
     Megatron's distributed optimizer on / off (ZeRO 0); TP communication overlap on / off
     (TP > 1 with sequence parallelism); sequence parallelism on / off (TP > 1).
@@ -445,17 +486,11 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     for p in pps:
         for st in pipeline_options(spec, L, p):
             lf, ll, lm, l1 = layout_codes(st)
-            if p == 1:
-                vps = [1]
-            elif spec.virtual_stages:
-                vps = [spec.virtual_stages]
-            elif len(set(st)) == 1:
-                vps = divisors(L // p)
-            else:  # uneven stages: any chunk count up to the smallest stage (as resolve_plan accepts)
-                vps = list(range(1, max(1, min(st)) + 1))
+            # chunks into which every stage splits evenly (as resolve_plan accepts)
+            vps = [1] if p == 1 else interleavings(st)
+            if spec.virtual_stages:
+                vps = [v for v in vps if v == spec.virtual_stages]
             for v in vps:
-                if (v > 1 and p == 1) or v > max(1, min(st)) or (len(set(st)) == 1 and (L // p) % v):
-                    continue
                 rows.append((p, lf, ll, lm, l1, v))
     pipe = np.array(rows, dtype=np.int64).reshape(-1, 6)
 

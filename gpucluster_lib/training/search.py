@@ -2,7 +2,7 @@
 
 A search ranks every valid plan by time to train, fitting plans first, and keeps the best
 ``limit`` (:func:`gpucluster_lib.training.estimate.search_plans`). Evaluating all of them
-(406,299 plans for Llama 3 70B on a GB200 NVL72 scalable unit) costs about half a second;
+(139,299 plans for Llama 3 70B on a GB200 NVL72 scalable unit) costs about 0.1 s on one core;
 this module gets the identical table, the identical fitting count and the identical best plan
 from about ``1.25 limit`` evaluations:
 
