@@ -465,6 +465,7 @@ PLAN_CASES = [
     ({"global_batch_size": 1000}, {}),                                    # data 16 x micro-batch 1
     ({"tensor": 1, "tp_comm_overlap": True}, {}),
     ({"tensor": 8, "sequence_parallel": False, "tp_comm_overlap": True}, {}),
+    ({"tensor": 16, "allow_tp_across_nodes": True, "tp_comm_overlap": True}, {}),   # 8-GPU NVLink domains
     ({"pipeline_layers": [12] * 8, "first_stage_layers": 10}, {}),
     ({"pipeline_layers": [12] * 7}, {}),
     ({"pipeline_layers": [13] * 8}, {}),
@@ -478,6 +479,7 @@ PLAN_CASES = [
     # the automatic plan search: the rule that empties its space
     ({"auto": True, "tp_comm_overlap": True, "sequence_parallel": False}, {}),
     ({"auto": True, "tensor": 1, "tp_comm_overlap": True}, {}),
+    ({"auto": True, "tensor": 16, "allow_tp_across_nodes": True, "tp_comm_overlap": True}, {}),
     ({"auto": True, "zero_stage": 3, "pipeline": 2}, {}),
     ({"auto": True, "first_stage_layers": 0}, {}),
     ({"auto": True, "data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False}, {"nodes": 2}),
@@ -514,8 +516,8 @@ def test_every_plan_message_and_fix_names_settings_in_words():
             reached.add(frames[-1].lineno)
     raises = [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(inspect.getsource(plans)))
               if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)
-              and getattr(n.exc.func, "id", "") in ("ScenarioError", "_tp_overlap_error")]
-    assert len(raises) == 25 and [r for r in raises if not any(r[0] <= n <= r[1] for n in reached)] == []
+              and getattr(n.exc.func, "id", "") in ("ScenarioError", "_tp_overlap_error", "_tp_overlap_domain_error")]
+    assert len(raises) == 27 and [r for r in raises if not any(r[0] <= n <= r[1] for n in reached)] == []
     # 96 layers on 5 stages (40 GPUs): the balanced split is a finding, with a fix
     uneven = [f for f in _plan_training({"pipeline": 5}, nodes=5).findings if f.code == "training-pipeline-uneven-split"]
     assert uneven and uneven[0].field == "parallelism.pipeline"

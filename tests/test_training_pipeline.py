@@ -219,6 +219,47 @@ def test_tp_comm_overlap_hides_tensor_parallel_communication():
         estimate(scen(**base, tp_comm_overlap=True, sequence_parallel=False))
 
 
+def test_tp_comm_overlap_only_inside_the_nvlink_domain():
+    # Transformer Engine's userbuffers overlap needs the TP group on one NVLink fabric: "Tensor-parallel GPUs
+    # must be on a single node, and connected over NVLink/NVSwitch" (TE examples/pytorch/comm_gemm_overlap/
+    # README.md, v2.2-v2.18; NVIDIA/TransformerEngine issue 1071); multi-node NVLink from TE v2.2 (pull 1470)
+    base = dict(model="gpt3-175b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400, tensor=16, pipeline=4,
+                global_batch_size=512, recompute="selective", allow_tp_across_nodes=True)
+    with pytest.raises(ScenarioError, match=r"parallelism.tp_comm_overlap: needs the tensor-parallel group inside "
+                                            r"one NVLink domain .* a tensor parallelism of 16 spans NVLink domains "
+                                            r"of 8 GPUs; lower the tensor parallelism to 8 or less"):
+        estimate(scen(**base, tp_comm_overlap=True))
+    # not asked for: TP 16 runs without the overlap, and the engine does not hide its cross-node collectives
+    plain = estimate(scen(**base))
+    assert not plain.plan.tp_comm_overlap
+    ctx = build_context(scen(**base))[0]
+    arrays = plain.plan.arrays(ctx.arch.layers)
+    with_flag = evaluate(ctx, {**arrays, "tpo": np.array([1])})  # the flag forced past the plan check
+    assert with_flag["breakdown"]["tp_comm"][0] == plain.time_breakdown_s["tp_comm"]
+    # inside the node the same flag does hide TP traffic (the guard is the domain, not the flag)
+    tp8 = {**base, "tensor": 8, "allow_tp_across_nodes": False}
+    assert estimate(scen(**tp8, tp_comm_overlap=True)).time_breakdown_s["tp_comm"] < \
+        estimate(scen(**tp8)).time_breakdown_s["tp_comm"]
+    # the plan search never pairs the overlap with a TP group beyond the node's 8 GPUs, and does within it
+    p = enumerate_plans(ParallelismSpec(auto=True, global_batch_size=512, allow_tp_across_nodes=True), ctx.arch,
+                        ctx.gpus, ctx.gpus, ctx.nvlink_domain)
+    assert (p["tp"] == 16).any() and not ((p["tp"] > 8) & (p["tpo"] == 1)).any()
+    assert ((p["tp"] == 8) & (p["tpo"] == 1)).any()
+    # with TP 16 and the overlap both fixed, the search says why nothing is left
+    with pytest.raises(ScenarioError, match=r"parallelism.tp_comm_overlap: needs the tensor-parallel group"):
+        estimate(scen(**{**base, "pipeline": None}, auto=True, tp_comm_overlap=True))
+
+
+def test_tp_comm_overlap_across_trays_of_one_nvlink_domain():
+    # GB200 NVL72: one NVLink domain of 72 GPUs across 18 trays of 4 (catalogue scaleup_link), so TP 24 (three
+    # groups a rack; GPT-3's 96 heads split in 24) may overlap
+    s = from_dict({"model": {"preset": "gpt3-175b"}, "hardware": {"server": "gb200-nvl72", "nodes": 1},
+                   "parallelism": {"tensor": 24, "pipeline": 1, "global_batch_size": 24, "micro_batch_size": 1,
+                                   "recompute": "selective", "tp_comm_overlap": True}})
+    est = estimate(s)
+    assert est.plan.tp_comm_overlap and est.assumptions["nvlink_domain_gpus"] == 72
+
+
 def test_dp_exposed_without_overlap_by_hand():
     s = scen("llama2-7b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400, tensor=1, pipeline=1,
              global_batch_size=64, recompute="none", distributed_optimizer=True,

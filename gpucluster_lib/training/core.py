@@ -456,7 +456,7 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
         # --tp-comm-overlap [9]
         fwd_ovl = sum(hidden(c, g, tp) for g in col) + sum(hidden(c, g, n_rs) for g in row)
         bwd_ovl = sum(hidden(c, g, tp) for g in row) + sum(2.0 * hidden(c, g, np.inf) for g in col)
-        ovl = (tpo > 0) & sp
+        ovl = (tpo > 0) & sp & tp_in_node  # userbuffers run over NVLink only (plans.tp_overlap_reach)
         fwd = np.where(ovl, fwd_ovl, fwd_def)
         bwd = np.where(ovl, bwd_ovl, bwd_def)
         # full recomputation repeats the forward collectives; early stop not the dense FFN output's [14]:

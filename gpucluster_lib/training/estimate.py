@@ -386,20 +386,21 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     for a search of at most :data:`EXHAUSTIVE_PLANS_PER_ROW` plans per row kept."""
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
-        key: tuple | None = (spec, tp_limit)
-        space_key = (spec, ctx.arch, ctx.gpus, tp_limit)
+        key: tuple | None = (spec, tp_limit, ctx.nvlink_domain)
+        space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain)
         space = _SPACES.get(space_key)
     except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
         key, space_key, space = None, None, None
     if space is None:
-        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit)
+        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain)
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
                 del _SPACES[next(iter(_SPACES))]
     n = space.size
     if n == 0:
-        check_fixed_fields(spec, ctx.arch.layers, ctx.gpus)  # a rule's own message when one rule empties the space
+        # a rule's own message when one rule empties the space
+        check_fixed_fields(spec, ctx.arch.layers, ctx.gpus, ctx.nvlink_domain)
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
@@ -499,7 +500,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
                                 f"searched {result.enumerated} valid plans, {result.fitting} fit in memory; "
                                 f"best: {plan.label()}"))
     else:
-        plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap)
+        plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap,
+                            nvlink_domain=ctx.nvlink_domain)
         findings += layout_findings(par, arch.layers, plan)
     arrays = plan.arrays(arch.layers)
     res = evaluate(ctx, arrays)

@@ -207,8 +207,12 @@ def _choices(values: list[int]) -> str:
 
 
 def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
-                 default_tp_overlap: bool = False) -> Plan:
-    """Complete and validate a user-written plan; raise :class:`ScenarioError` on bad input."""
+                 default_tp_overlap: bool = False, nvlink_domain: int | None = None) -> Plan:
+    """Complete and validate a user-written plan; raise :class:`ScenarioError` on bad input.
+
+    ``nvlink_domain``: GPUs that share one NVLink fabric [GPUs]; TP communication overlap is
+    refused when the tensor-parallel group is larger (:func:`tp_overlap_reach`) and the
+    framework's default overlap is then off."""
     tp = spec.tensor or 1
     pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers else 1)
     cp = spec.context or 1
@@ -267,6 +271,10 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
     if spec.tp_comm_overlap and not (sp and tp > 1):
         raise _tp_overlap_error(tp == 1)
+    if nvlink_domain is not None and tp > nvlink_domain:
+        if spec.tp_comm_overlap:
+            raise _tp_overlap_domain_error(tp, nvlink_domain)
+        tpo = False
     return Plan(tensor=tp, pipeline=pp, data=dp, context=cp, expert=ep, virtual_stages=vp, micro_batch_size=mb,
                 global_batch_size=gbs, recompute=spec.recompute or "none", sequence_parallel=sp and tp > 1,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
@@ -282,12 +290,40 @@ def _tp_overlap_error(tp_is_one: bool) -> ScenarioError:
                          + ", or turn the TP communication overlap off")
 
 
-def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int) -> None:
+def _tp_overlap_domain_error(tp: int, domain: int) -> ScenarioError:
+    return ScenarioError("parallelism.tp_comm_overlap",
+                         f"needs the tensor-parallel group inside one NVLink domain (Transformer Engine's userbuffers "
+                         f"run the overlapped collectives over NVLink only), but a tensor parallelism of {tp} spans "
+                         f"NVLink domains of {domain} GPUs; lower the tensor parallelism to {domain} or less, or turn "
+                         "the TP communication overlap off")
+
+
+def tp_overlap_reach(nvlink_domain: int) -> int:
+    """Largest tensor parallelism whose communication can be overlapped with its GEMMs [GPUs]:
+    the NVLink domain.
+
+    Megatron's ``--tp-comm-overlap`` is Transformer Engine's userbuffers overlap, which runs the
+    tensor-parallel collectives as CUDA IPC / multicast copies over NVLink: "Tensor-parallel GPUs
+    must be on a single node, and connected over NVLink/NVSwitch" (TransformerEngine
+    examples/pytorch/comm_gemm_overlap/README.md, v2.2 to v2.18), "the comm+GEMM overlap is
+    currently only possible with single-node tensor-parallelism ... there is currently no way to do
+    this in Transformer Engine" for multi-node TP (NVIDIA/TransformerEngine issue 1071, maintainer's
+    comment of 2024-08-02); TE v2.2 registers the buffers over multi-node NVLink (pull request 1470,
+    "Support for TP across multi-node NVLINK", GB200 NVL72), so the reach is the NVLink domain, not
+    the node. A group beyond it cannot use the overlap: a plan that asks for it is refused, and its
+    collectives are charged as Megatron's default schedule."""
+    return nvlink_domain
+
+
+def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_domain: int | None = None) -> None:
     """Raise the message of the rule that leaves the plan search nothing to try (an empty plan
     space): a stage layout no pipeline size allows, TP overlap without TP and sequence
-    parallelism, ZeRO-3 with a fixed pipeline. Returns when no single rule explains it."""
+    parallelism or with a tensor-parallel group beyond the NVLink domain, ZeRO-3 with a fixed
+    pipeline. Returns when no single rule explains it."""
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
+    if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
+        raise _tp_overlap_domain_error(spec.tensor, nvlink_domain)
     fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
     if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
         raise ScenarioError("parallelism.zero_stage", f"3 is tried only without pipelining (ZeRO-3 re-gathers every "
@@ -419,7 +455,8 @@ def pipeline_options(spec: ParallelismSpec, layers: int, pp: int) -> list[tuple[
     return out
 
 
-def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int) -> dict[str, np.ndarray]:
+def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
+                    nvlink_domain: int | None = None) -> dict[str, np.ndarray]:
     """Every valid plan for ``gpus`` GPUs, honouring the fields fixed in ``spec`` (arrays).
 
     Dimensions: TP divides the attention and KV heads and is at most ``tp_limit`` (the NVLink
@@ -431,9 +468,10 @@ def enumerate_plans(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_
     with PP > 1);
     recomputation none / selective / full; ZeRO 0-3 (ZeRO-3 only without pipelining);
     Megatron's distributed optimizer on / off (ZeRO 0); TP communication overlap on / off
-    (TP > 1 with sequence parallelism); sequence parallelism on / off (TP > 1).
+    (TP > 1 with sequence parallelism, inside the NVLink domain ``nvlink_domain``:
+    :func:`tp_overlap_reach`); sequence parallelism on / off (TP > 1).
     """
-    return plan_space(spec, arch, gpus, tp_limit).plans()
+    return plan_space(spec, arch, gpus, tp_limit, nvlink_domain).plans()
 
 
 @dataclass(frozen=True)
@@ -470,7 +508,8 @@ class PlanSpace:
                 "lf": b["lf"][ib], "ll": b["ll"][ib], "lm": b["lm"][ib], "l1": b["l1"][ib]}
 
 
-def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int) -> PlanSpace:
+def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
+               nvlink_domain: int | None = None) -> PlanSpace:
     """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`)."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
@@ -545,6 +584,8 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
     # TP 1: one row, no SP, no TP overlap
     allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
+    if nvlink_domain is not None:  # TP overlap only inside the NVLink domain
+        allowed &= ~((base["tp"][:, None] > tp_overlap_reach(nvlink_domain)) & (opts[:, 4] == 1)[None, :])
     for v in (*base.values(), *switches.values(), allowed):
         v.flags.writeable = False  # a search may keep the space for the next one
     return PlanSpace(base, switches, allowed)
