@@ -329,8 +329,14 @@ def _layout_text(layers: int, pp: int, lf: int, ll: int, lm: int) -> str:
 def search_plans(scenario: Scenario, catalog: Catalog | None = None, *, gpus: int | None = None,
                  spec: ParallelismSpec | None = None, context: Context | None = None,
                  limit: int | None = SEARCH_TABLE_ROWS) -> SearchResult:
-    """Enumerate every valid plan (fields fixed in ``parallelism`` are kept), evaluate all of them
-    in one vectorised call and rank them by time to train (fitting plans first).
+    """Enumerate every valid plan (fields fixed in ``parallelism`` are kept) and rank them by time
+    to train, fitting plans first.
+
+    Not every plan is evaluated (:mod:`gpucluster_lib.training.search`): the memory fit of every
+    plan is exact and cheap, and a lower bound on each step time orders the plans; they are
+    evaluated with numpy in batches from the best bound down until no remaining bound can reach the
+    ``limit``-th fastest plan found. The table, the fitting count and the best plan are those of
+    evaluating every plan (``limit=None`` does, and so does a search with few plans per table row).
 
     Parameters
     ----------
