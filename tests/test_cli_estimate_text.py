@@ -19,9 +19,11 @@ def test_estimate_text_names_parts_in_words(capsys):
     lines = {line.split("  ")[1].strip() if line.startswith("  ") else "": line for line in
              out.splitlines()}
     memory, breakdown = lines["memory per GPU"], lines["time breakdown"]
-    # ZeRO-0 (the scenario's plan): Adam's states are not sharded, and nothing is gathered
-    for words in ("weights", "gradients", "optimizer states", "gathered parameters (ZeRO-3) 0.0 GiB", "activations"):
+    # ZeRO-0 (the scenario's plan): Adam's states are not sharded, and nothing is gathered: the ZeRO-3-only
+    # lines (gathered parameters, gradients awaiting reduction) are left out
+    for words in ("weights", "gradients", "optimizer states", "activations"):
         assert words in memory, memory
+    assert "ZeRO-3" not in memory and "awaiting" not in memory, memory
     # TP8 PP8 DP16 with full recompute: tensor and pipeline communication, a bubble, exposed DP comm
     for words in ("compute", "recompute", "TP comm", "PP comm", "pipeline bubble", "DP comm (exposed)"):
         assert words in breakdown, breakdown
@@ -35,3 +37,35 @@ def test_vision_estimate_text_has_words_and_yaml_values(tmp_path, capsys):
     assert "Accelerator: NVIDIA A100 SXM4 80GB" in out
     assert "GPUs: 8" in out and "Fits: yes" in out  # one DGX A100: 8 GPUs (NVIDIA DGX A100 datasheet)
     assert "True" not in out and not SNAKE.findall(out)
+
+
+def test_estimate_text_shows_the_pipeline_stages(capsys):
+    import json
+
+    assert main(["estimate", str(GPT3), "--json"]) == 0
+    pipe = json.loads(capsys.readouterr().out)["pipeline"]
+    assert main(["estimate", str(GPT3)]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if x.startswith("  pipeline ")][0]
+    # GPT-3 175B, 96 layers on PP 8: 12 a stage (Narayanan 2021 Table 1 plan); the last stage also runs the
+    # output layer and loss, so it sets the pace; 1F1B keeps p - i micro-batches in flight on stage i
+    # (Narayanan 2021 Sec. 2.2.1), 8 on the first, which holds the most activations
+    t_last_ms = pipe["stage_time_per_micro_batch_s"][7] * 1e3
+    assert line == ("  pipeline        8 stages, 12 layers each; slowest stage 8 "
+                    f"({t_last_ms:,.1f} ms per micro-batch); most memory on stage 1 "
+                    f"({pipe['stage_memory_bytes'][0] / 2**30:.1f} GiB)")
+
+
+def test_estimate_text_uneven_stages_and_zero3_lines(tmp_path, capsys):
+    # Llama 3 405B on 16 stages: 126 layers, one fewer on the first and the last (Llama 3 paper Sec. 3.3.2)
+    assert main(["estimate", "roce-24k-h100"]) == 0
+    out = capsys.readouterr().out
+    assert "  pipeline        16 stages, 7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16; slowest stage" \
+        in out
+    # ZeRO-3 (no pipeline): the gathered parameters are a line of their own, and no pipeline line
+    (tmp_path / "z3.yaml").write_text(
+        "model: {preset: llama2-7b}\nhardware: {accelerator: h100-sxm5-80gb, nodes: 2}\n"
+        "network: {inter_node_gbps_per_gpu: 400}\n"
+        "parallelism: {tensor: 1, pipeline: 1, micro_batch_size: 1, global_batch_size: 64, zero_stage: 3}\n")
+    assert main(["estimate", str(tmp_path / "z3.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert "gathered parameters (ZeRO-3)" in out and "  pipeline " not in out

@@ -40,6 +40,39 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Memory lines that only ZeRO-3 fills (gathered parameters, gradients awaiting their reduction):
+#: left out of the text when they are zero.
+ZERO3_ONLY = ("gather_buffers", "unreduced_gradients")
+
+
+def _runs(values: list[int]) -> str:
+    """Layers per stage in words, stages numbered from 1: ``[7, 8, ..., 8, 7]`` (16 stages) is
+    ``7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16``; equal stages ``12 layers each``."""
+    if len(set(values)) == 1:
+        return f"{values[0]} layers each"
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[i]:
+            j += 1
+        where = f"stage {i + 1}" if j == i else f"stages {i + 1} to {j + 1}"
+        out.append(f"{values[i]}{' layers' if not out else ''} on {where}")
+        i = j + 1
+    return ", ".join(out)
+
+
+def _stage_text(pipe: dict, gib: float) -> str:
+    """The stage layout, the stage that sets the pace and the one that needs the most memory
+    (stages numbered from 1, as the memory finding numbers them)."""
+    layers = [int(x) for x in pipe["layers_per_stage"]]
+    n = len(layers)
+    slow, mem = int(pipe["bottleneck_stage"]), int(pipe["memory_stage"])
+    t = pipe["stage_time_per_micro_batch_s"][slow]
+    return (f"{n} stages, {_runs(layers)}; slowest stage {slow + 1} ({t * 1e3:,.1f} ms per micro-batch); "
+            f"most memory on stage {mem + 1} ({pipe['stage_memory_bytes'][mem] / gib:.1f} GiB)")
+
+
 def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     """The estimate ``d`` (``to_dict()``) as text, the accelerator by its catalogue name."""
     if accelerator_name:
@@ -54,14 +87,19 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     print(f"{d['model']} on {d['gpus']} x {d['accelerator']}")
     print(f"  plan            TP{p['tensor']} PP{p['pipeline']} (v{p['virtual_stages']}) DP{p['data']} CP{p['context']} "
           f"EP{p['expert']}  mb {p['micro_batch_size']}  gbs {p['global_batch_size']}  recompute {p['recompute']}  "
-          f"ZeRO-{p['zero_stage']}{'  (searched)' if p['auto'] else ''}")
+          f"ZeRO-{p['zero_stage']}"
+          + ("  distributed optimizer" if p.get("distributed_optimizer") and not p["zero_stage"] else "")
+          + ("  TP overlap" if p.get("tp_comm_overlap") else "") + ("  (searched)" if p["auto"] else ""))
     print(f"  step time       {d['step_time_s']:.3f} s   tokens/s {d['tokens_per_s']:,.0f}")
     print(f"  per GPU         {d['model_tflops_per_gpu']:.0f} model TFLOP/s, {d['hardware_tflops_per_gpu']:.0f} hardware "
           f"TFLOP/s   MFU {d['mfu']:.1%}  HFU {d['hfu']:.1%}")
+    if p["pipeline"] > 1 and d.get("pipeline"):
+        print(f"  pipeline        {_stage_text(d['pipeline'], gib)}")
     m = d["memory_per_gpu_bytes"]
     print(f"  memory per GPU  {m['total'] / gib:.1f} GiB of {d['memory_capacity_bytes'] / gib:.1f} GiB "
           f"({'fits' if d['fits'] else 'DOES NOT FIT'}): "
-          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {v / gib:.1f} GiB" for k, v in m.items() if k != "total"))
+          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {v / gib:.1f} GiB" for k, v in m.items()
+                      if k != "total" and not (k in ZERO3_ONLY and v == 0)))
     print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {v:.3g} s"
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:

@@ -57,14 +57,15 @@ def _max_rate(args: argparse.Namespace) -> int:
     if args.json:
         print_json(out)
         return 0
-    if at is None:
-        print(f"{result.model} on {result.accelerator}: no Poisson rate meets the p{load['percentile']:g} SLOs "
+    name = _accelerator_name(d)
+    if at is None:  # an error finding, exit status 0 as for every finding (docs/inference.md)
+        print(f"{result.model} on {name}: no Poisson rate meets the p{load['percentile']:g} SLOs "
               f"(TTFT {result.ttft_slo_s:g} s, TPOT {result.tpot_slo_s * 1e3:g} ms)")
         for f in out["findings"]:
             print(f"  [{f['severity']}] {f['code']}: {f['message']}")
         return 0
     p = f"p{load['percentile']:g}"
-    print(f"{result.model} on {out['gpus']} x {result.accelerator}, {result.precision}, TP {result.tensor_parallel}, "
+    print(f"{result.model} on {out['gpus']} x {name}, {result.precision}, TP {result.tensor_parallel}, "
           f"{result.input_tokens} in / {result.output_tokens} out tokens")
     print(f"  max rate {out['max_rate_per_s']:,.2f} requests/s ({out['max_rate_per_replica_per_s']:,.2f} per replica; "
           f"offline capacity {out['offline_capacity_per_replica_per_s']:,.2f})")
@@ -76,12 +77,25 @@ def _max_rate(args: argparse.Namespace) -> int:
     return 0
 
 
+def _accelerator_name(d) -> str:
+    """The accelerator's catalogue name (``NVIDIA H100 SXM5 80GB``), as ``gpucluster estimate`` prints it."""
+    acc = getattr(d.hardware, "accelerator", None) or {}
+    return acc.get("name") or acc.get("id") or ""
+
+
 def run(args: argparse.Namespace) -> int:
+    """Error findings (an SLO no batch meets, no Poisson rate that meets them) are printed with the
+    result and the exit status is 0, as ``gpucluster estimate`` does with a plan that does not fit;
+    bad input exits 2."""
     if args.max_rate:
         return _max_rate(args)
-    result = require(read_design(args).serving, "serving fleet")  # CNN/ViT models: images/s
+    d = read_design(args)
+    result = require(d.serving, "serving fleet")  # CNN/ViT models: images/s
     if args.json:
         print_json(result.to_dict())
         return 0
-    print(result.summary() if hasattr(result, "summary") else result.to_dict())
+    if hasattr(result, "summary"):
+        print(result.summary(_accelerator_name(d)))
+    else:
+        print(result.to_dict())
     return 0

@@ -151,21 +151,27 @@ class ServingEstimate:
             return min(self.target_tokens_per_s, self.fleet_tokens_per_s)
         return self.fleet_tokens_per_s
 
-    def summary(self) -> str:
-        """A few lines for the terminal."""
+    def summary(self, accelerator_name: str | None = None) -> str:
+        """A few lines for the terminal; ``accelerator_name``: the accelerator's catalogue name
+        (as ``gpucluster estimate`` prints it), else its id."""
         def fmt(v: Any, spec: str) -> str:
             return "n/a" if v is None else format(v, spec)
 
+        def count(n: int | None, word: str) -> str:
+            return f"{fmt(n, ',d')} {word}{'' if n == 1 else 's'}"
+
         lines = [
-            f"{self.model} on {self.accelerator}, {self.precision} (compute {self.compute_precision}), "
-            f"TP {self.tensor_parallel}, {self.input_tokens} in / {self.output_tokens} out tokens",
+            f"{self.model} on {accelerator_name or self.accelerator}, {self.precision} (compute "
+            f"{self.compute_precision}), TP {self.tensor_parallel}, {self.input_tokens} in / {self.output_tokens} out "
+            "tokens",
             f"  weights {self.weights_bytes_per_gpu / GB:.1f} GB/GPU, KV {self.kv_cache_bytes_per_token:,.0f} B/token, "
             f"max batch {self.max_batch}, chosen batch {self.batch}",
-            f"  TTFT {fmt(self.ttft_s, '.3f')} s (SLO {self.ttft_slo_s:g}), TPOT "
-            f"{fmt(self.tpot_s and self.tpot_s * 1e3, '.1f')} ms (SLO {self.tpot_slo_s * 1e3:g}), "
-            f"meets SLO: {self.meets_slo}",
-            f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {self.replicas} replicas = {self.gpus} GPUs, "
-            f"{self.nodes} nodes, {fmt(self.racks, 'd')} racks, {fmt(self.it_power_kw, ',.1f')} kW IT",
+            f"  TTFT {fmt(self.ttft_s, '.3f')} s (SLO {self.ttft_slo_s:g} s), TPOT "
+            f"{fmt(self.tpot_s and self.tpot_s * 1e3, '.1f')} ms (SLO {self.tpot_slo_s * 1e3:g} ms), "
+            f"{'meets the SLOs' if self.meets_slo else 'does not meet the SLOs'}",
+            f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {count(self.replicas, 'replica')} = "
+            f"{count(self.gpus, 'GPU')}, {count(self.nodes, 'node')}, {count(self.racks, 'rack')}, "
+            f"{fmt(self.it_power_kw, ',.1f')} kW IT",
         ]
         if self.engine != DEFAULT_ENGINE and "iteration_host_time_s" in self.efficiency:
             lines.append(f"  serving engine {self.engine}: host time {self.efficiency['iteration_host_time_s'] * 1e3:g} ms "
@@ -174,10 +180,14 @@ class ServingEstimate:
                             f"{(self.tpot_s or 0) * 1e3:.1f} ms step)" if "engine_host" in self.step_time_breakdown_s
                             and self.tpot_s else ""))
         if self.load and self.load.get("at_max_rate"):
-            at, pct = self.load["at_max_rate"], f"p{self.load['percentile']:g}"
+            pct = f"p{self.load['percentile']:g}"
             lines.append(f"  Poisson arrivals: max {self.load['max_rate_per_replica_per_s']:,.2f} requests/s per replica "
-                         f"(TTFT p50 {at['ttft_p50_s']:.3f} s, {pct} {at['ttft_pct_s']:.3f} s; TPOT p50 "
-                         f"{at['tpot_p50_s'] * 1e3:.1f} ms, {pct} {at['tpot_pct_s'] * 1e3:.1f} ms)")
+                         f"({_latencies(self.load['at_max_rate'], pct)})")
+            at = self.load.get("at_target")
+            if at:
+                lines.append(f"  at the target rate, {at['rate_per_s']:,.2f} requests/s per replica: "
+                             + (_latencies(at, pct) if at.get("stable") and at.get("ttft_pct_s") is not None
+                                else "above what a replica sustains (no steady state)"))
         lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
         return "\n".join(lines)
 
@@ -186,6 +196,12 @@ class ServingEstimate:
         import pandas as pd
 
         return pd.DataFrame(self.sweep)
+
+
+def _latencies(at: dict[str, Any], pct: str) -> str:
+    """TTFT and TPOT at the median and at the SLO percentile of one load point (``LoadPoint.to_dict()``)."""
+    return (f"TTFT p50 {at['ttft_p50_s']:.3f} s, {pct} {at['ttft_pct_s']:.3f} s; TPOT p50 "
+            f"{at['tpot_p50_s'] * 1e3:.1f} ms, {pct} {at['tpot_pct_s'] * 1e3:.1f} ms")
 
 
 @dataclass

@@ -49,12 +49,16 @@ class VisionServingEstimate:
         out["findings"] = [f.to_dict() for f in sort_findings(self.findings)]
         return out
 
-    def summary(self) -> str:
-        """A few lines for the terminal."""
+    def summary(self, accelerator_name: str | None = None) -> str:
+        """A few lines for the terminal; ``accelerator_name``: the accelerator's catalogue name, else its id."""
+        def count(n: int | None, word: str) -> str:
+            return ("n/a" if n is None else f"{n:,d}") + f" {word}{'' if n == 1 else 's'}"
+
         ips = "n/a" if self.images_per_s_per_gpu is None else f"{self.images_per_s_per_gpu:,.0f}"
-        lines = [f"{self.model} on {self.accelerator}, {self.precision}, batch {self.batch_size}: {ips} images/s/GPU"
+        lines = [f"{self.model} on {accelerator_name or self.accelerator}, {self.precision}, batch {self.batch_size}: "
+                 f"{ips} images/s/GPU"
                  + (f", {self.streams_per_gpu} streams of {self.video_fps:g} fps per GPU" if self.video_fps else ""),
-                 f"  {self.gpus} GPUs, {self.nodes} nodes, {self.racks} racks, "
+                 f"  {count(self.gpus, 'GPU')}, {count(self.nodes, 'node')}, {count(self.racks, 'rack')}, "
                  f"{'n/a' if self.it_power_kw is None else f'{self.it_power_kw:,.1f}'} kW IT"]
         lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
         return "\n".join(lines)
