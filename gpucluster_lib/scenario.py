@@ -515,6 +515,16 @@ def _describe(tp: Any) -> str:
     return str(tp)
 
 
+def _given(value: Any) -> str:
+    """What the file holds, for a "must be ..., got ..." message: a YAML boolean or null in words
+    (``true (a true/false value)``, ``null (no value)``), else :func:`excerpt` of it."""
+    if isinstance(value, bool):
+        return f"{'true' if value else 'false'} (a true/false value)"
+    if value is None:
+        return "null (no value)"
+    return excerpt(value)
+
+
 def _type_name(value: Any) -> str:
     return {bool: "a boolean", int: "an integer", float: "a number", str: "a string", list: "a list",
             dict: "a mapping", type(None): "nothing (null)"}.get(type(value), type(value).__name__)
@@ -569,13 +579,13 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
         return out
     if tp is bool:
         if not isinstance(value, bool):
-            raise ScenarioError(path, f"must be true or false, got {excerpt(value)}")
+            raise ScenarioError(path, f"must be true or false, got {_given(value)}")
         return value
     if tp is int:
         if isinstance(value, bool) or not isinstance(value, int):
             hint = ": write it without a decimal point" if isinstance(value, float) and value.is_integer() \
                 and abs(value) < 1e15 else ""
-            raise ScenarioError(path, f"must be an integer, got {excerpt(value)}{hint}")
+            raise ScenarioError(path, f"must be an integer, got {_given(value)}{hint}")
         return value
     if tp is float:
         if isinstance(value, str):
@@ -587,7 +597,7 @@ def _coerce(tp: Any, value: Any, path: str) -> Any:
                 raise ScenarioError(path, f"must be a number, got {excerpt(value)}") from None
             value = number
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise ScenarioError(path, f"must be a number, got {excerpt(value)}")
+            raise ScenarioError(path, f"must be a number, got {_given(value)}")
         try:
             value = float(value)
         except OverflowError:

@@ -69,3 +69,22 @@ def test_estimate_text_uneven_stages_and_zero3_lines(tmp_path, capsys):
     assert main(["estimate", str(tmp_path / "z3.yaml")]) == 0
     out = capsys.readouterr().out
     assert "gathered parameters (ZeRO-3)" in out and "  pipeline " not in out
+
+
+def test_memory_finding_names_zero3_lines_only_under_zero3(tmp_path, capsys):
+    # Llama 3 70B on TP1 PP4 without ZeRO: 16 bytes per parameter on a stage of 20 of 80 layers is
+    # about 280 GB, far over 80 GiB; the finding lists the parts, without the ZeRO-3-only ones
+    (tmp_path / "b.yaml").write_text("model: {preset: llama3-70b}\nhardware: {accelerator: h100-sxm5-80gb, nodes: 8}\n"
+                                     "parallelism: {tensor: 1, pipeline: 4}\n")
+    assert main(["estimate", str(tmp_path / "b.yaml")]) == 0
+    line = [x for x in capsys.readouterr().out.splitlines() if "training-memory-exceeded" in x][0]
+    assert "optimizer states" in line and "ZeRO-3" not in line and "awaiting" not in line
+
+
+def test_catalog_text_has_no_python_values(capsys):
+    # the switch table's managed column is yes/no, and cells with no value are a dash (not True, NaN, <NA>)
+    assert main(["catalog", "switches"]) == 0
+    out = capsys.readouterr().out
+    assert not re.search(r"\b(?:True|False|NaN|None)\b|<NA>", out), out
+    qm8790 = [x for x in out.splitlines() if x.strip().startswith("qm8790 ")][0]
+    assert " no " in qm8790  # the catalogue's QM8790 row: "externally managed"

@@ -56,6 +56,13 @@ def test_shorthands():
         ("parallelism: {sequence_parallel: 'yes'}", ScenarioError, r"sequence_parallel: must be true or false"),
         ("training: {precision: fp4}", ScenarioError, r"^training\.precision: must be one of bf16, fp16, fp8, tf32 or fp32, not 'fp4'"),
         ("training: {tokens: lots}", ScenarioError, r"training\.tokens: must be a number, got 'lots'"),
+        # a YAML boolean or null where a number is expected is named as YAML writes it, in words (not True/None)
+        ("parallelism: {first_stage_layers: true}", ScenarioError,
+         r"^parallelism\.first_stage_layers: must be an integer, got true \(a true/false value\)$"),
+        ("hardware: {nodes: false}", ScenarioError, r"^hardware\.nodes: must be an integer, got false \(a true/false value\)$"),
+        ("training: {tokens: true}", ScenarioError, r"^training\.tokens: must be a number, got true \(a true/false value\)$"),
+        ("training: {flash_attention: null}", ScenarioError,
+         r"^training\.flash_attention: must be true or false, got null \(no value\)$"),
         ("hardware: [1, 2]", ScenarioError, r"^hardware: must be a mapping"),
         ("- a\n- b", ScenarioError, r"top level must be a mapping"),
         ("name: [unclosed", ScenarioError, r"not valid YAML at line 1"),

@@ -27,5 +27,16 @@ def run(args: argparse.Namespace) -> int:
     else:
         df = cat.tables[args.table]
         cols = [c for c in df.columns if c not in ("source", "notes", "price_source", "source_date", "price_date")]
-        print(df[cols].to_string(index=False))
+        print(_cells(df[cols]).to_string(index=False))
     return 0
+
+
+def _cells(df):
+    """The table as text cells: a yes/no column as yes and no, an empty cell as a dash (not pandas'
+    True, NaN or <NA>)."""
+    import numpy as np
+
+    out = df.astype(object).where(df.notna(), "–")
+    for c in out.columns:
+        out[c] = [("yes" if v else "no") if isinstance(v, (bool, np.bool_)) else v for v in out[c]]
+    return out

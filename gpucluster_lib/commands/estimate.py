@@ -6,7 +6,7 @@ import argparse
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
 from gpucluster_lib.formatting import format_value, humanize_key
-from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS
+from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 
 NAME = "estimate"
 ORDER = 30
@@ -38,11 +38,6 @@ def run(args: argparse.Namespace) -> int:
     hardware = getattr(d, "hardware", None)
     _print_text(out, (hardware.accelerator or {}).get("name") if hardware is not None else None)
     return 0
-
-
-#: Memory lines that only ZeRO-3 fills (gathered parameters, gradients awaiting their reduction):
-#: left out of the text when they are zero.
-ZERO3_ONLY = ("gather_buffers", "unreduced_gradients")
 
 
 def _runs(values: list[int]) -> str:
@@ -98,8 +93,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     m = d["memory_per_gpu_bytes"]
     print(f"  memory per GPU  {m['total'] / gib:.1f} GiB of {d['memory_capacity_bytes'] / gib:.1f} GiB "
           f"({'fits' if d['fits'] else 'DOES NOT FIT'}): "
-          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {v / gib:.1f} GiB" for k, v in m.items()
-                      if k != "total" and not (k in ZERO3_ONLY and v == 0)))
+          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {m[k] / gib:.1f} GiB" for k in memory_parts(m, m)))
     print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {v:.3g} s"
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:

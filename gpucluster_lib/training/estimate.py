@@ -40,7 +40,7 @@ from gpucluster_lib.training.core import (
 )
 from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
-from gpucluster_lib.training.labels import MEMORY_LABELS
+from gpucluster_lib.training.labels import MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
@@ -599,7 +599,7 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     out: list[Finding] = []
     cap = ctx.memory_capacity
     if not fits:
-        parts = ", ".join(f"{MEMORY_LABELS[k]} {memory[k] / GIB:.1f} GiB" for k in MEMORY_KEYS)
+        parts = ", ".join(f"{MEMORY_LABELS[k]} {memory[k] / GIB:.1f} GiB" for k in memory_parts(memory, MEMORY_KEYS))
         where = f"pipeline stage {stages['memory_stage'] + 1} of {plan.pipeline}" if stages and plan.pipeline > 1 \
             else "the only pipeline stage"
         out.append(Finding("training-memory-exceeded", "error",

@@ -20,3 +20,11 @@ MEMORY_LABELS = {"weights": "weights", "gradients": "gradients", "optimizer_stat
                  "gather_buffers": "gathered parameters (ZeRO-3)",
                  "unreduced_gradients": "gradients awaiting reduction (ZeRO-3)", "activations": "activations",
                  "other": "other (context, buffers, fragmentation)"}
+#: memory parts that only ZeRO-3 fills: text output leaves them out when they are zero
+ZERO3_ONLY_MEMORY = ("gather_buffers", "unreduced_gradients")
+
+
+def memory_parts(memory: dict[str, float], keys) -> list[str]:
+    """The memory parts to name in text, in ``keys`` order: every part but the ZeRO-3-only ones
+    when they are zero (under ZeRO 0-2 and with no gradients waiting)."""
+    return [k for k in keys if k != "total" and not (k in ZERO3_ONLY_MEMORY and memory.get(k, 0.0) == 0)]
