@@ -290,6 +290,35 @@ def test_step_length_bands_of_the_generated_doc_by_hand():
     assert bands["2 to 20 s"]["mean"] == pytest.approx(-0.20)    # 2.0 s falls in the second band
 
 
+def test_external_summary_without_the_rows_that_set_the_deepspeed_factor_by_hand():
+    # the DeepSpeed pipeline-slot factor 1.15 comes from mtnlg-2240's 60.1 s (data/training_frameworks.yaml):
+    # docs/validation.md gives the external median / max with and without the three MT-NLG rows
+    import pandas as pd
+
+    mod = load_script("make_validation_doc")
+    assert mod.FACTOR_SOURCE_ROWS == ("mtnlg-2240", "mtnlg-2800", "mtnlg-3360")
+    df = pd.DataFrame({"run_id": ["mtnlg-2240", "mtnlg-2800", "bloom-384", "mpt-x", "megatron-1"],
+                       "set": ["external"] * 4 + ["calibration"], "error": [-0.30, 0.02, 0.10, -0.04, 0.5]})
+    xs = mod.external_summary(df)
+    assert xs["all"]["rows"] == 4 and xs["without"]["rows"] == 2
+    assert xs["all"]["median"] == pytest.approx(0.07)      # |errors| 0.02, 0.04, 0.10, 0.30: (0.04 + 0.10) / 2
+    assert xs["all"]["max"] == pytest.approx(0.30)
+    assert xs["without"]["median"] == pytest.approx(0.07)  # 0.04 and 0.10
+    assert xs["without"]["max"] == pytest.approx(0.10)
+
+
+def test_generated_doc_marks_the_factor_rows_and_explains_the_dash():
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text(encoding="utf-8")
+    mark = load_script("make_validation_doc").FACTOR_MARK
+    for run_id in ("mtnlg-2240", "mtnlg-2800", "mtnlg-3360"):
+        rows = [line for line in doc.splitlines() if line.startswith(f"| {run_id} ")]
+        assert rows and all(line.startswith(f"| {run_id} {mark} |") for line in rows), run_id
+    assert f"| external without the MT-NLG rows {mark} | 53 |" in doc  # 56 external rows less the 3 MT-NLG rows
+    assert "A `-` in the speed-up column means that the published plan does not fit" in doc
+
+
 def _long_context_findings(run_id, seq_length=None, kernel=None):
     from gpucluster_lib.training.estimate import estimate
 
