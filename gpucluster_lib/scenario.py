@@ -178,7 +178,7 @@ class ParallelismSpec:
     data: int | None = f(None, gt=0, le=1_000_000)
     context: int | None = f(None, gt=0, le=4096)
     expert: int | None = f(None, gt=0, le=4096)
-    virtual_stages: int | None = f(None, gt=0, le=256, doc="interleaved 1F1B model chunks per GPU")
+    virtual_stages: int | None = f(None, gt=0, le=256, doc="interleaved 1F1B model chunks per GPU; every stage's layers must split into them evenly")
     micro_batch_size: int | None = f(None, gt=0, le=65_536, unit="sequences")
     global_batch_size: int | None = f(None, gt=0, le=100_000_000, unit="sequences")
     recompute: Literal["none", "selective", "full"] | None = f(None)
@@ -196,7 +196,8 @@ class ParallelismSpec:
     embedding_in_pipeline_split: bool = f(False, doc="count the input embedding as one layer of the first stage")
     loss_in_pipeline_split: bool = f(False, doc="count the output layer and loss as one layer of the last stage")
     tp_comm_overlap: bool | None = f(None, doc="tensor-parallel communication pipelined with the GEMMs "
-                                     "(Megatron --tp-comm-overlap; needs sequence parallelism)")
+                                     "(Megatron --tp-comm-overlap; needs sequence parallelism and the "
+                                     "tensor-parallel group inside one NVLink domain)")
     overlap_grad_reduce: bool | None = f(None, doc="reduce gradients during the last backward (framework default)")
     overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
 
