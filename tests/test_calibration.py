@@ -28,7 +28,7 @@ from gpucluster_lib.calibration.run import calibrate, dense_peaks, gemm_frame, r
 from gpucluster_lib.cli import main
 from gpucluster_lib.design import Design
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
-from gpucluster_lib.scenario import loads
+from gpucluster_lib.scenario import from_dict, loads
 
 DATA = Path(__file__).parent / "data"
 
@@ -394,3 +394,168 @@ def test_hostile_inputs_raise_only_calibration_errors():
 
     parse()
     profile()
+
+
+# ----------------------------------------------------------------- the profile in the training engine
+
+#: GPT-3 175B (96 layers, h 12288, FFN 4h, vocab 51,200, 2,048 tokens; Brown et al. 2020 Table 2.1, models.yaml)
+#: on 64 H100 SXM: TP1, PP1, no recomputation, micro-batch 1, 128 sequences a step = 2 micro-batches per GPU
+TRAIN = {"name": "g1", "model": {"preset": "gpt3-175b"}, "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 8},
+         "parallelism": {"tensor": 1, "pipeline": 1, "micro_batch_size": 1, "global_batch_size": 128,
+                         "recompute": "none"}}
+
+
+def train_estimate(tmp_path, **extra):
+    from gpucluster_lib.training import estimate
+
+    return estimate(loads(yaml.safe_dump({**TRAIN, **extra}), base_dir=tmp_path))
+
+
+def gemm_seconds_by_hand():
+    """The GEMM part of the compute of TRAIN at the default curve, by hand.
+
+    One (M x K) @ (K x N) GEMM takes 2MKN / (P e_g s) with s = e(M, N, K) / e_max the default curve's
+    shape factor (calibration/gemm.py) and e = 1 / (1 / (e_max g(M) g(N) g(K)) + P t0 / 2MKN), so
+    2MKN / (P e_g e_max g g g) x e_max + t0 e_max / e_g = 2MKN / (P e_g g g g) + t0 e_max / e_g."""
+    P = 989.4e12       # H100 SXM dense BF16 [FLOP/s] (accelerators.csv)
+    e_g = 0.58         # hopper gemm_efficiency (data/efficiency.yaml)
+    e_max, t0 = 0.832, 5.8e-6   # default BF16 curve (calibration/gemm.py): e_max, fixed time [s]
+
+    def g(x, half):
+        return x * x / (x * x + half * half)   # Hill curve, p = 2
+
+    def t(m, k, n):
+        return 2 * m * k * n / (P * e_g * g(m, 159) * g(n, 188) * g(k, 200)) + t0 * e_max / e_g
+
+    M, h = 2048, 12288                          # tokens per micro-batch; hidden size
+    layer = t(M, h, 3 * h) + t(M, h, h) + t(M, h, 4 * h) + t(M, 4 * h, h)   # QKV, projection, FC1, FC2
+    logits = t(M, h, 51200)
+    return 2 * (96 * 3 * layer + 3 * logits)    # 2 micro-batches x (96 layers + logits) x (forward + 2 backward)
+
+
+def test_a_profile_at_half_the_gemm_level_doubles_the_training_gemm_time(tmp_path):
+    from gpucluster_lib.calibration.gemm import DEFAULT_CURVES
+
+    d = DEFAULT_CURVES["bf16"]
+    CalibrationProfile("same", "2026-12-01", gemm={"bf16": d}).save(tmp_path / "same.yaml")
+    # half e_max and twice t0: the efficiency 1 / (2 / (e_max ggg) + 2 P t0 / F) is half the default at every shape
+    CalibrationProfile("half", "2026-12-01", gemm={"bf16": d.replace(eff_max=d.eff_max / 2,
+                                                                      fixed_time_s=2 * d.fixed_time_s)}
+                       ).save(tmp_path / "half.yaml")
+    plain = train_estimate(tmp_path)
+    same = train_estimate(tmp_path, calibration="same.yaml")
+    half = train_estimate(tmp_path, calibration="half.yaml")
+    assert plain.assumptions["peak_tflops"] == 989.4 and plain.assumptions["efficiency"]["gemm_efficiency"] == 0.58
+    gemm = gemm_seconds_by_hand()
+    compute = plain.time_breakdown_s["compute"]
+    assert 0.8 < gemm / compute < 1    # the GEMMs are most of the compute (the rest: attention, element-wise)
+    # half the level: compute = rest + 2 x GEMM, so it grows by exactly the GEMM part
+    assert half.time_breakdown_s["compute"] - compute == pytest.approx(gemm, rel=1e-9)
+    assert half.assumptions["efficiency"]["gemm_efficiency"] == pytest.approx(0.29)   # 0.58 x 0.416 / 0.832
+    # the default level changes nothing
+    assert same.time_breakdown_s["compute"] == pytest.approx(compute, rel=1e-12)
+    assert same.step_time_s == pytest.approx(plain.step_time_s, rel=1e-12)
+    # the scenario's own matrix-multiply efficiency wins over the profile's level (the shape factor is the same)
+    own = train_estimate(tmp_path, calibration="half.yaml", training={"gemm_efficiency": 0.58})
+    assert own.time_breakdown_s["compute"] == pytest.approx(compute, rel=1e-12)
+    rec = half.assumptions["calibration"]
+    assert rec == {"name": "half", "date": "2026-12-01", "example": False, "device": None,
+                   "terms": ["gemm_efficiency", "gemm_curve"]}
+    assert own.assumptions["calibration"]["terms"] == ["gemm_curve"]
+    assert plain.assumptions["calibration"] is None
+
+
+def test_fp8_training_takes_the_measured_fp8_level(tmp_path):
+    from gpucluster_lib.calibration.gemm import DEFAULT_CURVES
+
+    d = DEFAULT_CURVES["bf16"]
+    CalibrationProfile("both", "2026-12-01", gemm={"bf16": d.replace(eff_max=0.416),
+                                                   "fp8": DEFAULT_CURVES["fp8"].replace(eff_max=0.5)}
+                       ).save(tmp_path / "both.yaml")
+    CalibrationProfile("fp8", "2026-12-01", gemm={"fp8": DEFAULT_CURVES["fp8"].replace(eff_max=0.5)}
+                       ).save(tmp_path / "fp8.yaml")
+    fp8 = {"precision": "fp8"}
+    both = train_estimate(tmp_path, calibration="both.yaml", training=fp8).assumptions["efficiency"]
+    only = train_estimate(tmp_path, calibration="fp8.yaml", training=fp8).assumptions["efficiency"]
+    # the 16-bit level scales gemm_efficiency: 0.58 x 0.416 / 0.832 = 0.29; the FP8 rate over it is measured:
+    # 0.5 / 0.416; so the FP8 GEMMs run at 0.29 x 0.5 / 0.416 = 0.58 x 0.5 / 0.832 = 0.3486 of the FP8 peak
+    assert both["gemm_efficiency"] == pytest.approx(0.29)
+    assert both["fp8_gemm_factor"] == pytest.approx(0.5 / 0.416)
+    assert only["gemm_efficiency"] == 0.58 and only["fp8_gemm_factor"] == pytest.approx(0.5 / 0.832)
+    for eff in (both, only):
+        assert eff["gemm_efficiency"] * eff["fp8_gemm_factor"] == pytest.approx(0.58 * 0.5 / 0.832)
+
+
+def test_a_link_above_its_nominal_rate_is_capped_with_a_warning():
+    from gpucluster_lib.training import estimate
+
+    # the A3 Mega fabric (316.2 GB/s of bus bandwidth on 2 x 8 H100) on the A100 example with 200 Gb/s per GPU:
+    # nominal 8 GPUs x 25 GB/s = 200 GB/s, so 316.2 / 200 = 1.58 -> capped at 1
+    s = from_dict({**yaml.safe_load((shipped_dir() / "gpt3-175b-1024-a100.yaml").read_text()),
+                   "calibration": "example-h100-public-data"})
+    est = estimate(s)
+    assert est.assumptions["fabric_gbps_per_gpu"] == 200
+    assert est.assumptions["efficiency"]["network_efficiency"] == 1.0
+    codes = {f.code: f for f in est.findings}
+    above = codes["calibration-link-above-nominal"]
+    assert above.severity == "warning" and above.field == "calibration"
+    assert "316.2 GB/s" in above.message and "nominal 200.0 GB/s" in above.message
+    mismatch = codes["calibration-device-mismatch"]   # measured on H100, used for A100
+    assert mismatch.severity == "warning" and "NVIDIA H100 80GB HBM3" in mismatch.message
+    assert "NVIDIA A100 SXM4 80GB" in mismatch.message
+    assert codes["calibration-example-profile"].severity == "info"
+    # the scenario's own network efficiency is used: nothing is capped
+    own = estimate(s.replace(training__efficiency={"network_efficiency": 0.7}))
+    assert own.assumptions["efficiency"]["network_efficiency"] == 0.7
+    assert "calibration-link-above-nominal" not in {f.code for f in own.findings}
+
+
+def test_serving_caps_an_nvlink_measured_above_its_nominal_rate(tmp_path):
+    # 8 ranks on one host: 2 GiB in 8 ms is 2^31 x 1.75 / 8e-3 = 469.8 GB/s of bus bandwidth, above the
+    # 450 GB/s per direction of NVLink 4 (DGX H100: 900 GB/s in total)
+    t = parse_nccl_tests(nccl_text([8, 16, 32, 1 << 30, 1 << 31], [28.0, 28.0, 28.0, 4000.0, 8000.0], ranks=8))
+    prof = CalibrationProfile("fast", "2026-11-30", device="NVIDIA H100 80GB HBM3", links={"nvlink": fit_alpha_beta(t)})
+    assert prof.links["nvlink"].bus_bandwidth_gb_per_s > 450
+    prof.save(tmp_path / "fast.yaml")
+    d = Design(loads(SCENARIO + "calibration: fast.yaml\n", base_dir=tmp_path))
+    assert d.serving.efficiency["link_bandwidth_efficiency"] == 1.0
+    above = [f for f in d.serving.findings if f.code == "calibration-link-above-nominal"]
+    assert len(above) == 1 and "nominal 450.0 GB/s" in above[0].message
+    assert not [f for f in d.findings if f.code in ("calibration-device-mismatch", "calibration-example-profile")]
+    # the profile also sets the training engine's NVLink efficiency the same way: capped at 1
+    assert prof.efficiency_overrides(450e9)["nvlink_efficiency"] == 1.0
+    assert prof.links_above_nominal(450e9) == [("nvlink", prof.links["nvlink"].bus_bandwidth_gb_per_s, 450.0)]
+
+
+@pytest.mark.parametrize(("device", "accelerator", "same"), [
+    ("NVIDIA H100 80GB HBM3", "h100-sxm5-80gb", True),     # nvidia-smi's name of the SXM part
+    ("NVIDIA H100 80GB HBM3", "h100-pcie-80gb", False),    # another form factor: other clocks and power
+    ("NVIDIA H100 PCIe", "h100-pcie-80gb", True),
+    ("NVIDIA A100-SXM4-40GB", "a100-sxm4-80gb", True),     # same GPU, more memory
+    ("NVIDIA H100 80GB HBM3", "h200-sxm-141gb", False),
+    ("NVIDIA H100 80GB HBM3", "a100-sxm4-80gb", False),
+    ("my lab box", "h100-sxm5-80gb", None),                # no model named: not compared
+])
+def test_device_names_are_compared_by_model_and_form_factor(device, accelerator, same):
+    from gpucluster_lib.calibration.profile import device_matches
+    from gpucluster_lib.catalog import load_catalog
+
+    assert device_matches(device, load_catalog().accelerator(accelerator)) is same
+
+
+def test_a_step_time_that_is_not_a_number_is_refused(monkeypatch):
+    from gpucluster_lib.training import core, estimate
+
+    s = from_dict(yaml.safe_load((shipped_dir() / "gpt3-175b-1024-a100.yaml").read_text()))
+    monkeypatch.setattr(core.GemmCurve, "shape_factor", lambda self, *a, **k: np.float64("nan"))
+    with pytest.raises(GpuClusterError, match="the training step time is not a finite number: compute, .* came "
+                                              "out as not a number"):
+        estimate(s)
+    with pytest.raises(GpuClusterError, match="not a finite number"):
+        estimate(s.replace(parallelism__auto=True))
+
+
+def shipped_dir():
+    from gpucluster_lib.resources import data_path
+
+    return data_path("scenarios")

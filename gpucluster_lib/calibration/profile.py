@@ -12,8 +12,12 @@ Public API (for the calculation packages):
   ``profile.gemm_efficiency(m, n, k, dtype, peak_tflops=None)`` (defaults for dtypes it lacks);
   ``profile.efficiency_overrides(nvlink_bw_bytes_per_s, nic_bw_bytes_per_s)`` -> the training
   engine's efficiency names (``alpha_nvlink_s``, ``nvlink_efficiency``, ``alpha_network_s``,
-  ``network_efficiency``) for the levels the profile measured;
-  ``to_dict()``, ``to_yaml()``, ``save(path)``.
+  ``network_efficiency``) for the levels the profile measured, efficiencies capped at 1;
+  ``profile.links_above_nominal(...)`` -> the levels whose measured bus bandwidth is above the
+  nominal one (the cap applied); ``profile.gemm_level(dtype)`` -> the measured large-GEMM level
+  over the default curve's; ``to_dict()``, ``to_yaml()``, ``save(path)``.
+* :func:`profile_findings` ``(profile, accelerator)`` -> findings on the profile as a whole (an
+  example profile; a profile measured on another device).
 * :func:`load_profile` ``(path)`` and :func:`profile_from_dict` ``(data, where)``: strict
   loading, :class:`~.nccl.CalibrationError` naming the key (``links.fabric.bus_bandwidth_gb_per_s``).
 * :func:`scenario_profile` ``(scenario)`` -> the scenario's profile or None, the path resolved
@@ -45,6 +49,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -52,9 +57,10 @@ from typing import Any
 
 import yaml
 
-from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve, normalise_dtype
+from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, GemmCurve, gemm_curve, normalise_dtype
 from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
 from gpucluster_lib.errors import ScenarioError, excerpt
+from gpucluster_lib.findings import Finding
 from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import scenario_file
 from gpucluster_lib.units import GB
@@ -90,23 +96,53 @@ class CalibrationProfile:
 
         ``nvlink_bw_bytes_per_s``: nominal scale-up bandwidth per GPU per direction [B/s];
         ``nic_bw_bytes_per_s``: nominal scale-out bandwidth per GPU per direction [B/s].
-        Only levels the profile measured (and whose nominal rate is given) appear.
+        Only levels the profile measured (and whose nominal rate is given) appear. An efficiency
+        is the measured bus bandwidth over the nominal one, capped at 1: a measurement above the
+        nominal rate (NVLS or tree algorithms on few nodes, or a profile of other hardware) says
+        the link is at least as fast as its nominal rate, not faster; :meth:`links_above_nominal`
+        names the levels capped.
         """
         out: dict[str, float] = {}
-        nv = self.link("nvlink")
-        if nv is not None:
-            if nv.alpha_s is not None:
-                out["alpha_nvlink_s"] = nv.alpha_s
-            if nvlink_bw_bytes_per_s:
-                out["nvlink_efficiency"] = nv.bus_bandwidth_gb_per_s * GB / nvlink_bw_bytes_per_s
-        fab = self.link("fabric")
-        if fab is not None:
-            if fab.alpha_s is not None:
-                out["alpha_network_s"] = fab.alpha_s
-            if nic_bw_bytes_per_s:
-                per_host = fab.ranks_per_host or 1
-                out["network_efficiency"] = fab.bus_bandwidth_gb_per_s * GB / (per_host * nic_bw_bytes_per_s)
+        nominal = self._nominal(nvlink_bw_bytes_per_s, nic_bw_bytes_per_s)
+        for level, eff_key, alpha_key in (("nvlink", "nvlink_efficiency", "alpha_nvlink_s"),
+                                          ("fabric", "network_efficiency", "alpha_network_s")):
+            fit = self.link(level)
+            if fit is None:
+                continue
+            if fit.alpha_s is not None:
+                out[alpha_key] = fit.alpha_s
+            if nominal.get(level):
+                out[eff_key] = min(fit.bus_bandwidth_gb_per_s * GB / nominal[level], 1.0)
         return out
+
+    def _nominal(self, nvlink_bw_bytes_per_s: float | None, nic_bw_bytes_per_s: float | None) -> dict[str, float]:
+        """Nominal bus bandwidth of each measured level [B/s]: NVLink per GPU; the fabric shared by the
+        ranks of a host (``ranks_per_host x nic_bw``, the hierarchical bound of ``training/core.py``)."""
+        out: dict[str, float] = {}
+        if nvlink_bw_bytes_per_s and self.link("nvlink") is not None:
+            out["nvlink"] = float(nvlink_bw_bytes_per_s)
+        fab = self.link("fabric")
+        if nic_bw_bytes_per_s and fab is not None:
+            out["fabric"] = (fab.ranks_per_host or 1) * float(nic_bw_bytes_per_s)
+        return out
+
+    def links_above_nominal(self, nvlink_bw_bytes_per_s: float | None = None,
+                            nic_bw_bytes_per_s: float | None = None) -> list[tuple[str, float, float]]:
+        """``(level, measured bus bandwidth [GB/s], nominal bus bandwidth [GB/s])`` for each measured
+        level whose bus bandwidth is above the nominal rate (arguments as :meth:`efficiency_overrides`)."""
+        out = []
+        for level, nominal in self._nominal(nvlink_bw_bytes_per_s, nic_bw_bytes_per_s).items():
+            measured = self.links[level].bus_bandwidth_gb_per_s
+            if measured * GB > nominal:
+                out.append((level, measured, nominal / GB))
+        return out
+
+    def gemm_level(self, dtype: str) -> float | None:
+        """The measured large-GEMM level of ``dtype`` over the default curve's, ``e_max / e_max_default``
+        [-], or None when the profile has no curve of that dtype."""
+        key = normalise_dtype(dtype)
+        curve = self.gemm.get(key)
+        return None if curve is None else curve.eff_max / DEFAULT_CURVES[key].eff_max
 
     def to_dict(self) -> dict[str, Any]:
         return {"version": FORMAT_VERSION, "name": self.name, "date": self.date, "device": self.device,
@@ -218,6 +254,60 @@ def load_profile(path: str | Path) -> CalibrationProfile:
     return _load_cached(str(p.resolve()), stat.st_mtime_ns)
 
 
+_MODEL = re.compile(r"^(?:[a-z]{1,3}\d{2,4}[a-z]?|mi\d{3}[a-z]?|gaudi\d?|v\d[a-z]?)$")
+
+
+#: Words that name a card form factor with its own power and clocks (the SXM part is named without one).
+_FORM_FACTORS = frozenset({"pcie", "nvl"})
+
+
+def _device_tokens(name: str) -> tuple[set[str], frozenset[str]]:
+    """The model tokens of a device name (``h100``, ``a100``, ``gb200``, ``mi300x``) and its form-factor
+    words: "NVIDIA H100 80GB HBM3" -> ({"h100"}, {}); "NVIDIA H100 PCIe" -> ({"h100"}, {"pcie"})."""
+    words = re.split(r"[^a-z0-9]+", name.lower())
+    return ({w for w in words if _MODEL.match(w) and not w.endswith(("gb", "tb"))},
+            frozenset(words) & _FORM_FACTORS)
+
+
+def device_matches(device: str | None, accelerator: dict[str, Any]) -> bool | None:
+    """Whether a profile's device (as nvidia-smi and nccl-tests name it) is the accelerator (a catalogue
+    row): same model (H100, A100, GB200, MI300X) and the same form factor (SXM, PCIe or NVL, which run
+    at other clocks and power); None when the device names no model this can compare."""
+    if not device:
+        return None
+    mine, form = _device_tokens(device)
+    if not mine:
+        return None
+    theirs, their_form = _device_tokens(f"{accelerator.get('name', '')} {str(accelerator.get('id', '')).replace('-', ' ')}")
+    if not theirs:
+        return None
+    return bool(mine & theirs) and form == their_form
+
+
+def profile_findings(profile: CalibrationProfile | None, accelerator: dict[str, Any]) -> list[Finding]:
+    """Findings on the profile a design uses: an example profile (info), a profile measured on another
+    device than the design's accelerator (warning). ``accelerator``: the catalogue row."""
+    if profile is None:
+        return []
+    out = []
+    name = accelerator.get("name") or accelerator.get("id")
+    if device_matches(profile.device, accelerator) is False:
+        out.append(Finding(
+            "calibration-device-mismatch", "warning",
+            f"the calibration profile '{profile.name}' was measured on {profile.device}, but this design's "
+            f"accelerator is {name}: its GEMM rates and link bandwidths describe the other device",
+            fix="select a profile measured on this accelerator, or measure one with the calibrate command",
+            field="calibration"))
+    if profile.example:
+        out.append(Finding(
+            "calibration-example-profile", "info",
+            f"the calibration profile '{profile.name}' is an example built from public measurements "
+            f"(dated {profile.date}), not a measurement of this cluster",
+            fix="measure your own GEMMs and collectives and write a profile with the calibrate command",
+            field="calibration"))
+    return out
+
+
 def shipped_profiles() -> dict[str, Path]:
     """The example profiles shipped in ``data/calibration/`` by name (each marked ``example: true``)."""
     folder = data_path("calibration")
@@ -252,5 +342,5 @@ def scenario_profile(scenario: Any) -> CalibrationProfile | None:
         raise ScenarioError("calibration", str(exc)) from None
 
 
-__all__ = ["FORMAT_VERSION", "CalibrationProfile", "load_profile", "profile_from_dict", "scenario_profile",
-           "shipped_profiles"]
+__all__ = ["FORMAT_VERSION", "CalibrationProfile", "device_matches", "load_profile", "profile_findings",
+           "profile_from_dict", "scenario_profile", "shipped_profiles"]

@@ -98,6 +98,13 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:
         print(f"  time to train   {d['training_days']:.1f} days")
+    cal = (d.get("assumptions") or {}).get("calibration")
+    if cal:
+        from gpucluster_lib.training.estimate import CALIBRATION_TERM_NAMES
+
+        terms = ", ".join(CALIBRATION_TERM_NAMES.get(t, humanize_key(t)) for t in cal["terms"]) or "nothing"
+        print(f"  calibration     profile {cal['name']}, dated {cal['date']}"
+              + (" (an example)" if cal.get("example") else "") + f": sets the {terms}")
     if "deadline" in d:
         dl = d["deadline"]
         print(f"  deadline        {dl['deadline_days']:g} days: " + (f"{dl['gpus']} GPUs" if dl.get("gpus") else "not met"))

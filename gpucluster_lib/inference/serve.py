@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
-from gpucluster_lib.calibration.profile import CalibrationProfile, scenario_profile
+from gpucluster_lib.calibration.profile import CalibrationProfile, profile_findings, scenario_profile
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod
@@ -271,12 +271,36 @@ def _calibrated(eff: ServingEfficiency, scenario: Scenario, prof: CalibrationPro
         return eff
     inf = scenario.inference
     changes: dict[str, float] = {}
-    if inf.link_bandwidth_efficiency is None:
+    if inf.link_bandwidth_efficiency is None:  # capped at 1: see _link_above_nominal
         per_gpu = link.bus_bandwidth_gb_per_s / (1 if within_node else (link.ranks_per_host or 1))
-        changes["link_bandwidth_efficiency"] = per_gpu / rhw.link_gb_per_s
+        changes["link_bandwidth_efficiency"] = min(per_gpu / rhw.link_gb_per_s, 1.0)
     if inf.allreduce_latency_s is None and link.alpha_s is not None:
         changes["allreduce_latency_s"] = 2.0 * (rhw.tp - 1) * link.alpha_s
     return replace(eff, **changes) if changes else eff
+
+
+def _link_above_nominal(scenario: Scenario, prof: CalibrationProfile | None, rhw: ReplicaHardware,
+                        within_node: bool) -> Finding | None:
+    """A warning when the profile's bus bandwidth per GPU for this replica's tensor-parallel link is above
+    the link's nominal rate, so that :func:`_calibrated` capped the link efficiency at 1."""
+    if prof is None or rhw.tp <= 1 or scenario.inference.link_bandwidth_efficiency is not None:
+        return None
+    link = prof.link("nvlink" if within_node else "fabric")
+    if link is None:
+        return None
+    per_host = 1 if within_node else (link.ranks_per_host or 1)
+    per_gpu = link.bus_bandwidth_gb_per_s / per_host
+    if per_gpu <= rhw.link_gb_per_s:
+        return None
+    what = "NVLink" if within_node else "network"
+    measured = (f"{per_gpu:,.1f} GB/s" if per_host == 1 else
+                f"{link.bus_bandwidth_gb_per_s:,.1f} GB/s shared by {per_host} GPUs per node, {per_gpu:,.1f} GB/s")
+    return Finding("calibration-link-above-nominal", "warning",
+                   f"the calibration profile '{prof.name}' measured {measured} of {what} bus bandwidth per GPU, above "
+                   f"this design's nominal {rhw.link_gb_per_s:,.1f} GB/s per GPU and direction; the serving link "
+                   "efficiency is capped at 100%",
+                   fix="measure on the design's own links, or select a profile measured on this hardware",
+                   field="calibration")
 
 
 def _calibrated_gemm(gemm_eff: float, scenario: Scenario, prof: CalibrationProfile | None, arch: TransformerArch,
@@ -551,6 +575,12 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
     tp, mem = best.tp, best.mem
     per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
+    if prof is not None:   # an example profile, another device, a link measured above its nominal rate
+        findings += profile_findings(prof, acc)
+        above = _link_above_nominal(scenario, prof, _replica_hardware(scenario, hw, cat, tp, peak or 1.0, fabric_gbps),
+                                    tp <= hw.gpus_per_node)
+        if above is not None:
+            findings.append(above)
 
     budget = _token_budget(inf)
     prompt_too_long = budget < inf.input_tokens

@@ -672,11 +672,24 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
             rows.append(("ZeRO-3 live-parameter limit (no prefetch while this many parameters are gathered)",
                          value_text(a["zero3_max_live_parameters"], "parameters"),
                          "the training framework (DeepSpeed's default), or the scenario's live-parameter limit"))
+        cal = a.get("calibration") or {}
+        cal_src = ""
+        if cal:
+            from gpucluster_lib.training.estimate import CALIBRATION_TERM_NAMES
+
+            kind = "an example built from public measurements" if cal.get("example") else "measured"
+            cal_src = f"the calibration profile {cal['name']} ({kind}, {cal['date']})"
+            terms = [CALIBRATION_TERM_NAMES.get(t, humanize_key(t)) for t in cal.get("terms", [])]
+            rows.append(("Calibration profile", f"{cal['name']}, dated {cal['date']}"
+                         + (f", measured on {cal['device']}" if cal.get("device") else "")
+                         + (" (an example built from public measurements)" if cal.get("example") else ""),
+                         "the scenario; it sets " + (", ".join(terms) if terms else "nothing the scenario "
+                                                     "does not set itself")))
         for k, v in eff.items():
             if k in ("generation", "validated") or not isinstance(v, (int, float)):
                 continue
             name, unit = EFFICIENCY_NAMES.get(k, (humanize_key(k), ""))
-            rows.append((name, value_text(v, unit), src))
+            rows.append((name, value_text(v, unit), cal_src if k in cal.get("terms", ()) else src))
         if a.get("flops_convention"):
             rows.append(("FLOPs convention", humanize_text(a["flops_convention"]), "Narayanan 2021, Korthikanti 2022"))
         groups.append(("Training time engine", rows))
@@ -695,6 +708,13 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
         rows = [(SERVING_NAMES.get(k, (humanize_key(k), ""))[0],
                  value_text(v * SERVING_SCALE.get(k, 1.0), SERVING_NAMES.get(k, ("", ""))[1]), src[k])
                 for k, v in d.serving.efficiency.items()]
+        prof = d.calibration if getattr(d.serving, "calibration", None) else None
+        if prof is not None:
+            rows.append(("Calibration profile", f"{prof.name}, dated {prof.date}"
+                         + (f", measured on {prof.device}" if prof.device else ""),
+                         "the scenario; its measured link bandwidth and latency and its matrix-multiply curve "
+                         "replace the serving defaults the scenario does not set itself"
+                         + (" (an example built from public measurements)" if prof.example else "")))
         rows += [("Modelling assumption", humanize_text(t), "serving engine") for t in d.serving.assumptions]
         groups.append(("Serving engine", rows))
     if d.reliability is not None:

@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from gpucluster_lib.calibration.gemm import gemm_curve
-from gpucluster_lib.calibration.profile import scenario_profile
+from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
+from gpucluster_lib.calibration.profile import CalibrationProfile, profile_findings, scenario_profile
 from gpucluster_lib.catalog import Catalog
-from gpucluster_lib.errors import ScenarioError, UnknownIdError
+from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, excerpt
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
@@ -40,7 +40,7 @@ from gpucluster_lib.training.core import (
 )
 from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
-from gpucluster_lib.training.labels import MEMORY_LABELS, memory_parts
+from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
@@ -192,10 +192,10 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     scaleup = float(acc.get("scaleup_bandwidth_gb_per_s") or 0.0)
     nvlink_bw = max(scaleup / 2.0, 1.0) * GB  # datasheet figure is bidirectional
     nic_bw = fabric_gbps_per_gpu(scenario, hw, cat, network) * GBPS_IN_BYTES_PER_S
-    # a calibration profile (``calibration: FILE``): measured link terms and GEMM curve; the
+    # a calibration profile (``calibration: FILE``): measured link terms, GEMM level and curve; the
     # scenario's own overrides win
     profile = scenario_profile(scenario)
-    overrides = dict(profile.efficiency_overrides(nvlink_bw, nic_bw)) if profile is not None else {}
+    overrides = calibration_terms(scenario, profile, acc, nvlink_bw, nic_bw)[0]
     overrides.update(tr.efficiency)
     if tr.gemm_efficiency is not None:
         overrides["gemm_efficiency"] = tr.gemm_efficiency
@@ -229,6 +229,92 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                                         else par.overlap_param_gather),
                   gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile))
     return ctx, hw, eff
+
+
+#: Words for the engine terms a calibration profile can set (the result's assumptions, the report).
+CALIBRATION_TERM_NAMES = {
+    "gemm_efficiency": "matrix-multiply efficiency", "fp8_gemm_factor": "FP8 matrix-multiply rate",
+    "gemm_curve": "matrix-multiply efficiency by shape", "nvlink_efficiency": "NVLink bandwidth efficiency",
+    "alpha_nvlink_s": "NVLink message latency", "network_efficiency": "network bandwidth efficiency",
+    "alpha_network_s": "network message latency"}
+
+
+def calibration_terms(scenario: Scenario, profile: CalibrationProfile | None, accelerator: dict[str, Any],
+                      nvlink_bw: float, nic_bw: float) -> tuple[dict[str, float], list[Finding], dict[str, Any] | None]:
+    """What a calibration profile sets in the training engine: ``(overrides, findings, record)``.
+
+    ``overrides``: efficiency values by the names of :class:`~.efficiency.Efficiency` (the scenario's
+    own ``training.efficiency`` and ``training.gemm_efficiency`` are applied after them, so they win);
+    ``findings``: the profile's findings (an example profile, another device, a link measured above
+    its nominal rate); ``record``: the profile's name, date, whether it is an example and the terms it
+    set (``assumptions["calibration"]``), None without a profile. ``nvlink_bw`` and ``nic_bw``: the
+    design's nominal scale-up and scale-out bandwidth per GPU per direction [B/s].
+
+    Links: ``nvlink_efficiency = B / nvlink_bw``, ``network_efficiency = B / (ranks per host x
+    nic_bw)``, capped at 1 with a warning when the measurement is above the nominal rate, and the
+    per-step latencies ``alpha`` (:meth:`CalibrationProfile.efficiency_overrides`).
+
+    GEMM level. The engine's ``gemm_efficiency`` (data/efficiency.yaml) is an end-to-end fraction of
+    the dense peak, fitted against published training runs with the default GEMM curve
+    (:data:`~gpucluster_lib.calibration.gemm.DEFAULT_CURVES`: OpenXLA's H100 table, BF16 large-GEMM
+    level ``e_max`` 0.832) supplying the size effect. It therefore carries that curve's level: what
+    it adds beyond the curve (the non-GEMM share of a step) is ``gemm_efficiency / e_max_default``.
+    A profile that measured the training precision's GEMMs replaces the level, not the non-GEMM
+    share, so the engine's GEMM rate is scaled by the measured level over the default's::
+
+        gemm_efficiency = gemm_efficiency_default x e_max_profile / e_max_default
+
+    and the size effect is the profile's curve (``shape_factor = efficiency / e_max``), so a GEMM of
+    any shape runs at ``gemm_efficiency_default x efficiency_profile(m, n, k) / e_max_default``. A
+    profile at the default level changes nothing; one at half the level doubles every GEMM's time.
+    FP8 training: the 16-bit level (a measured BF16 curve) scales ``gemm_efficiency`` as above, and a
+    measured FP8 curve replaces the FP8 rate the engine otherwise carries in ``fp8_gemm_factor`` (FP8
+    over BF16): ``fp8_gemm_factor = e_max_fp8 / e_max_bf16`` with the BF16 level in force (measured,
+    else the default's), so the FP8 GEMMs run at ``gemm_efficiency_default x e_max_fp8 / e_max_default``.
+    The fitted efficiencies of other GPU generations (A100: 0.72) were also fitted with the H100
+    curve, so they too are scaled by the measured level over 0.832. A scenario's own
+    ``training.gemm_efficiency`` (or ``training.efficiency`` value) is taken as given and wins.
+    """
+    if profile is None:
+        return {}, [], None
+    tr = scenario.training
+    overrides = dict(profile.efficiency_overrides(nvlink_bw, nic_bw))
+    findings = profile_findings(profile, accelerator)
+    words = {"nvlink": ("NVLink", "NVLink bandwidth efficiency"), "fabric": ("network", "network bandwidth efficiency")}
+    for level, measured, nominal in profile.links_above_nominal(nvlink_bw, nic_bw):
+        key = "nvlink_efficiency" if level == "nvlink" else "network_efficiency"
+        if key in tr.efficiency:
+            continue  # the scenario's own value is used
+        fit = profile.links[level]
+        if level == "nvlink":
+            basis = f"{nvlink_bw / GB:,.1f} GB/s of NVLink per GPU and direction"
+        else:
+            basis = (f"{fit.ranks_per_host or 1} GPUs per node x {nic_bw / GB:,.1f} GB/s, "
+                     f"{nic_bw / GBPS_IN_BYTES_PER_S:,.0f} Gb/s, of network per GPU")
+        findings.append(Finding(
+            "calibration-link-above-nominal", "warning",
+            f"the calibration profile '{profile.name}' measured {measured:,.1f} GB/s of {words[level][0]} bus bandwidth, "
+            f"above this design's nominal {nominal:,.1f} GB/s ({basis}); the {words[level][1]} is capped at 100%",
+            fix="measure on the design's own links (the network on 4 or more nodes, since on 2 nodes NCCL's tree and NVLS "
+                "algorithms beat the ring), or select a profile measured on this hardware",
+            field="calibration"))
+    dtype = GEMM_DTYPE.get(tr.precision, "bf16")
+    explicit = tr.efficiency
+    if tr.gemm_efficiency is None and "gemm_efficiency" not in explicit:
+        level = profile.gemm_level("bf16" if dtype == "fp8" else dtype)
+        if level is not None:
+            base = for_accelerator(accelerator, None, tr.attention_kernel)
+            overrides["gemm_efficiency"] = min(base.gemm_efficiency * level, 1.0)
+    if dtype == "fp8" and "fp8" in profile.gemm and "fp8_gemm_factor" not in explicit:
+        bf16 = profile.gemm.get("bf16") or DEFAULT_CURVES["bf16"]
+        overrides["fp8_gemm_factor"] = profile.gemm["fp8"].eff_max / bf16.eff_max
+    terms = sorted(k for k in overrides if k not in explicit and not (k == "gemm_efficiency"
+                                                                       and tr.gemm_efficiency is not None))
+    if dtype in profile.gemm:
+        terms.append("gemm_curve")
+    record = {"name": profile.name, "date": profile.date, "example": profile.example, "device": profile.device,
+              "terms": terms}
+    return overrides, findings, record
 
 
 # --------------------------------------------------------------------------- search
@@ -292,6 +378,7 @@ def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any],
 
     a = ctx.arch
     step = res["step_time_s"]
+    require_finite_steps(step, res["breakdown"])
     tps = plans["gbs"] * a.seq_length / step
     mem = res["memory"]["total"]
     fits = np.asarray(res["fits"], dtype=bool)
@@ -316,6 +403,22 @@ def _rank_table(ctx: Context, plans: dict[str, np.ndarray], res: dict[str, Any],
             layouts[key] = _layout_text(a.layers, *key)
     cols["layers_per_stage"] = [layouts[key] for key in keys]
     return pd.DataFrame(cols)
+
+
+def require_finite_steps(step: np.ndarray, breakdown: dict[str, np.ndarray], scenario: Scenario | None = None) -> None:
+    """Raise a :class:`~gpucluster_lib.errors.GpuClusterError` naming the parts of the step that are
+    not finite numbers (a zero or overflowing rate), so that no estimate prints a step time of nan
+    or inf [s]."""
+    step = np.asarray(step, dtype=float)
+    if np.all(np.isfinite(step)):
+        return
+    bad = [BREAKDOWN_LABELS.get(k, k) for k, v in breakdown.items() if not np.all(np.isfinite(np.asarray(v, dtype=float)))]
+    parts = ", ".join(bad) if bad else "the sum of its parts"
+    cal = getattr(scenario, "calibration", None) if scenario is not None else None
+    suspect = (f"the calibration profile {excerpt(cal)} or the scenario's efficiency values" if cal
+               else "the scenario's efficiency values or the catalogue's rates")
+    raise GpuClusterError(f"the training step time is not a finite number: {parts} came out as not a number or "
+                          f"infinite, so a rate it divides by is zero or overflows; check {suspect}")
 
 
 def _layout_text(layers: int, pp: int, lf: int, ll: int, lm: int) -> str:
@@ -511,6 +614,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         findings += layout_findings(par, arch.layers, plan)
     arrays = plan.arrays(arch.layers)
     res = evaluate(ctx, arrays)
+    require_finite_steps(res["step_time_s"], res["breakdown"], scenario)
     step = float(res["step_time_s"][0])
     breakdown = {k: float(res["breakdown"][k][0]) for k in BREAKDOWN_KEYS}
     table = stage_table(ctx, arrays, list(plan.stage_layers(arch.layers)))
@@ -528,6 +632,9 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
     findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff, stages)
     findings += _blocked_prefetch(ctx, plan, arrays, step, memory["total"])
+    _, cal_findings, cal_record = calibration_terms(scenario, scenario_profile(scenario), hw.accelerator,
+                                                    ctx.nvlink_bw, ctx.nic_bw)
+    findings += cal_findings
     efficiency = eff.to_dict()
     if ctx.framework.zero3_prefetch != "fraction":  # its own ZeRO-3 schedule: the fitted hidden share is not read
         efficiency.pop("zero3_overlap", None)
@@ -550,6 +657,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         "overlap_param_gather": ctx.overlap_param_gather,
         "sharded_collectives": "flat" if ctx.flat_collectives else "hierarchical",
         "precision": scenario.training.precision,
+        # the calibration profile used: name, date, example or not, the engine terms it set (None: none)
+        "calibration": cal_record,
         "flops_convention": "model FLOPs = 3 x forward GEMM FLOPs incl. full s x s attention (Narayanan 2021 / "
                             "Korthikanti 2022); hardware FLOPs add recomputation",
     }
