@@ -215,6 +215,10 @@ def test_efficiency_overrides_by_hand():
       "links": {"fabric": {"collective": "all_reduce", "ranks": 16, "bus_bandwidth_gb_per_s": -3}}},
      "links.fabric.bus_bandwidth_gb_per_s: must be a positive number"),
     ({"name": "x", "date": "2026-01-01", "version": 7}, "version: 7 is not supported"),
+    # the audit's profile that crashed the plan search and printed a step time of nan (x^100 overflows)
+    ({"name": "x", "date": "2026-01-01",
+      "gemm": {"bf16": {"eff_max": 0.5, "m_half": 1, "n_half": 1, "k_half": 1, "exponent": 100}}},
+     "gemm.bf16: exponent must be between 0.25 and 8"),
 ])
 def test_bad_profiles_name_the_key(data, message):
     with pytest.raises(CalibrationError, match=message):
@@ -261,6 +265,31 @@ def test_calibrate_recovers_a_known_gemm_curve():
     for name in ("eff_max", "m_half", "n_half", "k_half", "fixed_time_s"):
         assert getattr(c, name) == pytest.approx(getattr(known, name), rel=0.01), name
     assert r.gemm_quality["fp8"]["max_abs_error"] < 0.01
+
+
+def test_gemm_tables_without_rows_or_with_fractional_dimensions_are_refused(tmp_path, capsys):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("m,n,k,dtype,tflops\n")
+    with pytest.raises(CalibrationError, match="empty.csv: no rows; a GEMM table has one row per measured shape"):
+        read_gemm_table(empty)
+    assert main(["calibrate", "--name", "z", "--accelerator", "h100-sxm5-80gb", "--gemm", str(empty),
+                 "-o", str(tmp_path / "z.yaml")]) == 2
+    assert not (tmp_path / "z.yaml").exists()   # no empty profile written
+    half = tmp_path / "half.csv"
+    half.write_text("m,n,k,dtype,tflops\n# a comment\n4096,4096,4096,bf16,780\n4096.5,4096,4096,bf16,780\n")
+    with pytest.raises(CalibrationError, match="half.csv, line 4, column 'm': a GEMM dimension is a whole number of "
+                                               "elements, got 4096.5"):
+        read_gemm_table(half)
+
+
+def test_an_unknown_data_type_in_a_peak_is_one_line(tmp_path, capsys):
+    rc = main(["calibrate", "--name", "z", "--gemm", str(DATA / "xla_sm90_gemm_subset.csv"), "--peak", "bf99=1",
+               "-o", str(tmp_path / "z.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "--peak: unknown data type 'bf99'; use bf16, fp16, tf32, fp8 or int8" in err
+    with pytest.raises(CalibrationError, match="dense peaks: unknown GEMM dtype 'bf99'"):
+        calibrate("z", gemm=read_gemm_table(DATA / "xla_sm90_gemm_subset.csv"), peaks={"bf99": 1.0})
 
 
 # ----------------------------------------------------------------- the CLI

@@ -88,6 +88,27 @@ def test_fit_recovers_known_curve_with_exponent():
         assert getattr(fitted, name) == pytest.approx(getattr(known, name), rel=0.01), name
 
 
+def test_the_exponent_is_bounded_in_the_curve_and_in_the_fit():
+    from gpucluster_lib.calibration.gemm import EXPONENT_BOUNDS
+
+    assert EXPONENT_BOUNDS == (0.25, 8.0)
+    with pytest.raises(ValueError, match="exponent must be between 0.25 and 8"):
+        GemmCurve(eff_max=0.5, m_half=1, n_half=1, k_half=1, exponent=100)   # x^100 overflows at x = 1e4
+    with pytest.raises(ValueError, match="exponent must be between 0.25 and 8"):
+        GemmCurve(eff_max=0.5, m_half=1, n_half=1, k_half=1, exponent=0.1)
+    with pytest.raises(ValueError, match="exponent must be between 0.25 and 8"):
+        fit_gemm_curve([1] * 6, [1] * 6, [1] * 6, [1] * 6, 100.0, exponent=9)
+    # rates that step from 0 to 0.8 at 512 (a Hill curve with p = 20, beyond the bound): the fitted
+    # exponent stops at the bound and the curve stays finite up to dimensions of 1e6
+    dims = np.array([256, 384, 512, 768, 1024, 4096])
+    m, n, k = (a.ravel() for a in np.meshgrid(dims, dims, dims, indexing="ij"))
+    step = lambda x: x ** 20.0 / (x ** 20.0 + 512.0 ** 20.0)   # noqa: E731
+    fitted = fit_gemm_curve(m, n, k, 0.8 * step(m) * step(n) * step(k) * 500.0, 500.0, exponent=None,
+                            fixed_time=False)
+    assert 0.25 <= fitted.exponent <= 8.0 and fitted.exponent > 7.9
+    assert np.isfinite(fitted.efficiency(1e6, 1e6, 1e6))
+
+
 def test_fit_without_fixed_time_recovers_plain_saturation():
     known = GemmCurve(eff_max=0.9, m_half=64.0, n_half=128.0, k_half=32.0, exponent=1.0)
     dims = np.array([32, 64, 256, 1024, 4096])

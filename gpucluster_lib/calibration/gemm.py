@@ -69,6 +69,12 @@ from gpucluster_lib.calibration.fit import levenberg_marquardt
 from gpucluster_lib.checks import require_positive
 from gpucluster_lib.units import TERA
 
+#: Bounds of the Hill exponent ``p`` [-]. ``g`` rises from 10% to 90% of its range while ``x / x_half``
+#: grows by ``81^(1/p)``: at ``p = 0.25`` by 4.3e7, more than any GEMM dimension spans, and at ``p = 8``
+#: by 1.73, already a step; no measurement supports a curve beyond either (the OpenXLA H100 table
+#: fits ``p = 2``). The upper bound also keeps ``x^p`` finite for every dimension below 1e38.
+EXPONENT_BOUNDS = (0.25, 8.0)
+
 #: dtype names accepted (aliases map onto these).
 DTYPES = ("bf16", "fp16", "tf32", "fp8", "int8")
 _ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp32": "tf32", "f32": "tf32",
@@ -112,6 +118,10 @@ class GemmCurve:
         require_positive(eff_max=self.eff_max, exponent=self.exponent)
         if self.eff_max > 1:
             raise ValueError(f"eff_max must be at most 1 (a fraction of peak), got {self.eff_max!r}")
+        lo, hi = EXPONENT_BOUNDS
+        if not lo <= self.exponent <= hi:
+            raise ValueError(f"exponent must be between {lo:g} and {hi:g} (the steepness of the curve), got "
+                             f"{self.exponent!r}")
         for name in ("m_half", "n_half", "k_half", "fixed_time_s"):
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
@@ -276,6 +286,9 @@ def fit_gemm_curve(m: Any, n: Any, k: Any, tflops: Any, peak_tflops: float, *, e
     """
     m, n, k, y = (np.asarray(v, dtype=float).ravel() for v in (m, n, k, tflops))
     require_positive(peak_tflops=peak_tflops)
+    lo, hi = EXPONENT_BOUNDS
+    if exponent is not None and not lo <= exponent <= hi:
+        raise ValueError(f"exponent must be between {lo:g} and {hi:g}, got {exponent!r}")
     if not (m.size == n.size == k.size == y.size):
         raise ValueError("m, n, k and tflops must have the same length")
     _check_dims(m, n, k)
@@ -295,7 +308,8 @@ def fit_gemm_curve(m: Any, n: Any, k: Any, tflops: Any, peak_tflops: float, *, e
         if fixed_time:
             t0 = float(np.exp(q[i]))
             i += 1
-        p = float(np.exp(q[i])) if exponent is None else float(exponent)
+        # a fitted exponent stays inside EXPONENT_BOUNDS: lo (hi/lo)^sigmoid(q), sigmoid(q) = (1 + tanh(q/2)) / 2
+        p = float(lo * (hi / lo) ** (0.5 + 0.5 * math.tanh(0.5 * q[i]))) if exponent is None else float(exponent)
         return float(em), float(hm), float(hn), float(hk), t0, p
 
     def predict(q: np.ndarray) -> np.ndarray:
@@ -311,9 +325,11 @@ def fit_gemm_curve(m: Any, n: Any, k: Any, tflops: Any, peak_tflops: float, *, e
     q0 = [min(1.2 * eff.max(), 1.0), np.median(m) / 4, np.median(n) / 4, np.median(k) / 4]
     if fixed_time:
         q0.append(float(np.min(flops / y)) / TERA * 0.5)
-    if exponent is None:
-        q0.append(1.5)
-    q = levenberg_marquardt(residuals, np.log(np.asarray(q0, dtype=float)))
+    q0 = list(np.log(np.asarray(q0, dtype=float)))
+    if exponent is None:  # start at p = 1.5: sigmoid(q) = log(1.5 / lo) / log(hi / lo)
+        f0 = math.log(1.5 / lo) / math.log(hi / lo)
+        q0.append(math.log(f0 / (1.0 - f0)))
+    q = levenberg_marquardt(residuals, np.asarray(q0, dtype=float))
     em, hm, hn, hk, t0, p = unpack(q)
     return GemmCurve(eff_max=min(em, 1.0), m_half=hm, n_half=hn, k_half=hk, exponent=p, fixed_time_s=t0,
                      peak_tflops=float(peak_tflops), source=source)
@@ -331,5 +347,5 @@ def fit_quality(curve: GemmCurve, m: Any, n: Any, k: Any, tflops: Any) -> dict[s
             "rms_error": float(np.sqrt(np.mean(err ** 2))), "max_abs_error": float(np.max(np.abs(err)))}
 
 
-__all__ = ["DEFAULT_CURVES", "DTYPES", "GemmCurve", "fit_gemm_curve", "fit_quality", "gemm_curve",
+__all__ = ["DEFAULT_CURVES", "DTYPES", "EXPONENT_BOUNDS", "GemmCurve", "fit_gemm_curve", "fit_quality", "gemm_curve",
            "gemm_efficiency", "normalise_dtype"]

@@ -81,6 +81,9 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
     if missing:
         raise CalibrationError(f"{where}: missing column {missing[0]!r}; a GEMM table has the columns "
                                "m, n, k, dtype, tflops (achieved TFLOP/s = 2 m n k / time / 1e12)")
+    if len(df) == 0:
+        raise CalibrationError(f"{where}: no rows; a GEMM table has one row per measured shape and data type "
+                               "(m, n, k, dtype, tflops), at least 5 shapes per data type")
     out = pd.DataFrame({c: df[cols[c]] for c in ("m", "n", "k", "dtype")})
     out["tflops"] = df[rate]
     for i, row in enumerate(out.itertuples(index=False)):
@@ -91,7 +94,10 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
             except (TypeError, ValueError):
                 ok = False
             if not ok:
-                raise CalibrationError(f"{at(i)}, column {c!r}: must be a positive number, got {v!r}")
+                raise CalibrationError(f"{at(i)}, column {c!r}: must be a positive number, got {excerpt(v)}")
+            if c != "tflops" and float(v) != int(float(v)):
+                raise CalibrationError(f"{at(i)}, column {c!r}: a GEMM dimension is a whole number of elements, "
+                                       f"got {excerpt(v)}")
         try:
             normalise_dtype(row.dtype)
         except ValueError as exc:
@@ -167,7 +173,13 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
                                "'.' only, such as my-cluster (the file goes to NAME.yaml, or where -o says)")
     if gemm is None and not nccl:
         raise CalibrationError("nothing to calibrate: give a GEMM table (--gemm) and/or nccl-tests output (--nccl)")
-    peaks = {normalise_dtype(k): float(v) for k, v in (peaks or {}).items()}
+    try:
+        peaks = {normalise_dtype(k): float(v) for k, v in (peaks or {}).items()}
+    except ValueError as exc:
+        raise CalibrationError(f"dense peaks: {exc}") from None
+    bad = next((k for k, v in peaks.items() if not 0 < v < float("inf")), None)
+    if bad is not None:
+        raise CalibrationError(f"dense peaks: the {bad} peak must be a positive number of TFLOP/s, got {peaks[bad]!r}")
     curves: dict[str, GemmCurve] = {}
     tables: dict[str, Any] = {}
     quality: dict[str, dict[str, float]] = {}
@@ -193,8 +205,12 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
                 raise CalibrationError(f"{place}: {over.tflops[i]:,.6g} TFLOP/s is above the dense "
                                        f"{dtype} peak of {peaks[dtype]:,.6g} TFLOP/s; give the measured device's "
                                        f"peak (--accelerator ID or --peak {dtype}=TFLOPS)")
-            curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
-                                   source=source or "measured")
+            try:
+                curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
+                                       source=source or "measured")
+            except ValueError as exc:  # a fit that leaves the curve's bounds: the shapes cannot pin it down
+                raise CalibrationError(f"{where}: the {dtype} rates cannot be fitted with the GEMM curve ({exc}); "
+                                       "measure shapes from small (256) to large (8192) in each dimension") from None
             q = fit_quality(curve, sub.m, sub.n, sub.k, sub.tflops)
             curves[dtype] = curve
             t = sub.reset_index(drop=True).copy()

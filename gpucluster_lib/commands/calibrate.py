@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpucluster_lib.commands import print_json
-from gpucluster_lib.errors import excerpt
+from gpucluster_lib.errors import excerpt, one_of
 
 NAME = "calibrate"
 ORDER = 90
@@ -39,6 +39,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def _peaks(args: argparse.Namespace) -> dict[str, float]:
+    from gpucluster_lib.calibration.gemm import DTYPES, normalise_dtype
     from gpucluster_lib.calibration.nccl import CalibrationError
     from gpucluster_lib.calibration.run import dense_peaks
 
@@ -49,9 +50,14 @@ def _peaks(args: argparse.Namespace) -> dict[str, float]:
             v = float(value)
         except ValueError:
             v = float("nan")
-        if not sep or not (v > 0):
-            raise CalibrationError(f"--peak: expected DTYPE=TFLOPS such as bf16=989.4, got {item!r}")
-        peaks[dtype.strip()] = v
+        if not sep or not (0 < v < float("inf")):
+            raise CalibrationError(f"--peak: expected DTYPE=TFLOPS such as bf16=989.4, got {excerpt(item)}")
+        try:
+            key = normalise_dtype(dtype)
+        except ValueError:
+            raise CalibrationError(f"--peak: unknown data type {excerpt(dtype.strip())}; use {one_of(DTYPES)}, "
+                                   "such as bf16=989.4") from None
+        peaks[key] = v
     return peaks
 
 
