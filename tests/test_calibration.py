@@ -292,6 +292,20 @@ def test_an_unknown_data_type_in_a_peak_is_one_line(tmp_path, capsys):
         calibrate("z", gemm=read_gemm_table(DATA / "xla_sm90_gemm_subset.csv"), peaks={"bf99": 1.0})
 
 
+def test_ranks_given_must_agree_with_the_rank_lines(tmp_path, capsys):
+    # the A3 Mega output lists 16 ranks (Rank 0 .. Rank 15 on 2 hosts)
+    rc = main(["calibrate", "--name", "z", "--nccl", str(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"), "--ranks", "4",
+               "-o", str(tmp_path / "z.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "4 ranks given, but the output lists 16 ranks" in err
+    assert read_nccl_tests(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt", ranks=16).ranks == 16   # agreeing is fine
+    # output without rank lines: the count given is used, with a note when busbw / algbw points elsewhere
+    # (50.17 / 53.52 = 0.9374 = (n-1)/n -> 16)
+    t = read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt", ranks=8)
+    assert t.ranks == 8 and any("8 ranks as given, though busbw / algbw points to 16" in n for n in t.notes)
+    assert not read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt", ranks=16).notes
+
+
 # ----------------------------------------------------------------- the CLI
 
 def test_cli_writes_a_dated_profile_and_a_chart(tmp_path, capsys):

@@ -147,7 +147,9 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
 
     ``collective`` (``all_reduce``, ``all_gather``, ``reduce_scatter``) is read from the text
     (``all_gather_perf`` in the command or the ``Collective test`` lines) when not given;
-    ``ranks`` from the rank lines, else from the busbw / algbw ratio. Raises
+    ``ranks`` from the rank lines, else from the busbw / algbw ratio. A ``ranks`` given for output
+    with rank lines must agree with them (else :class:`CalibrationError`); for output without them
+    it is used, with a note when the busbw / algbw ratio points to another count. Raises
     :class:`CalibrationError` naming ``source`` when nothing usable is found.
     """
     where = source or "the nccl-tests output"
@@ -204,12 +206,19 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
     if coll not in COLLECTIVES:
         raise CalibrationError(f"{where}: collective {coll!r} is not supported; use one of "
                                f"{', '.join(COLLECTIVES)} (all_reduce_perf, all_gather_perf, reduce_scatter_perf)")
-    n = ranks if ranks is not None else (len(rank_ids) if rank_ids else _infer_ranks(coll, rows))
+    if ranks is not None and rank_ids and ranks != len(rank_ids):
+        raise CalibrationError(f"{where}: {ranks} ranks given, but the output lists {len(rank_ids)} ranks (its 'Rank N "
+                               "... on HOST' lines); leave the rank count out for output with rank lines (it is "
+                               "for output without them)")
+    inferred = None if rank_ids else _infer_ranks(coll, rows)
+    n = ranks if ranks is not None else (len(rank_ids) if rank_ids else inferred)
     if not n or n < 2:
         raise CalibrationError(f"{where}: the number of ranks is unknown (no 'Rank N ... on HOST' lines and no "
                                "busbw/algbw ratio to infer it from); give it (gpucluster calibrate --ranks)")
     if not rank_ids and ranks is None:
         notes.append(f"{n} ranks inferred from busbw / algbw (no rank lines)")
+    elif not rank_ids and inferred is not None and inferred != ranks:
+        notes.append(f"{ranks} ranks as given, though busbw / algbw points to {inferred}: check the rank count")
     rows.sort(key=lambda r: r.size_bytes)
     return NcclTest(collective=coll, ranks=int(n), hosts=hosts, devices=devices, rows=rows, source=source,
                     nccl_version=version, notes=notes)
