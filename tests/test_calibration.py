@@ -306,6 +306,34 @@ def test_ranks_given_must_agree_with_the_rank_lines(tmp_path, capsys):
     assert not read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt", ranks=16).notes
 
 
+def test_the_bandwidth_is_no_higher_than_the_large_messages_measured():
+    # A3 High all-gather, 8 MB - 8 GB, no small sizes: B is fitted on 512 MiB - 8 GiB (>= 8 GiB / 16), where the
+    # printed busbw is 49.27-50.19 GB/s; the one line over every size gave 54.6 GB/s, above all of them
+    ag = read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt")
+    f = fit_alpha_beta(ag, level="fabric")
+    big = [r for r in ag.rows if r.size_bytes >= 2 ** 29]
+    assert [r.busbw_gb_per_s for r in big] == [50.19, 49.27, 50.01, 49.77, 50.17]
+    # capped at the highest measured there, 512 MiB x 15/16 in 10,028 us = 50.19 GB/s
+    assert f.bus_bandwidth_gb_per_s == pytest.approx(2 ** 29 * 15 / 16 / 10028e-6 / 1e9, rel=1e-9)
+    assert f.large_sizes_from_bytes == 2 ** 29
+    # the worst large size is 512 MiB, where the bandwidth term alone is the measured time: error = latency / time
+    assert f.large_sizes_max_abs_error == pytest.approx(f.latency_s / 10028e-6, rel=1e-9)
+    assert f.large_sizes_max_abs_error < 0.06   # the one line missed these sizes by 6.8-8.1%
+    # A3 Mega all-reduce: latency 123.3 us (plateau), B 316.2 GB/s below the 338.8 measured at 8 GB; its
+    # worst large size is 512 MiB: 123.3 us + 2^29 x 2 x 15/16 / 316.2 GB/s = 3306.8 us against 3817.5 us
+    ar = fit_alpha_beta(read_nccl_tests(DATA / "nccl_all_reduce_2x8_h100_a3mega.txt"))
+    assert ar.bus_bandwidth_gb_per_s == pytest.approx(316.2, abs=0.05) and ar.bus_bandwidth_gb_per_s < 338.82
+    by_hand = (123.3e-6 + 2 ** 29 * 2 * 15 / 16 / (ar.bus_bandwidth_gb_per_s * 1e9)) / 3817.5e-6 - 1
+    assert by_hand == pytest.approx(-0.1338, abs=5e-4)
+    assert ar.large_sizes_max_abs_error == pytest.approx(abs(by_hand), rel=1e-9)
+    # a profile keeps both, and older profiles without them still load
+    back = profile_from_dict({"name": "x", "date": "2026-01-01", "links": {"fabric": ar.to_dict()}})
+    assert back.links["fabric"].large_sizes_max_abs_error == ar.large_sizes_max_abs_error
+    old = {k: v for k, v in ar.to_dict().items() if not k.startswith("large_")}
+    assert profile_from_dict({"name": "x", "date": "2026-01-01", "links": {"fabric": old}}).links[
+        "fabric"].large_sizes_max_abs_error is None
+
+
 # ----------------------------------------------------------------- the CLI
 
 def test_cli_writes_a_dated_profile_and_a_chart(tmp_path, capsys):

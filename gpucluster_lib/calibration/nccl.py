@@ -26,11 +26,15 @@ IJHPCA 19(1), that ``training/comm.py`` evaluates)::
 
     t(S) = t_lat + F S / B          t_lat = h alpha,   h = 2 (n-1) (all-reduce), n - 1 (others)
 
-``B`` [B/s] is the bus bandwidth and ``alpha`` [s] the latency per ring step. Weighted least
-squares on the relative error of ``t`` (every size weighs the same); ``t_lat`` is clamped at
-0. With one message size only ``B`` is measured (``alpha`` is None). NCCL switches algorithm
-and protocol with the size (LL, LL128, Simple; ring, tree, NVLS), so the two numbers are the
-best straight line through a curve: ``rms_error`` says how well it holds.
+``B`` [B/s] is the bus bandwidth and ``alpha`` [s] the latency per ring step. ``t_lat`` is the
+small-message plateau (the median of the three smallest sizes) when the run has one, else the
+intercept of one least-squares line over every size (relative errors, clamped at 0). ``B`` is
+fitted on the large sizes only (at least 1/16 of the largest: the sizes gradient buckets reach)
+with ``t_lat`` fixed, and capped at the highest bus bandwidth measured there, so it never claims
+more than the large messages reached. With one message size only ``B`` is measured (``alpha`` is
+None). NCCL switches algorithm and protocol with the size (LL, LL128, Simple; ring, tree, NVLS),
+so the two numbers are a straight line through a curve: ``rms_error`` says how well it holds over
+every size and ``large_sizes_max_abs_error`` over the large ones.
 """
 
 from __future__ import annotations
@@ -257,6 +261,10 @@ class LinkFit:
     source: str = ""
     device: str | None = None
     method: str = ""
+    #: the smallest of the large message sizes ``B`` is fitted on [B] (>= 1/16 of the largest), and the
+    #: fit's largest relative time error over them [-]: the sizes gradient buckets reach
+    large_sizes_from_bytes: int | None = None
+    large_sizes_max_abs_error: float | None = None
 
     def predict_time_s(self, size_bytes: Any) -> Any:
         """The fitted time of the same collective on the same ranks [s] for message sizes [B]."""
@@ -289,7 +297,8 @@ class LinkFit:
         whole("ranks", 2)
         whole("ranks_per_host", 1)
         whole("sizes", 0)
-        for key in ("peak_busbw_gb_per_s", "rms_error", "max_abs_error"):
+        whole("large_sizes_from_bytes", 1)
+        for key in ("peak_busbw_gb_per_s", "rms_error", "max_abs_error", "large_sizes_max_abs_error"):
             v = data.get(key)
             if v is not None and (not isinstance(v, (int, float)) or isinstance(v, bool) or not math.isfinite(v)
                                   or v < 0):
@@ -303,7 +312,8 @@ class LinkFit:
                                   or v < 0):
                 raise CalibrationError(f"{where}.{key}: must be a non-negative number of seconds, got {v!r}")
         defaults = {"ranks_per_host": None, "latency_s": None, "alpha_s": None, "peak_busbw_gb_per_s": float(bw),
-                    "sizes": 0, "rms_error": None, "max_abs_error": None}
+                    "sizes": 0, "rms_error": None, "max_abs_error": None, "large_sizes_from_bytes": None,
+                    "large_sizes_max_abs_error": None}
         return cls(**{**defaults, **data})
 
 
@@ -323,39 +333,52 @@ def fit_alpha_beta(test: NcclTest, level: str | None = None) -> LinkFit:
         return LinkFit(lvl, test.collective, n, test.ranks_per_host, bw, None, None, peak, int(len(sizes)), None,
                        None, test.source, test.devices[0] if test.devices else None,
                        "one message size: bandwidth only (no latency)")
-    t_lat, c, how = _fit_line(sizes, t, x)
+    t_lat, c, big, how = _fit_line(sizes, t, x)
     if x[-1] * c < 0.1 * t[-1]:
         raise CalibrationError(
             f"{test.source or 'the nccl-tests output'}: even the largest message ({int(sizes[-1])} B) is latency-"
             "bound, so the bandwidth cannot be measured; run up to large messages (-e 1G or more)")
+    # the bandwidth no higher than the large messages measured: B <= max(busbw) over them
+    c = max(c, 1.0 / float(np.max(x[big] / t[big])))
     pred = t_lat + x * c
     err = pred / t - 1.0
     return LinkFit(level=lvl, collective=test.collective, ranks=n, ranks_per_host=test.ranks_per_host,
                    bus_bandwidth_gb_per_s=float(1.0 / c / GB), latency_s=float(t_lat),
                    alpha_s=float(t_lat / steps(n)), peak_busbw_gb_per_s=float(peak), sizes=int(len(sizes)),
                    rms_error=float(np.sqrt(np.mean(err ** 2))), max_abs_error=float(np.max(np.abs(err))),
-                   source=test.source, device=test.devices[0] if test.devices else None, method=how)
+                   source=test.source, device=test.devices[0] if test.devices else None, method=how,
+                   large_sizes_from_bytes=int(sizes[big].min()),
+                   large_sizes_max_abs_error=float(np.max(np.abs(err[big]))))
 
 
-def _fit_line(sizes: np.ndarray, t: np.ndarray, x: np.ndarray) -> tuple[float, float, str]:
-    """``(t_lat [s], 1/B [s/B], method)``: latency from the small-message plateau and bandwidth
-    from the large messages when the run covers both, else one weighted fit over every size."""
+def _fit_line(sizes: np.ndarray, t: np.ndarray, x: np.ndarray) -> tuple[float, float, np.ndarray, str]:
+    """``(t_lat [s], 1/B [s/B], large sizes (a mask), method)``.
+
+    Latency: the median of the three smallest sizes when they form a plateau (the run covers the
+    latency end), else one weighted least-squares line over every size (clamped at 0; without small
+    sizes an extrapolation). Bandwidth: the relative least-squares fit over the large sizes (at least
+    1/16 of the largest) with that latency fixed, so that ``B`` describes the sizes gradient
+    buckets reach rather than the middle, where NCCL's protocol changes bend the curve (a line over
+    every size overstated the A3 High all-gather's bandwidth: 54.6 GB/s against 49.3-50.2 measured).
+    The caller caps ``B`` at the highest bus bandwidth measured at those sizes.
+    """
+    idx = np.arange(len(t))
     flat = (len(t) >= 4 and t[:3].max() <= 1.2 * t[:3].min() and sizes[2] >= 4 * sizes[0])
     if flat:
         t_lat = float(np.median(t[:3]))
-        big = (sizes >= sizes[-1] / 16) & (np.arange(len(t)) >= 3)
-        if big.sum() < 2:
-            big = np.arange(len(t)) >= len(t) - 2
-        u = x[big] / t[big]
-        c = float(np.sum(u * (1.0 - t_lat / t[big])) / np.sum(u * u))
-        if c > 0:
-            return t_lat, c, "latency from the small-message plateau, bandwidth from sizes >= 1/16 of the largest"
-    a = np.column_stack([1.0 / t, x / t])
-    (t_lat, c), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
-    if t_lat < 0 or c <= 0:
-        t_lat = 0.0
-        c = float(np.sum(x / t) / np.sum((x / t) ** 2))
-    return float(t_lat), float(c), "one weighted least-squares line over every size"
+        big = (sizes >= sizes[-1] / 16) & (idx >= 3)
+        how = "latency from the small-message plateau"
+    else:
+        a = np.column_stack([1.0 / t, x / t])
+        (t_lat, _), *_ = np.linalg.lstsq(a, np.ones_like(t), rcond=None)
+        t_lat = max(float(t_lat), 0.0)
+        big = sizes >= sizes[-1] / 16
+        how = "latency from one weighted least-squares line over every size (no small-message plateau)"
+    if big.sum() < 2:
+        big = idx >= len(t) - 2
+    u = x[big] / t[big]
+    c = float(np.sum(u * (1.0 - t_lat / t[big])) / np.sum(u * u))  # <= 0: latency-bound (the caller refuses)
+    return t_lat, c, big, how + ", bandwidth from sizes >= 1/16 of the largest (at most their highest bus bandwidth)"
 
 
 __all__ = ["COLLECTIVES", "LEVELS", "CalibrationError", "LinkFit", "NcclRow", "NcclTest", "fit_alpha_beta",

@@ -110,6 +110,14 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
     return out
 
 
+def size_text(size_bytes: int) -> str:
+    """A message size in words: powers of two as nccl-tests steps them (``512 MiB``), else in MB."""
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if size_bytes >= 1 << shift and size_bytes % (1 << shift) == 0:
+            return f"{size_bytes >> shift:,} {unit}"
+    return f"{size_bytes:,} B" if size_bytes < 10**6 else f"{size_bytes / 1e6:,.3g} MB"
+
+
 def dense_peaks(accelerator_id: str, catalog: Any = None) -> dict[str, float]:
     """Dense peaks per dtype [TFLOP/s] of a catalogue accelerator (the columns in :data:`PEAK_COLUMNS`)."""
     from gpucluster_lib.catalog import load_catalog
@@ -149,7 +157,10 @@ class CalibrationResult:
                          f"{q.get('median_abs_error', float('nan')):.1%}, max {q.get('max_abs_error', float('nan')):.1%}")
         for level, f in sorted(p.links.items()):
             lat = "n/a" if f.alpha_s is None else f"{f.alpha_s * 1e6:.2f} us per step"
-            fit = "" if f.rms_error is None else f", rms error {f.rms_error:.0%}"
+            fit = "" if f.rms_error is None else f", rms error {f.rms_error:.0%} over all sizes"
+            if f.large_sizes_max_abs_error is not None and f.large_sizes_from_bytes:
+                fit += (f", at most {f.large_sizes_max_abs_error:.0%} from {size_text(f.large_sizes_from_bytes)} up "
+                        "(the sizes the bandwidth is fitted on)")
             lines.append(f"  {level}: {f.collective.replace('_', '-')} on {f.ranks} GPUs, bus bandwidth "
                          f"{f.bus_bandwidth_gb_per_s:,.1f} GB/s (peak measured {f.peak_busbw_gb_per_s:,.1f}), "
                          f"latency {lat}{fit}")
