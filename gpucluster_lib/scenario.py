@@ -463,7 +463,9 @@ class Scenario:
     catalog: list[str] = f([], max_items=16, max_len=500, doc="extra catalogue CSV paths, relative to the scenario "
                            "file and inside its folder (others need --allow-paths; an upload names none)")
     calibration: str | None = f(None, max_len=500, doc="calibration profile YAML written by 'gpucluster calibrate' (measured "
-                                          "GEMM curves and link bandwidths), relative to the scenario file")
+                                          "GEMM curves and link bandwidths), relative to the scenario file, or the name "
+                                          "of a shipped example profile (example-h100-public-data); the training and "
+                                          "serving estimates take its GEMM level and links (docs/calibration.md)")
     model: ModelSpec = sub(ModelSpec)
     hardware: HardwareSpec = sub(HardwareSpec)
     network: NetworkSpec = sub(NetworkSpec)
