@@ -66,8 +66,9 @@ t.assign(error=(t["error"] * 100).round(1)).round(1).rename(
 # ## Links: measured time against the alpha-beta line
 #
 # NCCL changes protocol and algorithm with the message size, so the straight line holds at the
-# small (latency) and large (bandwidth) ends and misses in between; the large sizes are the ones
-# gradient buckets and tensor-parallel activations reach.
+# small (latency) and large (bandwidth) ends and misses in between. The bandwidth is fitted on the
+# large sizes (from 1/16 of the largest: the ones gradient buckets reach) and is never above the
+# bus bandwidth they measured; the summary above gives the worst error at those sizes.
 
 # %%
 level = sorted(result.tests)[0]
@@ -77,9 +78,13 @@ link_fit(result.tests[level], result.profile.links[level])
 # ## The profile
 #
 # Save it with `result.profile.save("my-cluster.yaml")` and select it in a scenario with
-# `calibration: my-cluster.yaml` (next to the scenario file). The serving model then uses its
-# NVLink bus bandwidth and latency for the tensor-parallel all-reduces and scales its GEMM
-# efficiency by the measured curve.
+# `calibration: my-cluster.yaml` (next to the scenario file). The training engine then scales its
+# GEMM rate by the measured large-GEMM level (against the 0.832 of the default curve its
+# efficiency was fitted with), takes the curve's size effect, and sets its NVLink and network
+# efficiencies and latencies from the links (efficiencies at most 100%). The serving model uses
+# the NVLink bus bandwidth and latency for the tensor-parallel all-reduces and scales its GEMM
+# efficiency by the measured curve. The scenario's own efficiency values win over the profile's;
+# the training result names the profile and the terms it set.
 
 # %%
 print(result.profile.to_yaml())
