@@ -19,7 +19,11 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
-from gpucluster_lib.calibration.profile import CalibrationProfile, profile_findings, scenario_profile
+from gpucluster_lib.calibration.profile import (
+    CalibrationProfile,
+    profile_findings,
+    scenario_profile,
+)
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod

@@ -17,7 +17,11 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
-from gpucluster_lib.calibration.profile import CalibrationProfile, profile_findings, scenario_profile
+from gpucluster_lib.calibration.profile import (
+    CalibrationProfile,
+    profile_findings,
+    scenario_profile,
+)
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, excerpt
 from gpucluster_lib.findings import Finding, sort_findings
