@@ -222,7 +222,7 @@ def test_tp_comm_overlap_hides_tensor_parallel_communication():
 def test_tp_comm_overlap_only_inside_the_nvlink_domain():
     # Transformer Engine's userbuffers overlap needs the TP group on one NVLink fabric: "Tensor-parallel GPUs
     # must be on a single node, and connected over NVLink/NVSwitch" (TE examples/pytorch/comm_gemm_overlap/
-    # README.md, v2.2-v2.18; NVIDIA/TransformerEngine issue 1071); multi-node NVLink from TE v2.2 (pull 1470)
+    # README.md, v2.2-v2.18; github.com/NVIDIA/TransformerEngine/issues/1071); multi-node NVLink from TE v2.2 (pull 1470)
     base = dict(model="gpt3-175b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400, tensor=16, pipeline=4,
                 global_batch_size=512, recompute="selective", allow_tp_across_nodes=True)
     with pytest.raises(ScenarioError, match=r"parallelism.tp_comm_overlap: needs the tensor-parallel group inside "
