@@ -96,6 +96,11 @@ class ModelSpec:
     kv_lora_rank: int | None = f(None, ge=0, le=262_144, doc="MLA: rank of the compressed KV latent (0 = standard attention)")
     qk_rope_head_dim: int | None = f(None, ge=0, le=4096, doc="MLA: decoupled RoPE dimension per head")
     v_head_dim: int | None = f(None, ge=0, le=4096, doc="MLA: value head dimension (0 = head_dim)")
+    hidden_dropout: float | None = f(None, ge=0, lt=1, doc="dropout probability after the attention and FFN "
+                                                         "outputs (0: no mask is stored); default the "
+                                                         "preset's, else 0.1 (Megatron-LM)")
+    attention_dropout: float | None = f(None, ge=0, lt=1, doc="dropout probability on the attention "
+                                                            "probabilities; default the preset's, else 0.1")
 
 
 @dataclass(frozen=True)

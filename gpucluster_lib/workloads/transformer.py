@@ -21,6 +21,10 @@ References
        Report" (arXiv:2412.19437) Sec. 2.1.1: multi-head latent attention (MLA), a query
        down/up projection of rank d_c', a joint KV latent of rank d_c plus a decoupled RoPE key
        of d_h^R per token; only the latent and the RoPE key are cached.
+.. [6] Dropout probabilities: Megatron-LM's defaults ``--hidden-dropout 0.1`` and
+       ``--attention-dropout 0.1`` (megatron/training/arguments.py, core_v0.8.0), taken for an
+       architecture given without them; each preset carries its model's own (data/models.yaml).
+       A dropout of probability 0 stores no mask (training.memory).
 """
 
 from __future__ import annotations
@@ -72,6 +76,10 @@ class TransformerArch:
     kv_lora_rank: int = 0
     qk_rope_head_dim: int = 0
     v_head_dim: int = 0
+    #: dropout probability after the attention projection and after the FFN (Megatron
+    #: ``hidden_dropout``, llm-foundry ``resid_pdrop``) and on the attention probabilities [6]
+    hidden_dropout: float = 0.1
+    attention_dropout: float = 0.1
     kind: str = "transformer"
     source: str = ""
     published_params_billion: float | None = None
@@ -269,6 +277,10 @@ def resolve_transformer(spec: ModelSpec | str, *, path: str = "model") -> Transf
     if values.get("num_experts", 1) > 1 and values.get("experts_per_token", 1) > values["num_experts"]:
         raise ScenarioError(f"{path}.experts_per_token",
                             f"top-k {values['experts_per_token']} exceeds num_experts {values['num_experts']}")
+    for key in ("hidden_dropout", "attention_dropout"):
+        p = values.get(key)
+        if p is not None and not 0.0 <= float(p) < 1.0:
+            raise ScenarioError(f"{path}.{key}", f"a dropout probability is at least 0 and below 1, got {p}")
     if not values.get("kv_lora_rank"):  # the MLA fields mean nothing without a compressed KV latent
         for key in ("q_lora_rank", "qk_rope_head_dim", "v_head_dim"):
             if values.get(key):

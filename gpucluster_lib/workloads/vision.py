@@ -155,7 +155,8 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "shared_experts": "The shared experts", "moe_layer_interval": "The spacing of the mixture-of-experts layers",
         "dense_layers": "The leading dense layers", "q_lora_rank": "The latent attention's query rank",
         "kv_lora_rank": "The latent attention's KV rank", "qk_rope_head_dim": "The latent attention's RoPE size",
-        "v_head_dim": "The value head size",
+        "v_head_dim": "The value head size", "hidden_dropout": "The hidden dropout",
+        "attention_dropout": "The attention dropout",
     },
     "training": {
         "flash_attention": "Fused (flash) attention", "framework": "The training framework",

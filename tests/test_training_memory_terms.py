@@ -1,0 +1,50 @@
+"""The memory model's terms for modern Megatron-Core / NeMo runs, each worked by hand.
+
+Korthikanti et al. 2022 (arXiv:2205.05198) Table 2 counts, per token of a layer, the two norm
+inputs (2h each), the QKV and FC1 inputs (2h each), Q, K, V (2h each), the projection input (2h),
+the GeLU and FC2 inputs (8h each at f = 4h) and two one-byte dropout masks: 34 s b h. The tests
+below take one term away or change it at a time and check the bytes against the arithmetic on
+their line.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.scenario import ModelSpec
+from gpucluster_lib.training.memory import activation_bytes_per_layer
+from gpucluster_lib.workloads.transformer import resolve_transformer
+
+
+def test_no_dropout_mask_is_stored_at_probability_zero():
+    # Llama 3 70B (h 8192, 64 heads, 8 KV heads of 128, SwiGLU f 28672; NeMo's LlamaConfig: hidden_dropout 0.0):
+    # TP8 with sequence parallelism, selective recomputation, one 8,192-token sequence. Per token:
+    # norms' inputs 2h + 2h, QKV and FC1 inputs 2h + 2h (= 8h = 65,536), Q 2q + K 2kv + V 2kv + projection
+    # input 2q (4 x 8192 + 4 x 1024 = 36,864), SwiGLU input 4f + FC2 input 2f (6 x 28672 = 172,032), all over 8:
+    # (65,536 + 36,864 + 172,032) / 8 = 34,304 B; x 8,192 tokens = 281,018,368 B
+    a = resolve_transformer("llama3-70b")
+    assert a.hidden_dropout == 0.0 and a.attention_dropout == 0.0
+    assert float(activation_bytes_per_layer(a, 1, 8192, 8, True, 1, True)) == pytest.approx(
+        281_018_368 + 4 * 64 / 8 * 8192, rel=1e-12)  # + the fused kernel's fp32 log-sum-exp, 4 B x 8 heads per token
+    # with Megatron-LM's default hidden dropout 0.1 the two one-byte masks come back: 2h / 8 = 2,048 B per token more
+    drop = resolve_transformer(ModelSpec(preset="llama3-70b", hidden_dropout=0.1))
+    assert float(activation_bytes_per_layer(drop, 1, 8192, 8, True, 1, True)) - float(
+        activation_bytes_per_layer(a, 1, 8192, 8, True, 1, True)) == pytest.approx(2048 * 8192, rel=1e-12)
+
+
+def test_unfused_attention_scores_without_attention_dropout():
+    # Korthikanti Table 2's 5 a s^2 b: softmax output 2 + dropout mask 1 + dropout output 2 bytes per score.
+    # Without attention dropout only the softmax output (2 bytes, also the A V input) stays:
+    # GPT-3 175B shape (96 heads, s 2048), TP8, no recomputation: 2 x 96 x 2048^2 / 8 = 100,663,296 B per sequence
+    # against 5 x 96 x 2048^2 / 8 = 251,658,240 B with it
+    gpt = resolve_transformer("gpt3-175b")
+    nodrop = resolve_transformer(ModelSpec(preset="gpt3-175b", attention_dropout=0.0))
+    with_scores = float(activation_bytes_per_layer(gpt, 1, 2048, 8, True, 0, False))
+    without = float(activation_bytes_per_layer(nodrop, 1, 2048, 8, True, 0, False))
+    assert with_scores - without == pytest.approx(251_658_240 - 100_663_296, rel=1e-12)
+
+
+def test_dropout_outside_zero_to_one_is_refused_naming_the_field():
+    with pytest.raises(ScenarioError, match="model.hidden_dropout"):
+        resolve_transformer(ModelSpec(preset="gpt3-175b", hidden_dropout=1.0))
