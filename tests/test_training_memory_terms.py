@@ -48,3 +48,17 @@ def test_unfused_attention_scores_without_attention_dropout():
 def test_dropout_outside_zero_to_one_is_refused_naming_the_field():
     with pytest.raises(ScenarioError, match="model.hidden_dropout"):
         resolve_transformer(ModelSpec(preset="gpt3-175b", hidden_dropout=1.0))
+
+
+def test_interleaved_in_flight_chunks_follow_megatron_core_warmup_on_every_stage():
+    from gpucluster_lib.training.memory import in_flight_factor
+
+    # Megatron-Core core_v0.8.0 schedules.py: rank i runs (p - i - 1) * 2 + (v - 1) * p warm-up forwards of
+    # model chunks, at most m v, then one forward before each backward: min(2 (p-i-1) + (v-1) p + 1, m v) chunks
+    # of 1/v of the stage. p = 4, v = 3, m = 8: 15, 13, 11, 9 chunks -> 5, 13/3, 11/3, 3 micro-batches' worth
+    got = [float(in_flight_factor(4, 8, 3, i)) for i in range(4)]
+    assert got == pytest.approx([5.0, 13 / 3, 11 / 3, 3.0], rel=1e-12)
+    # the first stage is Korthikanti's p (1 + (p-1)/(p v)) = 4 x 1.25 = 5 (Sec. 4.2.3); the 1F1B schedule holds
+    # min(p - i, m): 4, 3, 2, 1; with m = p = 4 every forward runs first (m v = 12 chunks = 4 micro-batches)
+    assert [float(in_flight_factor(4, 8, 1, i)) for i in range(4)] == [4.0, 3.0, 2.0, 1.0]
+    assert float(in_flight_factor(4, 4, 3, 0)) == pytest.approx(4.0)

@@ -83,9 +83,11 @@ states, sharded over DP x CP by ZeRO stage 3 / 2 / 1 (or Megatron's distributed 
 Activations per layer, Korthikanti 2022 Table 2 generalised to GQA/SwiGLU/MoE [3]:
 ``s b (10h + (4q + 4kv + 4f)/t) + 5 a s^2 b / t`` (16-bit) where the ``10h`` part is split by
 TP only with sequence parallelism, the score term vanishes with selective recomputation or a
-fused attention kernel, and full recomputation keeps only ``2 s b h`` per layer; the first
-stage i holds ``min(p - i, m)`` micro-batches in flight [2], times ``1 + (p-1)/(p v)`` when
-interleaved [3]; the last stage also holds one micro-batch of fp32 logits. ZeRO-3's gathered
+fused attention kernel, and full recomputation keeps only ``2 s b h`` per layer; stage i holds
+``min(p - i, m)`` micro-batches in flight with 1F1B [2], and with the interleaved schedule
+``min(2 (p - i - 1) + (v - 1) p + 1, m v)`` model chunks of ``1/v`` of its layers, Megatron-Core's
+warm-up forwards plus one [19] (Korthikanti's ``p (1 + (p-1)/(p v))`` on the first stage [3], about
+``p`` on every stage); the last stage also holds one micro-batch of fp32 logits. ZeRO-3's gathered
 parameters of the current and the prefetched unit (a layer; for DeepSpeed the weight module
 computing and those prefetched behind it at the backward peak, [12, 17]) are their own line
 (``gather_buffers``), so that weights + gradients + optimizer states read as ZeRO's
@@ -177,6 +179,11 @@ References
         gather runs after them, not beside them.
 .. [11] Megatron-Core ``DistributedDataParallel`` (overlap_grad_reduce, overlap_param_gather,
         bucket size max(40M, 1M x DP) parameters), core_r0.8.0.
+.. [19] Megatron-Core ``forward_backward_pipelining_with_interleaving``
+        (megatron/core/pipeline_parallel/schedules.py, core_v0.8.0): pipeline rank i runs
+        ``(p - i - 1) * 2 + (v - 1) * p`` warm-up forwards of model chunks (at most all ``m v``) before
+        its first backward, then one forward before each backward; ``forward_backward_pipelining_without_interleaving``
+        runs ``min(p - i - 1, m)`` (:func:`gpucluster_lib.training.memory.in_flight_factor`).
 """
 
 from __future__ import annotations
@@ -191,7 +198,7 @@ from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
 from gpucluster_lib.training.framework import Framework, TpOverlap, framework, tp_overlap_terms
-from gpucluster_lib.training.memory import activation_bytes_per_layer, model_state_bytes
+from gpucluster_lib.training.memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
 from gpucluster_lib.units import GIB, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch
 
@@ -994,7 +1001,7 @@ class MemoryCommon:
         pp, m, vp = self.pp, self.m, self.vp
         params = layers * self.lp + np.where(has_embedding, self.emb_p, 0.0) + np.where(has_output, self.out_last, 0.0)
         states = model_state_bytes(params, self.n_dp, self.zero, self.dopt)
-        in_flight = np.minimum(np.maximum(pp - index, 1.0), m) * np.where(vp > 1, 1.0 + (pp - 1.0) / (pp * vp), 1.0)
+        in_flight = in_flight_factor(pp, m, vp, index)  # Megatron-Core's warm-up forwards on this stage [19]
         acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
         model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather + self.unreduced
         return {"weights": states["weights"], "gradients": states["gradients"],
