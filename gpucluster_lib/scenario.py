@@ -267,6 +267,11 @@ class TrainingSpec:
         None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
                   "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT from version 0.16.4; "
                   "PURE: bf16)")
+    fp8_params: bool | None = f(
+        None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
+                  "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "
+                  "being kept beside it (Transformer Engine's weight workspace, two bytes per weight element "
+                  "of the layers); default: the framework's (false)")
     zero3_max_live_parameters: float | None = f(
         None, gt=0, le=1e15, unit="parameters",
         doc="DeepSpeed ZeRO-3's stage3_max_live_parameters: no parameter prefetch is issued while this many "

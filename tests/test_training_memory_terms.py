@@ -62,3 +62,52 @@ def test_interleaved_in_flight_chunks_follow_megatron_core_warmup_on_every_stage
     # min(p - i, m): 4, 3, 2, 1; with m = p = 4 every forward runs first (m v = 12 chunks = 4 micro-batches)
     assert [float(in_flight_factor(4, 8, 1, i)) for i in range(4)] == [4.0, 3.0, 2.0, 1.0]
     assert float(in_flight_factor(4, 4, 3, 0)) == pytest.approx(4.0)
+
+
+def _llama70(training=None, **par):
+    from gpucluster_lib.scenario import from_dict
+
+    base = {"tensor": 8, "pipeline": 4, "micro_batch_size": 1, "global_batch_size": 64, "recompute": "selective",
+            "sequence_parallel": True, "distributed_optimizer": True}
+    return from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 8},
+                      "network": {"inter_node_gbps_per_gpu": 400}, "parallelism": {**base, **par},
+                      "training": {"framework": "megatron", **(training or {})}})
+
+
+def test_fp8_linear_layers_save_one_byte_inputs():
+    from gpucluster_lib.training import build_context
+    from gpucluster_lib.training.core import layer_memory
+
+    # Transformer Engine v1.10 in FP8 (linear.py saved_inputmat(_t), layernorm_linear.py ln_out uint8): the QKV, FC1
+    # and FC2 inputs and the projection input are saved in one byte. Llama 3 70B, TP8 + SP, selective, per token:
+    # norms' inputs 2h + 2h, QKV and FC1 inputs h + h (6h = 49,152); Q 2q + K 2kv + V 2kv + projection input q
+    # (3 x 8192 + 4 x 1024 = 28,672); SwiGLU input 4f + FC2 input f (5 x 28672 = 143,360): 221,184 / 8 = 27,648 B,
+    # x 8,192 tokens = 226,492,416 B (+ the fp32 log-sum-exp, 4 B x 8 heads x 8,192 = 262,144 B)
+    ctx = build_context(_llama70({"precision": "fp8"}))[0]
+    per_layer, _ = layer_memory(ctx, 1, 8192, 8, True, 1, 28672.0)
+    assert float(per_layer) == pytest.approx(226_492_416 + 262_144, rel=1e-12)
+    # without recomputation the fused attention kernel keeps its own 16-bit output beside the projection's
+    # FP8 copy: 2q / 8 = 2,048 B per token more
+    none, _ = layer_memory(ctx, 1, 8192, 8, True, 0, 28672.0)
+    assert float(none) - float(per_layer) == pytest.approx(2048 * 8192, rel=1e-12)
+    # BF16: 34,304 B per token (test_no_dropout_mask_is_stored_at_probability_zero)
+    bf16 = build_context(_llama70())[0]
+    assert float(layer_memory(bf16, 1, 8192, 8, True, 1, 28672.0)[0]) == pytest.approx(
+        34_304 * 8192 + 262_144, rel=1e-12)
+
+
+def test_fp8_weight_copies_unless_fp8_primary_weights():
+    from gpucluster_lib.training import estimate
+
+    # Transformer Engine keeps an FP8 weight and its transpose (2 B per element) beside each 16-bit GEMM weight
+    # (linear.py get_fp8_workspace, cache_name "weight"). Llama 3 70B layer GEMMs: 2 x 8192^2 + 2 x 8192 x 1024
+    # + 3 x 8192 x 28672 = 855,638,016; / TP8 = 106,954,752 per GPU; 20 layers on stage 0 of PP4:
+    # 20 x 106,954,752 x 2 = 4,278,190,080 B
+    fp8 = estimate(_llama70({"precision": "fp8"})).memory_per_gpu_bytes["weights"]
+    fp8_params = estimate(_llama70({"precision": "fp8", "fp8_params": True})).memory_per_gpu_bytes["weights"]
+    bf16 = estimate(_llama70()).memory_per_gpu_bytes["weights"]
+    assert fp8 - fp8_params == pytest.approx(4_278_190_080, rel=1e-12)
+    assert fp8_params == pytest.approx(bf16, rel=1e-12)  # one byte plus a one-byte transpose: the 16-bit weight's 2
+    # FP8 weights outside FP8 training are a setting with no effect
+    est = estimate(_llama70({"fp8_params": True}))
+    assert any(f.code == "training-setting-ignored" and f.field == "training.fp8_params" for f in est.findings)

@@ -184,6 +184,11 @@ References
         ``(p - i - 1) * 2 + (v - 1) * p`` warm-up forwards of model chunks (at most all ``m v``) before
         its first backward, then one forward before each backward; ``forward_backward_pipelining_without_interleaving``
         runs ``min(p - i - 1, m)`` (:func:`gpucluster_lib.training.memory.in_flight_factor`).
+.. [20] Transformer Engine v1.10 (transformer_engine/pytorch/module/linear.py, layernorm_linear.py): in FP8
+        a linear layer saves the FP8 cast of its input for the weight gradient (one byte per element), and
+        with ``is_first_microbatch`` given (Megatron-Core's TELinear) keeps its FP8 weight and transpose in
+        a persistent workspace, two bytes per weight element beside the 16-bit weight, unless the weight is
+        itself FP8 (``fp8_params``); the framework's ``fp8_saved_inputs`` / ``fp8_weight_copies``.
 """
 
 from __future__ import annotations
@@ -198,7 +203,12 @@ from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
 from gpucluster_lib.training.framework import Framework, TpOverlap, framework, tp_overlap_terms
-from gpucluster_lib.training.memory import activation_bytes_per_layer, in_flight_factor, model_state_bytes
+from gpucluster_lib.training.memory import (
+    StateBytes,
+    activation_bytes_per_layer,
+    in_flight_factor,
+    model_state_bytes,
+)
 from gpucluster_lib.units import GIB, TERA
 from gpucluster_lib.workloads.transformer import TransformerArch
 
@@ -258,6 +268,10 @@ class Context:
     tp_terms: TpOverlap = field(default_factory=tp_overlap_terms)
     #: GEMM efficiency curve of the training precision (its shape factor scales ``gemm_efficiency``).
     gemm: GemmCurve = field(default_factory=lambda: gemm_curve("bf16"))
+    #: bytes per parameter of the model states (:class:`~.memory.StateBytes`)
+    states: StateBytes = field(default_factory=StateBytes)
+    #: the linear layers save the FP8 cast of their inputs (FP8 through Transformer Engine) [20]
+    fp8_saved_inputs: bool = False
 
 
 def _gemm_time(M, K, N, P, e, curve, B, em):
@@ -281,6 +295,17 @@ def layer_params(ctx: Context, tp, ep):
     e_ffn = a.ffn_params(a.expert_ffn_hidden_size or a.ffn_hidden_size) if a.is_moe else 0
     moe = (a.num_experts / ep + a.shared_experts) * e_ffn + a.hidden_size * a.num_experts
     return (attn + (a.dense_ffn_layers * dense_ffn + a.moe_layers * moe) / a.layers) / tp
+
+
+def layer_gemm_params(ctx: Context, tp, ep):
+    """Weights of one transformer layer's matrix multiplications on one GPU (attention projections,
+    dense FFN, routed and shared experts; MoE layers averaged in; no norms, biases or router)
+    [parameters]: those Transformer Engine keeps an FP8 copy of [20]."""
+    a = ctx.arch
+    dense = a.ffn_matmul_params(a.ffn_hidden_size)
+    experts = (a.num_experts / ep + a.shared_experts) * a.ffn_matmul_params(a.expert_ffn_hidden_size or a.ffn_hidden_size)
+    ffn = (a.dense_ffn_layers * dense + (a.moe_layers * experts if a.is_moe else 0.0)) / a.layers
+    return (a.attention_matmul_params_per_layer() + ffn) / tp
 
 
 def embedding_params(ctx: Context, tp):
@@ -691,7 +716,7 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
-                           vp, lp, emb_p, out_last, per_layer, rebuilt)
+                           vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep))
     return common, ((np.where(single, L, q["lf"]), 0.0, True, single), (q["l1"], 1.0, False, False),
                     (q["ll"], pp - 1.0, False, True))
 
@@ -957,8 +982,10 @@ def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
     a = ctx.arch
     moe_frac = a.moe_layers / a.layers
     f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
-    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem)
-    rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem), 0.0)
+    fp8_in = ctx.fp8 and ctx.fp8_saved_inputs  # Transformer Engine keeps the FP8 casts of the GEMM inputs [20]
+    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem, fp8_in)
+    rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem,
+                                                           fp8_in), 0.0)
     return per_layer, rebuilt
 
 
@@ -966,9 +993,13 @@ class MemoryCommon:
     """Per-plan terms shared by the memory of every pipeline stage [B]; :meth:`stage` gives one
     stage's memory per GPU by part."""
 
-    def __init__(self, ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last, per_layer, rebuilt):
+    def __init__(self, ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last, per_layer, rebuilt,
+                 lp_gemm=0.0):
         e = ctx.eff
         self.ctx, self.pp, self.m, self.vp = ctx, pp, m, vp
+        # Transformer Engine's FP8 weight and transpose beside each 16-bit GEMM weight of the layers; none
+        # under ZeRO-3, which holds no whole weight between micro-batches [20]
+        self.fp8_copies = np.where(zero >= 3, 0.0, lp_gemm * ctx.states.fp8_weight_copies)
         self.zero, self.dopt, self.n_dp = zero, dopt, n_dp
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
         self.per_layer, self.rebuilt = per_layer, rebuilt
@@ -1000,7 +1031,8 @@ class MemoryCommon:
         ``index`` holding ``layers`` layers [B], by part."""
         pp, m, vp = self.pp, self.m, self.vp
         params = layers * self.lp + np.where(has_embedding, self.emb_p, 0.0) + np.where(has_output, self.out_last, 0.0)
-        states = model_state_bytes(params, self.n_dp, self.zero, self.dopt)
+        states = model_state_bytes(params, self.n_dp, self.zero, self.dopt, self.ctx.states)
+        states["weights"] = states["weights"] + layers * self.fp8_copies
         in_flight = in_flight_factor(pp, m, vp, index)  # Megatron-Core's warm-up forwards on this stage [19]
         acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
         model = states["weights"] + states["gradients"] + states["optimizer_states"] + self.gather + self.unreduced
@@ -1041,6 +1073,6 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
     per_layer, rebuilt = layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
     common = MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
-                           m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt)
+                           m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep))
     mem = common.stage(n, idx, first, last)
     return {"layers": n.astype(int), "time_s": t, "memory": mem}

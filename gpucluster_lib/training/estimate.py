@@ -45,6 +45,7 @@ from gpucluster_lib.training.core import (
 from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
+from gpucluster_lib.training.memory import StateBytes
 from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
@@ -217,6 +218,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.zero3_max_live_parameters is not None:  # the run's DeepSpeed stage3_max_live_parameters
         fw = dataclasses.replace(fw, zero3_max_live_params=float(tr.zero3_max_live_parameters))
     par = scenario.parallelism
+    states, fp8_inputs = memory_terms(tr, fw)
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
     peak16 = peak_tflops(acc, "fp16" if tr.precision == "fp16" else "bf16") * TERA \
@@ -231,7 +233,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   overlap_grad_reduce=fw.overlap_grad_reduce if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
                   overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
                                         else par.overlap_param_gather),
-                  gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile))
+                  gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile),
+                  states=states, fp8_saved_inputs=fp8_inputs)
     return ctx, hw, eff
 
 
@@ -319,6 +322,19 @@ def calibration_terms(scenario: Scenario, profile: CalibrationProfile | None, ac
     record = {"name": profile.name, "date": profile.date, "example": profile.example, "device": profile.device,
               "terms": terms}
     return overrides, findings, record
+
+
+def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
+    """Bytes per parameter of the model states and whether the linear layers save FP8 inputs, from
+    the scenario's training section ``tr`` and the framework's terms ``fw`` (core.py [20]).
+
+    In FP8 a framework running Transformer Engine (``fp8_weight_copies``) keeps an FP8 weight and its
+    transpose beside every 16-bit GEMM weight of the layers (2 bytes per element) unless the weights
+    are FP8 themselves (``training.fp8_params``, default the framework's)."""
+    fp8 = tr.precision == "fp8"
+    fp8_params = fw.fp8_params if tr.fp8_params is None else tr.fp8_params
+    copies = 2.0 if (fp8 and fw.fp8_weight_copies and not fp8_params) else 0.0
+    return StateBytes(fp8_weight_copies=copies), fp8 and fw.fp8_saved_inputs
 
 
 # --------------------------------------------------------------------------- search
@@ -845,8 +861,8 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     and has no effect): the hidden share of ZeRO-3 communication (only frameworks with
     ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
     gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
-    distributed optimizer gather 16-bit parameters) and the gradient reduction precision without
-    data parallelism (nothing is reduced)."""
+    distributed optimizer gather 16-bit parameters), the gradient reduction precision without
+    data parallelism (nothing is reduced) and FP8 weights outside FP8 training."""
     tr, fw = scenario.training, ctx.framework
     out = []
     if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
@@ -876,6 +892,11 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            "gradients are reduced, so it has no effect",
                            fix="remove it, or train with more than one data-parallel replica",
                            field="training.grad_reduce_precision"))
+    if tr.fp8_params is not None and tr.precision != "fp8":
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"FP8 weights are set, but the training precision is {tr.precision}: only FP8 training "
+                           "keeps FP8 weights, so it has no effect",
+                           fix="remove it, or train in FP8", field="training.fp8_params"))
     return out
 
 

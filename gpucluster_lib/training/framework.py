@@ -54,6 +54,19 @@ class Framework:
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
     checkpoint_early_stop: bool = False
+    #: in FP8 the linear layers save the FP8 cast of their inputs for the weight gradient, one byte per
+    #: element (Transformer Engine)
+    fp8_saved_inputs: bool = False
+    #: in FP8 each linear layer keeps its FP8 weight and transpose beside the 16-bit weight across the
+    #: micro-batches of a step (Transformer Engine's weight workspace, with ``is_first_microbatch``)
+    fp8_weight_copies: bool = False
+    #: FP8 primary weights (Megatron ``--fp8-param-gather``, NeMo ``fp8_params``): the FP8 weight and its
+    #: transpose replace the 16-bit weight, no extra copy
+    fp8_params: bool = False
+    #: the gradient buffer is held in the data-parallel reduction precision (Megatron-Core's
+    #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
+    #: false: 16-bit gradients
+    grad_buffer_in_reduce_precision: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -92,6 +105,10 @@ def framework(name: str = "megatron") -> Framework:
     return framework_from_rows(name, rows)
 
 
+#: Keys that are true or false (anything else is refused when loaded).
+BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params",
+                "grad_buffer_in_reduce_precision")
+
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none")}
 
@@ -109,10 +126,10 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         if key in row and row[key] not in choices:
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be one of {', '.join(choices)}, got {row[key]!r}")
-    if not isinstance(row.get("checkpoint_early_stop", False), bool):
-        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
-                           f"framework {name}, checkpoint_early_stop: must be true or false, "
-                           f"got {row['checkpoint_early_stop']!r}")
+    for key in BOOLEAN_KEYS:
+        if not isinstance(row.get(key, False), bool):
+            raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                               f"framework {name}, {key}: must be true or false, got {row[key]!r}")
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -128,7 +145,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
                      zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
-                     checkpoint_early_stop=bool(row.get("checkpoint_early_stop", False)))
+                     **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 
 
 @lru_cache(maxsize=1)
