@@ -267,6 +267,14 @@ class TrainingSpec:
         None, doc="precision of the data-parallel gradient reduction (the ZeRO-3 / FSDP reduce-scatter "
                   "included); default: the framework's (FSDP: fp32 as Composer's DEFAULT from version 0.16.4; "
                   "PURE: bf16)")
+    optimizer_state_precision: Literal["fp32", "bf16"] | None = f(
+        None, doc="precision of Adam's two moments (NeMo's distributed_fused_adam with optim.dtype bf16, "
+                  "Megatron-Core's precision-aware optimizer): 4 or 2 bytes each per parameter; default fp32")
+    master_weights: Literal["fp32", "bf16", "remainders", "none"] | None = f(
+        None, doc="the optimizer's copy of the weights: fp32 (4 bytes per parameter), bf16 (2), remainders (2: "
+                  "Apex DistributedFusedAdam's store_param_remainders, the 16 low bits of the fp32 value beside "
+                  "the bf16 weight; NeMo 1.x with a bf16 model and an fp32 optimizer) or none (a bf16 optimizer "
+                  "updating bf16 weights); default fp32")
     fp8_params: bool | None = f(
         None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "

@@ -111,3 +111,65 @@ def test_fp8_weight_copies_unless_fp8_primary_weights():
     # FP8 weights outside FP8 training are a setting with no effect
     est = estimate(_llama70({"fp8_params": True}))
     assert any(f.code == "training-setting-ignored" and f.field == "training.fp8_params" for f in est.findings)
+
+
+#: Nemotron-4 340B as NVIDIA's dgxc-benchmarking v24.11.1 nemotron/nemotron4-340b-synth.yaml configures it
+#: (96 layers, hidden 18432, FFN 73728 squared-ReLU, 96 heads of 192, 8 query groups, LayerNorm, untied,
+#: vocab 256,000, sequence 4096, no dropout) and runs it on 128 H100: TP8 PP8 VP12, DP2, micro-batch 1,
+#: batch 32, selective recomputation, sequence parallelism, distributed_fused_adam.
+NEMOTRON_340B = {"preset": "llama3-8b", "layers": 96, "hidden_size": 18432, "attention_heads": 96, "kv_heads": 8,
+                 "ffn_hidden_size": 73728, "ffn_type": "relu2", "vocab_size": 256000, "seq_length": 4096,
+                 "tied_embeddings": False, "norm": "layernorm"}
+
+
+def _nemotron340(training=None):
+    from gpucluster_lib.scenario import from_dict
+
+    return from_dict({"model": NEMOTRON_340B, "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 16},
+                      "network": {"inter_node_gbps_per_gpu": 400},
+                      "parallelism": {"tensor": 8, "pipeline": 8, "virtual_stages": 12, "micro_batch_size": 1,
+                                      "global_batch_size": 32, "recompute": "selective", "sequence_parallel": True,
+                                      "distributed_optimizer": True, "tp_comm_overlap": True},
+                      "training": {"framework": "nemo", **(training or {})}})
+
+
+def test_model_states_follow_the_gradient_buffer_and_the_optimizer_precision():
+    from gpucluster_lib.training import estimate
+
+    # stage 0 of the 340B plan: 12 layers of (attention 2 x 18432^2 + 2 x 18432 x 1536 = 736,100,352, squared-ReLU
+    # FFN 2 x 18432 x 73728 = 2,717,908,992, two LayerNorms 4 x 18432 = 73,728) / 8 = 431,760,384 and the embedding
+    # 256,000 x 18432 / 8 = 589,824,000: 5,770,948,608 parameters per GPU
+    p = 12 * 431_760_384 + 589_824_000
+    assert p == 5_770_948_608
+    # Megatron-Core's default for bf16: fp32 main gradients (grad_reduce_in_fp32), fp32 master + fp32 Adam moments
+    # sharded over DP2: 2 + 4 + 12/2 bytes per parameter (theoretical_memory_usage.py's 6 + 12/d)
+    m = estimate(_nemotron340()).memory_per_gpu_bytes
+    assert (m["weights"], m["gradients"], m["optimizer_states"]) == pytest.approx((2 * p, 4 * p, 6 * p), rel=1e-12)
+    # the DGXC yaml's optim: grad_sync_dtype bf16, dtype bf16 -> a bf16 gradient buffer, bf16 moments and, with a
+    # bf16 model, no master copy (NeMo v2.0.0 setup_optimization: store_params False when the dtypes match):
+    # 2 + 2 + (2 + 2)/2 bytes per parameter
+    run = {"grad_reduce_precision": "bf16", "optimizer_state_precision": "bf16", "master_weights": "none"}
+    est = estimate(_nemotron340(run))
+    m = est.memory_per_gpu_bytes
+    assert (m["weights"], m["gradients"], m["optimizer_states"]) == pytest.approx((2 * p, 2 * p, 2 * p), rel=1e-12)
+    # activations: per token and layer (8h + 4q + 4kv + 4f) / 8 = (147,456 + 73,728 + 6,144 + 294,912) / 8
+    # = 65,280 B, x 4,096 tokens + the log-sum-exp 4 x 12 heads x 4,096 = 267,583,488 B; stage 0 holds
+    # min(2 x 7 + 11 x 8 + 1, 16 x 12) = 103 chunks of one layer: 27,561,099,264 B
+    assert m["activations"] == pytest.approx(103 * (65_280 * 4096 + 4 * 12 * 4096), rel=1e-12)
+    # + 1 GiB context + 0.5 GiB buffers + 5% of (3 x 11,541,897,216 + 27,561,099,264): 66,906,743,193.6 B
+    held = 6 * p + 103 * 267_583_488
+    assert m["total"] == pytest.approx(held + 1.5 * 2**30 + 0.05 * held, rel=1e-12)
+    assert est.fits and m["total"] == pytest.approx(66_906_743_193.6, rel=1e-12)
+
+
+def test_apex_remainders_and_fp16_gradients():
+    from gpucluster_lib.training import estimate
+
+    p = 5_770_948_608
+    # NeMo 1.x with a bf16 model and an fp32 optimizer: store_param_remainders, an int16 shard of the low bits
+    # (Apex DistributedFusedAdam StateBucket.param_remainders_shard) + fp32 moments: (2 + 8) / 2 per parameter
+    m = estimate(_nemotron340({"master_weights": "remainders"})).memory_per_gpu_bytes
+    assert m["optimizer_states"] == pytest.approx(5 * p, rel=1e-12)
+    # fp16 training: Megatron-LM turns fp32 gradient accumulation on with --bf16 only, so 2-byte gradients
+    m = estimate(_nemotron340({"precision": "fp16"})).memory_per_gpu_bytes
+    assert m["gradients"] == pytest.approx(2 * p, rel=1e-12)

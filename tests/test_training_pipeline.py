@@ -154,12 +154,16 @@ def test_memory_per_stage_reports_the_largest_and_its_stage():
 
 def test_zero3_model_states_read_16_bytes_per_parameter_over_dp():
     s = scen("llama2-7b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400, tensor=1, pipeline=1,
-             global_batch_size=64, zero_stage=3)
+             global_batch_size=64, zero_stage=3, training={"grad_reduce_precision": "bf16"})
     est = estimate(s)
     m = est.memory_per_gpu_bytes
     p = resolve_transformer("llama2-7b").total_params()
-    # ZeRO (Rajbhandari 2020) Sec. 5.1: stage 3 keeps (2 + 2 + 12) P / N_d bytes of model states
+    # ZeRO (Rajbhandari 2020) Sec. 5.1: stage 3 keeps (2 + 2 + 12) P / N_d bytes of model states (16-bit gradients)
     assert m["weights"] + m["gradients"] + m["optimizer_states"] == pytest.approx(16 * p / 16, rel=1e-9)
+    # Megatron-Core's bf16 default reduces and holds fp32 gradients (grad_reduce_in_fp32): (2 + 4 + 12) P / N_d
+    m32 = estimate(scen("llama2-7b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400, tensor=1, pipeline=1,
+                        global_batch_size=64, zero_stage=3)).memory_per_gpu_bytes
+    assert m32["weights"] + m32["gradients"] + m32["optimizer_states"] == pytest.approx(18 * p / 16, rel=1e-9)
     # plus the gathered parameters of the current and the prefetched layer, as their own line
     layer = (p - 2 * 32000 * 4096) / 32  # llama2-7b: 32 layers, untied 32,000 x 4,096 embedding and output
     assert m["gather_buffers"] == pytest.approx(2 * layer * 2, rel=1e-3)

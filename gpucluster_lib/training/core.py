@@ -79,7 +79,10 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
 Memory (every pipeline stage; the largest is reported with its stage)
 --------------------------------------------------------------------
 Mixed-precision Adam: 2 + 2 + 12 bytes per parameter for weights, gradients and optimizer
-states, sharded over DP x CP by ZeRO stage 3 / 2 / 1 (or Megatron's distributed optimizer) [4].
+states, sharded over DP x CP by ZeRO stage 3 / 2 / 1 (or Megatron's distributed optimizer) [4];
+Megatron-Core holds its gradients in the reduction precision (4 bytes with ``grad_reduce_in_fp32``),
+and a run's optimizer may keep 16-bit moments or a partial master copy [21]; in FP8, Transformer
+Engine's FP8 weight copies (2 bytes per GEMM weight element) unless the weights are FP8 [20].
 Activations per layer, Korthikanti 2022 Table 2 generalised to GQA/SwiGLU/MoE [3]:
 ``s b (10h + (4q + 4kv + 4f)/t) + 5 a s^2 b / t`` (16-bit) where the ``10h`` part is split by
 TP only with sequence parallelism, the score term vanishes with selective recomputation or a
@@ -184,6 +187,17 @@ References
         ``(p - i - 1) * 2 + (v - 1) * p`` warm-up forwards of model chunks (at most all ``m v``) before
         its first backward, then one forward before each backward; ``forward_backward_pipelining_without_interleaving``
         runs ``min(p - i - 1, m)`` (:func:`gpucluster_lib.training.memory.in_flight_factor`).
+.. [21] Model-state bytes: Megatron-Core's gradient buffer is allocated in the reduction precision
+        (``grad_dtype = torch.float if ddp_config.grad_reduce_in_fp32 else param.dtype``,
+        megatron/core/distributed/distributed_data_parallel.py, core_v0.8.0), and it and the distributed
+        optimizer's shards span the data-parallel group with context parallelism
+        (``get_data_parallel_group(with_context_parallel=True)``); Megatron-LM's theoretical memory counts
+        "bf16 model params, fp32 main gradients, fp32 main params, and fp32 Adam states": 18 bytes per
+        parameter, 6 + 12/d with the distributed optimizer (megatron/training/theoretical_memory_usage.py).
+        NeMo 1.x's Apex DistributedFusedAdam keeps the moments in ``optim.dtype`` and, for a bf16 model with
+        an fp32 optimizer, only the 16 low bits of the fp32 master (``store_param_remainders``); a bf16
+        optimizer on a bf16 model keeps no master copy (megatron_base_model.py setup_optimization, NeMo
+        v2.0.0; apex/contrib/optimizers/distributed_fused_adam.py StateBucket).
 .. [20] Transformer Engine v1.10 (transformer_engine/pytorch/module/linear.py, layernorm_linear.py): in FP8
         a linear layer saves the FP8 cast of its input for the weight gradient (one byte per element), and
         with ``is_first_microbatch`` given (Megatron-Core's TELinear) keeps its FP8 weight and transpose in

@@ -324,17 +324,36 @@ def calibration_terms(scenario: Scenario, profile: CalibrationProfile | None, ac
     return overrides, findings, record
 
 
+#: Bytes per parameter of the optimizer's copy of the weights (``training.master_weights``) and of each
+#: of Adam's two moments (``training.optimizer_state_precision``).
+MASTER_BYTES = {"fp32": 4.0, "bf16": 2.0, "remainders": 2.0, "none": 0.0}
+MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
+
+
 def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
     """Bytes per parameter of the model states and whether the linear layers save FP8 inputs, from
-    the scenario's training section ``tr`` and the framework's terms ``fw`` (core.py [20]).
+    the scenario's training section ``tr`` and the framework's terms ``fw`` (the run's reduction
+    precision already in ``fw.grad_reduce_bytes``) (core.py [20, 21]).
 
-    In FP8 a framework running Transformer Engine (``fp8_weight_copies``) keeps an FP8 weight and its
-    transpose beside every 16-bit GEMM weight of the layers (2 bytes per element) unless the weights
-    are FP8 themselves (``training.fp8_params``, default the framework's)."""
+    * Gradients: a framework that holds its gradient buffer in the reduction precision
+      (``grad_buffer_in_reduce_precision``: Megatron-Core's ``grad_reduce_in_fp32`` main-gradient buffer)
+      keeps ``grad_reduce_bytes`` per parameter (4 for its fp32 default), but in fp16 training 2 unless
+      ``training.grad_reduce_precision`` says otherwise (Megatron-LM switches fp32 accumulation on with
+      ``--bf16`` only; NeMo's ``fp16_mixed`` sets ``grad_reduce_in_fp32=False``); other frameworks 2.
+    * Optimizer: the master copy (``training.master_weights``: fp32 4, bf16 2, Apex's remainders 2, none 0)
+      and two moments (``training.optimizer_state_precision``: fp32 4 + 4, bf16 2 + 2): 12 by default.
+    * In FP8 a framework running Transformer Engine (``fp8_weight_copies``) keeps an FP8 weight and its
+      transpose beside every 16-bit GEMM weight of the layers (2 bytes per element) unless the weights
+      are FP8 themselves (``training.fp8_params``, default the framework's)."""
     fp8 = tr.precision == "fp8"
     fp8_params = fw.fp8_params if tr.fp8_params is None else tr.fp8_params
     copies = 2.0 if (fp8 and fw.fp8_weight_copies and not fp8_params) else 0.0
-    return StateBytes(fp8_weight_copies=copies), fp8 and fw.fp8_saved_inputs
+    if fw.grad_buffer_in_reduce_precision:
+        grad = fw.grad_reduce_bytes if (tr.grad_reduce_precision is not None or tr.precision != "fp16") else 2.0
+    else:
+        grad = 2.0
+    optimizer = MASTER_BYTES[tr.master_weights or "fp32"] + 2.0 * MOMENT_BYTES[tr.optimizer_state_precision or "fp32"]
+    return StateBytes(grad=grad, optimizer=optimizer, fp8_weight_copies=copies), fp8 and fw.fp8_saved_inputs
 
 
 # --------------------------------------------------------------------------- search

@@ -164,6 +164,7 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "grad_reduce_precision": "The gradient reduction precision",
         "zero3_max_live_parameters": "The ZeRO-3 live-parameter limit",
         "fp8_params": "FP8 weights",
+        "optimizer_state_precision": "The optimizer state precision", "master_weights": "The master weights",
     },
     "parallelism": {
         "auto": "The automatic plan search", "tensor": "The tensor parallelism (TP)",
