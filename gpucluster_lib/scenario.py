@@ -275,6 +275,10 @@ class TrainingSpec:
                   "Apex DistributedFusedAdam's store_param_remainders, the 16 low bits of the fp32 value beside "
                   "the bf16 weight; NeMo 1.x with a bf16 model and an fp32 optimizer) or none (a bf16 optimizer "
                   "updating bf16 weights); default fp32")
+    distribute_saved_activations: bool = f(
+        False, doc="under full recomputation without sequence parallelism, each layer's saved input is split over "
+                   "the tensor-parallel ranks (Megatron-LM --distribute-saved-activations, metaseq "
+                   "--distribute-checkpointed-activations) instead of held whole on each")
     fp8_params: bool | None = f(
         None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "

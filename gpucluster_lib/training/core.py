@@ -286,6 +286,9 @@ class Context:
     states: StateBytes = field(default_factory=StateBytes)
     #: the linear layers save the FP8 cast of their inputs (FP8 through Transformer Engine) [20]
     fp8_saved_inputs: bool = False
+    #: full recomputation's saved layer inputs are split over the tensor-parallel ranks
+    #: (``training.distribute_saved_activations``)
+    distribute_saved_activations: bool = False
 
 
 def _gemm_time(M, K, N, P, e, curve, B, em):
@@ -997,7 +1000,8 @@ def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
     moe_frac = a.moe_layers / a.layers
     f_mem = (1.0 - moe_frac) * a.ffn_hidden_size + moe_frac * (f_act if a.is_moe else a.ffn_hidden_size)
     fp8_in = ctx.fp8 and ctx.fp8_saved_inputs  # Transformer Engine keeps the FP8 casts of the GEMM inputs [20]
-    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem, fp8_in)
+    per_layer = activation_bytes_per_layer(a, mb, s_loc, tp, sp, rc, ctx.flash_attention, f_mem, fp8_in,
+                                           ctx.distribute_saved_activations)
     rebuilt = np.where(rc == 2, activation_bytes_per_layer(a, mb, s_loc, tp, sp, 0, ctx.flash_attention, f_mem,
                                                            fp8_in), 0.0)
     return per_layer, rebuilt

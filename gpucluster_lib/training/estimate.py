@@ -234,7 +234,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
                                         else par.overlap_param_gather),
                   gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile),
-                  states=states, fp8_saved_inputs=fp8_inputs)
+                  states=states, fp8_saved_inputs=fp8_inputs,
+                  distribute_saved_activations=tr.distribute_saved_activations)
     return ctx, hw, eff
 
 

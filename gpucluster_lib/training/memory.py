@@ -42,7 +42,8 @@ References
        ``(p - i - 1) * 2 + (v - 1) * p`` warm-up forward passes of model chunks (at most ``m v``)
        before its first backward, and one more forward before each backward after it, so
        ``min(2 (p - i - 1) + (v - 1) p + 1, m v)`` chunks (of ``1/v`` of the stage's layers each)
-       hold activations at once; the non-interleaved schedule runs ``min(p - i - 1, m)`` warm-up
+       hold activations at once; with ``m == p`` every forward runs first (``m v`` chunks, all
+       ``m`` micro-batches); the non-interleaved schedule runs ``min(p - i - 1, m)`` warm-up
        forwards (``min(p - i, m)`` micro-batches in flight).
 """
 
@@ -161,11 +162,13 @@ def in_flight_factor(pp, micro_batches, virtual_stages, stage=0):
     """Micro-batches whose activations pipeline stage ``stage`` holds at its peak, as a multiple of
     one micro-batch through all its layers [6]: ``min(p - i, m)`` with the 1F1B schedule;
     interleaved over ``v`` chunks, ``min(2 (p - i - 1) + (v - 1) p + 1, m v) / v``, which is
-    Korthikanti's ``p (1 + (p-1)/(p v))`` on the first stage [2, 3] and ``p - (p-1)/v`` on the last."""
+    Korthikanti's ``p (1 + (p-1)/(p v))`` on the first stage [2, 3] and ``p - (p-1)/v`` on the last;
+    with ``m == p`` every stage holds all ``m`` (Megatron-Core runs every forward first)."""
     pp = np.asarray(pp, dtype=float)
     m = np.asarray(micro_batches, dtype=float)
     v = np.asarray(virtual_stages, dtype=float)
     i = np.asarray(stage, dtype=float)
     one_f_one_b = np.minimum(np.maximum(pp - i, 1.0), m)
-    chunks = np.minimum(2.0 * (pp - i - 1.0) + (v - 1.0) * pp + 1.0, m * v)
+    # with as many micro-batches as stages every forward runs before the first backward [6]
+    chunks = np.where(m == pp, m * v, np.minimum(2.0 * (pp - i - 1.0) + (v - 1.0) * pp + 1.0, m * v))
     return np.where(v > 1, chunks / np.maximum(v, 1.0), one_f_one_b)

@@ -87,6 +87,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
     for key in ("optimizer_state_precision", "master_weights"):  # the run's optimizer (NeMo 1.x Apex DistributedFusedAdam)
         if str(row.get(key, "")).strip():
             training[key] = row[key]
+    if _flag(row, "distribute_saved_activations"):  # Megatron --distribute-saved-activations, metaseq's flag
+        training["distribute_saved_activations"] = True
     if _flag(row, "fp8_params") is not None:  # the run's FP8 primary weights (NeMo fp8_params, --fp8-param-gather)
         training["fp8_params"] = _flag(row, "fp8_params")
     if str(row.get("zero3_max_live_params", "")).strip():  # the run's DeepSpeed stage3_max_live_parameters

@@ -163,7 +163,7 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "efficiency": "The training efficiency overrides", "param_gather_precision": "The parameter gather precision",
         "grad_reduce_precision": "The gradient reduction precision",
         "zero3_max_live_parameters": "The ZeRO-3 live-parameter limit",
-        "fp8_params": "FP8 weights",
+        "fp8_params": "FP8 weights", "distribute_saved_activations": "The distributed saved activations",
         "optimizer_state_precision": "The optimizer state precision", "master_weights": "The master weights",
     },
     "parallelism": {
