@@ -217,3 +217,44 @@ def test_last_stage_of_an_interleaved_pipeline_against_megatron_lm_measured_peak
     assert est.to_dict()["pipeline"]["memory_stage"] == 3
     assert held == pytest.approx(12 * 239_075_328 + 824_180_736 + 35_213_824 * 12, rel=1e-9)
     assert held / 3_942_493_696 - 1 == pytest.approx(0.044, abs=0.005)
+
+
+def _megatron_7b(tp, pp, vp, mb, vocab):
+    from gpucluster_lib.scenario import from_dict
+
+    par = {"tensor": tp, "pipeline": pp, "micro_batch_size": mb, "global_batch_size": 8, "recompute": "none",
+           "distributed_optimizer": True, "sequence_parallel": False, **({"virtual_stages": vp} if vp > 1 else {})}
+    return from_dict({"model": {"preset": "gpt3-175b", "layers": 32, "hidden_size": 4096, "attention_heads": 32,
+                                "kv_heads": 8, "ffn_hidden_size": 16384, "vocab_size": vocab, "seq_length": 8192,
+                                "tied_embeddings": False},
+                      "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 1},
+                      "network": {"inter_node_gbps_per_gpu": 400}, "parallelism": par,
+                      "training": {"framework": "megatron"}})
+
+
+def test_megatron_lm_7b_memory_tests_measured_on_h100():
+    from gpucluster_lib.training import estimate
+
+    # Megatron-LM tests/functional_tests/test_cases/gpt/gpt3_7b_tp4_pp1_memory_speed (model_config.yaml: 32 layers,
+    # hidden 4096, 32 heads, 8 query groups, untied, vocab 131,073 (padded to 131,584 for TP4), sequence 8192,
+    # micro-batch 2, batch 8, TP4 PP1, distributed optimizer, bf16, Megatron's defaults: GeLU FFN 4h, biases,
+    # LayerNorm, learned positions, dropout 0.1, no sequence parallelism; 1 node of 8 GPUs: DP2, 2 micro-batches),
+    # golden_values_dev_dgx_h100.json (6e091e1b68): mem-allocated-bytes 20,663,519,232 after a step,
+    # mem-max-allocated-bytes 57,143,791,616.
+    # By hand: per GPU 32 layers x 176,207,872 / 4 + embedding and output 2 x 131,584 x 4096 / 4 + positions
+    # 8192 x 4096 + final norm 2 x 4096 / 4 = 1,712,703,488 parameters x (2 + 4 + 12/2) = 20,552,441,856 B (-0.5%);
+    # activations per layer (10h + (4q + 4kv + 4f)/4) x 16,384 tokens + the log-sum-exp = 1,023,934,464 B, x 32
+    # layers + fp32 logits 4 x 16,384 x 131,584 / 4 = 34,921,775,104 B: 55,474,216,960 B in all, -2.9%
+    m = estimate(_megatron_7b(4, 1, 1, 2, 131584)).memory_per_gpu_bytes
+    states = m["weights"] + m["gradients"] + m["optimizer_states"]
+    assert states == pytest.approx(1_712_703_488 * 12, rel=1e-12)
+    assert m["activations"] == pytest.approx(32 * 1_023_934_464 + 2_155_872_256, rel=1e-12)
+    assert states / 20_663_519_232 - 1 == pytest.approx(-0.005, abs=0.003)
+    assert (m["total"] - m["other"]) / 57_143_791_616 - 1 == pytest.approx(-0.029, abs=0.003)
+    # gpt3_7b_tp1_pp4_memory_speed: the same model at TP1 PP4, one layer per virtual stage (v = 8), micro-batch 1,
+    # DP2, 4 micro-batches = 4 stages: every stage holds all 4 x 8 layers' activations; the last rank (the last
+    # stage, with the output layer and the logits) logs mem-max-allocated-bytes 60,720,852,992: the model +0.4%
+    est = estimate(_megatron_7b(1, 4, 8, 1, 131200))
+    m = est.memory_per_gpu_bytes
+    assert est.to_dict()["pipeline"]["memory_stage"] == 3
+    assert (m["total"] - m["other"]) / 60_720_852_992 - 1 == pytest.approx(0.004, abs=0.003)
