@@ -111,6 +111,9 @@ def test_fp8_weight_copies_unless_fp8_primary_weights():
     bf16 = estimate(_llama70()).memory_per_gpu_bytes["weights"]
     assert fp8 - fp8_params == pytest.approx(4_278_190_080, rel=1e-12)
     assert fp8_params == pytest.approx(bf16, rel=1e-12)  # one byte plus a one-byte transpose: the 16-bit weight's 2
+    # NeMo's FP8 recipes keep FP8 primary weights (v2.3.0 bf16_with_fp8_mixed: fp8_param_gather = True): its default
+    nemo = estimate(_llama70({"precision": "fp8", "framework": "nemo"})).memory_per_gpu_bytes["weights"]
+    assert nemo == pytest.approx(fp8_params, rel=1e-12)
     # FP8 weights outside FP8 training are a setting with no effect
     est = estimate(_llama70({"fp8_params": True}))
     assert any(f.code == "training-setting-ignored" and f.field == "training.fp8_params" for f in est.findings)
