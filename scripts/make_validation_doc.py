@@ -67,6 +67,48 @@ def _search_rows(df):
         yield f"| {_run(r.run_id)} | {r.plan} | {best.label()} | {speed:.2f}x |"
 
 
+#: The held-out rows by source: run-id prefix, the source, what was published (the selection rules are in
+#: the external section's text).
+SOURCE_GROUPS = (
+    ("mpt-", "MosaicML llm-foundry benchmark tables (MPT, A100 and H100)"),
+    ("mcore-", "Megatron-Core r0.8.0 README, H100 weak scaling"),
+    ("mtnlg-", "MT-NLG 530B (Smith 2022), A100"),
+    ("bloom-", "BLOOM 176B (Megatron-DeepSpeed), A100"),
+    ("llama3-", "Llama 3 405B (Table 4), H100"),
+    ("opt-", "OPT-175B (Zhang 2022), A100"),
+    ("glm-", "GLM-130B (training log), A100 40GB"),
+    ("megatron-gpt3-", "Megatron-LM README GPT-3 175B (2021), A100"),
+    ("nemotron4-", "Nemotron-4 15B (Table 2), H100"),
+    ("dgxc-", "NVIDIA dgxc-benchmarking v24.11.1 (NeMo), H100, BF16 and FP8"),
+    ("nemo2407-", "NeMo 24.07 performance summary, H100, FP8"),
+    ("torchtitan-", "torchtitan (Llama 3.1 8B, float8), H200"),
+    ("nemo25", "NeMo 25.02 / 25.04 performance summaries, B200 / GB200, FP8"),
+    ("mb25", "Megatron-Bridge 25.11 performance summary, FP8 / MXFP8"),
+    ("mb26", "Megatron-Bridge 26.04 / 26.06 performance summaries, FP8 / MXFP8"),
+)
+
+
+def source_of(run_id: str) -> str:
+    """The source group (:data:`SOURCE_GROUPS`) of a held-out row."""
+    return next((label for prefix, label in SOURCE_GROUPS if run_id.startswith(prefix)), "other")
+
+
+def source_rows(df) -> list[str]:
+    """One line per source of the held-out rows: rows, median and largest absolute error, mean error, and the
+    accelerators and precisions they cover."""
+    ext = df[df["set"] == "external"].assign(source=[source_of(r) for r in df[df["set"] == "external"]["run_id"]])
+    runs = validation.load_runs().set_index("run_id")
+    out = []
+    for _, label in SOURCE_GROUPS:
+        g = ext[ext["source"] == label]
+        if not len(g):
+            continue
+        precisions = sorted({str(runs.loc[r, "precision"]) for r in g["run_id"]})
+        out.append(f"| {label} | {len(g)} | {g['error'].abs().median():.1%} | {g['error'].abs().max():.1%} | "
+                   f"{g['error'].mean():+.1%} | {', '.join(precisions)} |")
+    return out
+
+
 STEP_BANDS = ((0.0, 2.0, "under 2 s"), (2.0, 20.0, "2 to 20 s"), (20.0, math.inf, "20 s and more"))
 
 
@@ -449,6 +491,7 @@ def render() -> str:
         nf[k] for k in ("grad_bytes", "nic_gb_s", "bucket_bytes", "buckets", "alpha_s", "published"))
     latency96, latency288 = nf["bucket_latency_s"][96], nf["bucket_latency_s"][288]
     search_rows = "\n".join(_search_rows(df))
+    sources = "\n".join(source_rows(df))
     bands = "\n".join(f"| {b['set']} | {b['band']} | {b['rows']} | {b['median']:.1%} | {b['max']:.1%} | {b['mean']:+.1%} |"
                       for b in step_length_rows(df))
     narrative = NARRATIVE.read_text(encoding="utf-8")
@@ -466,6 +509,9 @@ published figure is converted to seconds per step with the source's own FLOP def
 | MT-NLG (Smith 2022) | seconds per iteration | as published |
 | Llama 3 (Table 4) | BF16 MFU | our model FLOPs per step / (MFU x 989 TFLOP/s x GPUs) |
 | Megatron-Core r0.8.0 README (H100 weak scaling) | TFLOP/s per GPU | model FLOPs (Megatron-LM `num_floating_point_operations`, `72 B s l h^2 (1 + s/6h) + 6 B s h V`) / (TFLOP/s x GPUs) |
+| OPT-175B (Zhang 2022), Megatron-LM README GPT-3 175B (2021) | TFLOP/s per GPU | Eq. 3 as above (OPT: its development notes' 4.30e23 FLOPs in about 33 days on 1,024 GPUs match Eq. 3 at 147 TFLOP/s) |
+| GLM-130B (training log), Nemotron-4 15B (Table 2), NVIDIA dgxc-benchmarking | seconds per iteration | as published |
+| NeMo and Megatron-Bridge performance summaries, torchtitan | tokens/s per GPU | global batch tokens / (tokens/s per GPU x GPUs) (each row's TFLOP/s per GPU, over the source's own FLOP formula, reproduces its tokens/s within 1%) |
 
 Fields a source does not state (the Megatron-Core rows' micro-batch, virtual stages and
 recomputation) are left to the plan search with the published TP, PP, DP and batch fixed.
@@ -508,6 +554,30 @@ smallest and the largest GPU count that are not calibration rows; the FP8 table 
 shortest sequence (MPT-1B at 512). Eight more rows test long sequences, by a second rule fixed before they were
 compared: in the H100 80GB BF16 and the A100 80GB tables, MPT-1B and MPT-7B at SeqLen 8192 and 32768 (8 GPUs;
 `mpt-*-s8192-*`, `mpt-*-s32768-*`; see "Long sequences" below). Precisions and fabric as in the calibration rows.
+
+Seventy rows from other published runs were added in session 24, by rules fixed before any of their errors
+was computed (the rows' notes give each source's locator and the arithmetic of its conversion):
+
+* **A100**: the runs whose framework the engine models and whose figure's FLOP definition is stated or
+  reproduced by arithmetic: OPT-175B on 992 A100 80GB (FSDP with Megatron TP8, "up to" 147 TFLOP/s, a best
+  figure), GLM-130B on 768 A100 40GB (TP4 PP8, its training batch 4,224 and a speed test at 6,144; the log's
+  seconds per iteration) and Megatron-LM's GPT-3 175B example (README of January 2021, 1,024 A100, TP8 PP16,
+  138 TFLOP/s). Not taken: BloombergGPT (SageMaker's model-parallel library, which the engine does not
+  model) and the Megatron-LM 2019 V100 runs (no FLOP definition stated; times per epoch include evaluation).
+* **H100 / H200**: Nemotron-4 15B's Table 2 (three batch-ramp stages, 768 to 2,304 GPUs; the plan from NeMo's
+  recipe for that model); NVIDIA's dgxc-benchmarking v24.11.1 (NeMo on EOS, Nemotron-4 15B / 340B, Llama 3.1
+  8B / 70B / 405B, GPT-3 175B, BF16 and FP8; of each weak-scaling table the smallest and the largest GPU count,
+  405B from 576 GPUs, where the full model runs); every row of the NeMo 24.07 FP8 performance summary (12
+  models); torchtitan's Llama 3.1 8B with float8 on 32 and 64 H200. Not taken: the Megatron-Core README's
+  strong-scaling sentence (no plan stated).
+* **Blackwell**: every dense FP8 / MXFP8 pre-training row of the NeMo 25.02 / 25.04 and Megatron-Bridge 25.11 to
+  26.06 performance summaries (B200, GB200, GB300; Llama 3 8B / 70B, Llama 3.1 405B, GPT-3 175B, Nemotron-4
+  15B / 340B) and the two H100 rows of the same tables as a control. Not taken: mixture-of-experts rows, NVFP4
+  and runs that offload activations to CPU memory.
+
+| source | rows | median abs. error | max abs. error | mean error | precisions |
+|---|---:|---:|---:|---:|---|
+{sources}
 
 {hdr}{ext}
 
@@ -572,10 +642,10 @@ exists. The plan also does not fit in 80 GiB in our memory model
 ({d1.memory_per_gpu_bytes['total'] / 2**30:.0f} GiB; DeepSeek recomputes norms and MLA
 up-projections and keeps some states in low precision, not modelled).
 
-## Nemotron-4 15B and the data-parallel size (not held out)
+## Nemotron-4 15B and the data-parallel size (held-out rows `nemotron4-15b-*`)
 
 The validation README notes that measured step times grow with DP (Nemotron-4 15B, 384 DGX H100,
-TP8: 0.57 s at DP 96, 0.64 s at DP 288). Architecture from the Nemotron-4 report (32 layers,
+TP8: 0.57 s at DP 96, 0.64 s at DP 288; the report's Table 2, whose three stages are held-out rows). Architecture from the Nemotron-4 report (32 layers,
 h 6144, 48 heads / 8 KV heads, squared-ReLU FFN 24,576, V 256,000, s 4096), 4 sequences per DP
 rank in micro-batches of 1. The report states TP8 and the distributed optimizer only; NeMo's
 recipe for this model (NVIDIA/NeMo-Framework-Launcher,
