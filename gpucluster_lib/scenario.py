@@ -245,10 +245,12 @@ class TrainingSpec:
     dataset_images: float | None = f(None, gt=0, le=1e12, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
-    attention_kernel: Literal["flash-attention-2", "triton"] = f(
-        "flash-attention-2", doc="the fused attention kernel and its speed (data/efficiency.yaml): flash-attention-2 "
-                                 "(FlashAttention-2, as Megatron-Core and Transformer Engine run it) or triton "
-                                 "(llm-foundry's Triton FlashAttention, attn_impl: triton)")
+    attention_kernel: Literal["flash-attention-2", "triton", "cudnn"] | None = f(
+        None, doc="the fused attention kernel and its speed (data/efficiency.yaml): flash-attention-2 "
+                  "(FlashAttention-2), triton (llm-foundry's Triton FlashAttention, attn_impl: triton) or cudnn "
+                  "(cuDNN fused attention, which Transformer Engine selects on Hopper and Blackwell); default: the "
+                  "framework's for the GPU generation (Megatron-LM, NeMo: cudnn on Hopper and Blackwell, "
+                  "flash-attention-2 on Ampere; TorchTitan: cudnn on Blackwell; otherwise flash-attention-2)")
     efficiency: dict[str, float] = f({}, keys=TRAINING_EFFICIENCY_RULES, max_items=64,
                                      doc="overrides of data/efficiency.yaml parameters by name (fractions of "
                                          "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")

@@ -88,16 +88,18 @@ def test_bad_attention_kernel_names_the_field_and_the_choices():
     with pytest.raises(ScenarioError) as exc:
         from_dict({"name": "x", "model": {"preset": "mpt-7b"}, "training": {"attention_kernel": "flash3"}})
     text = str(exc.value)
-    assert text.startswith("training.attention_kernel: must be one of flash-attention-2 or triton, not 'flash3'")
+    assert text.startswith("training.attention_kernel: must be one of flash-attention-2, triton or cudnn, not 'flash3'")
 
 
 def test_schema_choices_are_the_kernels_of_the_efficiency_table():
     hints = typing.get_type_hints(TrainingSpec)
-    assert set(typing.get_args(hints["attention_kernel"])) == set(attention_kernels())
-    assert TrainingSpec().attention_kernel == "flash-attention-2"
+    literal, none = typing.get_args(hints["attention_kernel"])  # Literal[...] | None
+    assert none is type(None) and set(typing.get_args(literal)) == set(attention_kernels())
+    assert TrainingSpec().attention_kernel is None  # the framework's kernel for the GPU generation
     # human names for the app and the report
     assert attention_kernels() == {"flash-attention-2": "FlashAttention-2",
-                                   "triton": "Triton FlashAttention (llm-foundry)"}
+                                   "triton": "Triton FlashAttention (llm-foundry)",
+                                   "cudnn": "cuDNN fused attention (Transformer Engine)"}
 
 
 def test_published_runs_name_their_kernel():
@@ -108,7 +110,15 @@ def test_published_runs_name_their_kernel():
     assert (runs.loc[mpt, "attention_kernel"] == "triton").all()
     assert (runs.loc[~mpt, "attention_kernel"] == "").all()
     assert validation.scenario_for(runs[mpt].iloc[0].to_dict()).training.attention_kernel == "triton"
-    assert validation.scenario_for(runs[~mpt].iloc[0].to_dict()).training.attention_kernel == "flash-attention-2"
+    # the others leave it to their framework (data/training_frameworks.yaml attention_kernel): Megatron-Core / NeMo
+    # on H100 run cuDNN fused attention (Transformer Engine's choice on Hopper), Megatron-LM on A100 FlashAttention-2
+    by_id = runs.set_index("run_id")
+    for run_id, kernel in (("dgxc-llama31-8b-bf16-8", "cudnn"), ("mcore-1.7b", "cudnn"),
+                           ("megatron-gpt3-175b-1024", "flash-attention-2"),
+                           ("torchtitan-h200-llama31-8b-32", "flash-attention-2")):
+        sc = validation.scenario_for(by_id.loc[run_id].to_dict() | {"run_id": run_id})
+        assert sc.training.attention_kernel is None
+        assert build_context(sc)[0].eff.attention_kernel == kernel, run_id
 
 
 def test_estimate_states_the_kernel_it_ran():

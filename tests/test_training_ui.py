@@ -121,14 +121,18 @@ def test_panel_framework_and_tp_overlap_inputs():
 
 def test_panel_attention_kernel_dropdown():
     panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
-    assert panel.kernel.value == "flash-attention-2"
-    assert [name for name, _ in panel.kernel.options] == ["FlashAttention-2", "Triton FlashAttention (llm-foundry)"]
+    assert panel.kernel.value == "default"  # the framework's kernel for the GPU generation
+    assert [name for name, _ in panel.kernel.options] == ["Framework default (per GPU generation)", "FlashAttention-2",
+                                                          "Triton FlashAttention (llm-foundry)",
+                                                          "cuDNN fused attention (Transformer Engine)"]
     compute = panel.est.time_breakdown_s["compute"]
     panel.kernel.value = "triton"
     assert panel.state.scenario.training.attention_kernel == "triton"
-    # llm-foundry's Triton kernel is slower than FlashAttention-2 on H100 (asymptotes 0.193 and 0.337 of the peak,
-    # data/efficiency.yaml): the same plan computes longer
+    # llm-foundry's Triton kernel is slower than cuDNN fused attention, Megatron's kernel on H100 (asymptotes 0.193
+    # and 0.549 of the peak, data/efficiency.yaml): the same plan computes longer
     assert panel.est.time_breakdown_s["compute"] > compute
+    panel.kernel.value = "default"
+    assert panel.state.scenario.training.attention_kernel is None
     panel.flash.value = False
     assert panel.kernel.disabled  # no fused kernel is read
 

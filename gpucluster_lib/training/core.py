@@ -24,11 +24,13 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   rerun their FFN whole: the routed combine (outputs times router weights) saves the experts'
   outputs for the router's gradient, so the last saved tensor comes after the expert GEMMs.
 * Attention core: fused (``training.attention_kernel``: FlashAttention-2, llm-foundry's Triton
-  FlashAttention) over the causal half, backward 2.5x, at ``e_k s / (s + s_k)`` of the 16-bit peak
-  for a sequence of s tokens: the s^2 work at the kernel's asymptotic rate ``e_k`` plus a cost per
-  query block linear in s, so that the rate is half its asymptote at ``s_k`` tokens (both per kernel
-  and GPU generation, fitted to the kernel's published benchmark, data/efficiency.yaml) [5]; or
-  unfused: batched GEMMs plus the s x s score traffic at memory bandwidth [3].
+  FlashAttention, cuDNN fused attention; by default the framework's kernel for the GPU generation,
+  data/training_frameworks.yaml: Transformer Engine, hence Megatron-Core and NeMo, runs cuDNN on
+  Hopper and Blackwell [22]) over the causal half, backward 2.5x, at ``e_k s / (s + s_k)`` of the
+  16-bit peak for a sequence of s tokens: the s^2 work at the kernel's asymptotic rate ``e_k`` plus a
+  cost per query block linear in s, so that the rate is half its asymptote at ``s_k`` tokens (both per
+  kernel and GPU generation, fitted to the kernel's published benchmark, data/efficiency.yaml) [5,
+  23]; or unfused: batched GEMMs plus the s x s score traffic at memory bandwidth [3].
 * Element-wise (norms, dropout, residuals, activation): bytes at memory bandwidth; the
   norm/residual part is split by TP only with sequence parallelism [3].
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
@@ -203,6 +205,15 @@ References
         with ``is_first_microbatch`` given (Megatron-Core's TELinear) keeps its FP8 weight and transpose in
         a persistent workspace, two bytes per weight element beside the 16-bit weight, unless the weight is
         itself FP8 (``fp8_params``); the framework's ``fp8_saved_inputs`` / ``fp8_weight_copies``.
+.. [22] Transformer Engine attention backend selection: FusedAttention (cuDNN) preferred over flash-attn
+        on compute capability 9.0 from v1.2 and on 9.0 and above from v2.0
+        (transformer_engine/pytorch/attention.py, "Disabling FlashAttention to give FusedAttention
+        preference on Hopper+ for performance reasons"); Megatron-Core's TE layer spec
+        (TEDotProductAttention, megatron/core/models/gpt/gpt_layer_specs.py, core_r0.8.0).
+.. [23] NVIDIA cudnn-frontend benchmark files: benchmark/benchmark_results.csv at de355c7 (cuDNN 9.4,
+        Hopper, causal forward + backward, head dimension 128) and
+        benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv at
+        fb682ce (cuDNN 9.22, GB200).
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ from gpucluster_lib.training.core import (
     prefetched_modules,
     stage_table,
 )
-from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator
+from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator, generation_of
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.memory import StateBytes
@@ -206,8 +206,10 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         overrides["gemm_efficiency"] = tr.gemm_efficiency
     if scenario.parallelism.dp_overlap is not None:
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
-    eff = for_accelerator(acc, overrides, tr.attention_kernel)
     fw = framework_terms(tr.framework)
+    # the run's fused attention kernel, else the framework's for this GPU generation
+    kernel = tr.attention_kernel or fw.attention_kernel(generation_of(acc))
+    eff = for_accelerator(acc, overrides, kernel)
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
@@ -730,15 +732,30 @@ MFU_PUBLISHED_CEILING = 0.65
 #: "Long sequences"). llm-foundry's Triton FlashAttention: the MPT-3B / MPT-13B calibration rows up to 65,536
 #: tokens per sequence (benchmarking README at b2a43a1), and the held-out MPT-1B / MPT-7B rows at 8,192 and
 #: 32,768 tokens (attention scores up to 71% of the model FLOPs) within the 15% target. FlashAttention-2:
-#: published runs up to 8,192 tokens (Llama 3 405B) and attention scores up to 21% of the model FLOPs
-#: (Megatron-Core 1.7B at 4,096 tokens: 4 s h = 33.55M score FLOPs a layer and token against 24 h^2 =
-#: 100.66M in its projections and FFN, 24 layers, plus 536.9M in the 131,072-token logits: 805.3 / 3,758.1 =
-#: 21.4%; the share is ``flops.layer_matmul_flops_per_token()["scores"] / flops.forward_flops_per_token()``),
-#: so the bound is 21.5%, just above that run; its rate beyond them rests on its kernel benchmark alone
-#: (Dao 2023 Fig. 4 and 7, up to 16,384 tokens).
+#: TorchTitan's Llama 3.1 8B on 32 and 64 H200 (PyTorch SDPA's flash backend, torchtitan e7c0cae) at 8,192
+#: tokens; cuDNN fused attention: NVIDIA's NeMo Llama 3.1 8B on 8 and 128 H100 (DGX Cloud benchmarks v24.11.1,
+#: NVTE_FUSED_ATTN=1) at 8,192 tokens. Llama 3 8B's attention scores are 22.2% of its forward FLOPs
+#: (``flops.layer_matmul_flops_per_token()["scores"] / flops.forward_flops_per_token()``: 2 s heads (d_qk + d_v)
+#: = 2 x 8192 x 32 x 256 = 134.2M a layer and token, 32 layers, 4.295e9 of 19.30e9), the largest share of
+#: either kernel's published runs, so the bound is 22.5%, just above them; their rate beyond them rests on the
+#: kernel benchmarks alone (FlashAttention-2: Dao 2023 Fig. 4 and 7, up to 16,384 tokens; cuDNN: NVIDIA's
+#: cudnn-frontend files, up to 65,536 tokens on Hopper and 16,384 on Blackwell).
 LONG_CONTEXT_VALIDATED = {  # kernel: (tokens per sequence, share of the attention scores in the FLOPs)
     "triton": (65536, 1.0),
-    "flash-attention-2": (8192, 0.215),
+    "flash-attention-2": (8192, 0.225),
+    "cudnn": (8192, 0.225),
+}
+#: The published runs behind each kernel's bound, as the finding quotes them.
+LONG_CONTEXT_EVIDENCE = {
+    "triton": "published runs with this kernel reach 65,536 tokens (MPT-3B on 8 H100 and on 8 A100, reproduced "
+              "within 10%)",
+    "flash-attention-2": "published runs with this kernel reach 8,192 tokens and an attention share of 22% "
+                         "(TorchTitan Llama 3.1 8B on H200); beyond them its speed rests on the kernel's published "
+                         "benchmark (up to 16,384 tokens), while with llm-foundry's Triton kernel published MPT runs "
+                         "are reproduced up to 65,536 tokens",
+    "cudnn": "published runs with this kernel reach 8,192 tokens and an attention share of 22% (NVIDIA's NeMo "
+             "Llama 3.1 8B on H100); beyond them its speed rests on NVIDIA's cuDNN benchmark files (up to 65,536 "
+             "tokens on Hopper, 16,384 on Blackwell)",
 }
 
 
@@ -783,14 +800,7 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
     max_seq, max_share = LONG_CONTEXT_VALIDATED.get(eff.attention_kernel, LONG_CONTEXT_VALIDATED["flash-attention-2"])
     if ctx.flash_attention and (seq > max_seq or share > max_share):
         kernel = attention_kernel_name(eff.attention_kernel)
-        if eff.attention_kernel == "triton":
-            evidence = ("published runs with this kernel reach 65,536 tokens (MPT-3B on 8 H100 and on 8 A100, "
-                        "reproduced within 10%)")
-        else:
-            evidence = ("published runs with this kernel reach 8,192 tokens (Llama 3 405B) and an attention share of "
-                        "21% (Megatron-Core 1.7B at 4,096 tokens); beyond them its speed rests on the kernel's published benchmark "
-                        "(up to 16,384 tokens), while with llm-foundry's Triton kernel published MPT runs are "
-                        "reproduced up to 65,536 tokens")
+        evidence = LONG_CONTEXT_EVIDENCE.get(eff.attention_kernel, LONG_CONTEXT_EVIDENCE["flash-attention-2"])
         out.append(Finding("training-long-context-unvalidated", "warning",
                            f"attention at long context is not validated for {kernel}: at {seq:,} tokens per "
                            f"sequence the attention scores are {share:.0%} of this model's FLOPs; {evidence}",

@@ -67,6 +67,18 @@ class Framework:
     #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
     #: false: 16-bit gradients
     grad_buffer_in_reduce_precision: bool = False
+    #: the fused attention kernel run on each GPU generation unless ``training.attention_kernel`` names
+    #: one: ``(generation, kernel)`` pairs (a tuple, so that the framework stays hashable)
+    attention_kernels: tuple[tuple[str, str], ...] = (("ampere", "flash-attention-2"),
+                                                      ("hopper", "flash-attention-2"),
+                                                      ("blackwell", "flash-attention-2"),
+                                                      ("default", "flash-attention-2"))
+
+    def attention_kernel(self, generation: str) -> str:
+        """The fused attention kernel this framework runs on a GPU generation (``ampere``, ``hopper``,
+        ``blackwell``; any other: its ``default``)."""
+        kernels = dict(self.attention_kernels)
+        return kernels.get(generation, kernels["default"])
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -130,6 +142,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         if not isinstance(row.get(key, False), bool):
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be true or false, got {row[key]!r}")
+    kernels = _attention_kernels(name, row.get("attention_kernel"))
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -145,7 +158,33 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
                      zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
+                     attention_kernels=kernels,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
+
+
+#: The GPU generations a framework's ``attention_kernel`` names (the keys of data/efficiency.yaml).
+GENERATIONS = ("ampere", "hopper", "blackwell", "default")
+
+
+def _attention_kernels(name: str, value: Any) -> tuple[tuple[str, str], ...]:
+    """A framework's ``attention_kernel`` mapping as ``(generation, kernel)`` pairs; a ``CatalogError``
+    naming the framework when it is not a mapping of every generation to a kernel of
+    data/efficiency.yaml ``attention_kernels`` (absent: FlashAttention-2 everywhere)."""
+    from gpucluster_lib.training.efficiency import DEFAULT_ATTENTION_KERNEL, attention_kernels
+
+    if value is None:
+        return tuple((g, DEFAULT_ATTENTION_KERNEL) for g in GENERATIONS)
+    known = attention_kernels()
+    if not isinstance(value, dict) or set(value) != set(GENERATIONS):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                           f"framework {name}, attention_kernel: must map each of {', '.join(GENERATIONS)} "
+                           f"to a kernel, got {value!r}")
+    for gen, kernel in value.items():
+        if kernel not in known:
+            raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                               f"framework {name}, attention_kernel.{gen}: must be one of {', '.join(known)}, "
+                               f"got {kernel!r}")
+    return tuple((g, str(value[g])) for g in GENERATIONS)
 
 
 @lru_cache(maxsize=1)

@@ -47,6 +47,8 @@ EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
               ("On: stop once the saved tensors are back (PyTorch 2.1+)", "on"),
               ("Off: rerun the whole layer", "off")]
 EARLY_STOP_VALUE = {"default": None, "on": True, "off": False}
+#: The fused attention kernel: the framework's for the GPU generation, or one named (data/efficiency.yaml).
+KERNEL_DEFAULT = "default"
 
 
 class TrainingPanel:
@@ -79,7 +81,8 @@ class TrainingPanel:
         self.recompute = widgets.Dropdown(options=RECOMPUTE, description="Recompute", style=wide)
         self.zero = widgets.Dropdown(options=[0, 1, 2, 3], description="ZeRO stage", style=wide)
         self.flash = widgets.Checkbox(description="Fused (flash) attention", indent=False)
-        self.kernel = widgets.Dropdown(options=[(name, k) for k, name in attention_kernels().items()],
+        self.kernel = widgets.Dropdown(options=[("Framework default (per GPU generation)", KERNEL_DEFAULT)]
+                                       + [(name, k) for k, name in attention_kernels().items()],
                                        description="Attention kernel", style=wide,
                                        layout=widgets.Layout(width="360px"),
                                        tooltip="the fused attention kernel and its speed (read with fused attention)")
@@ -180,7 +183,7 @@ class TrainingPanel:
             self.tokens_b.value = (s.training.tokens or 0) / 1e9
             self.deadline.value = s.training.deadline_days or 0
             self.flash.value = s.training.flash_attention
-            self.kernel.value = s.training.attention_kernel
+            self.kernel.value = s.training.attention_kernel or KERNEL_DEFAULT
             self.kernel.disabled = not s.training.flash_attention
             self.framework.value = s.training.framework
             self.auto.value = bool(s.parallelism.auto)
@@ -224,7 +227,7 @@ class TrainingPanel:
             "training__precision": self.precision.value,
             "training__tokens": self.tokens_b.value * 1e9 if self.tokens_b.value else None,
             "training__flash_attention": bool(self.flash.value),
-            "training__attention_kernel": self.kernel.value,
+            "training__attention_kernel": None if self.kernel.value == KERNEL_DEFAULT else self.kernel.value,
             "training__framework": self.framework.value,
             "training__checkpoint_early_stop": EARLY_STOP_VALUE[self.early_stop.value],
         }
