@@ -30,7 +30,6 @@ PARAMS = {  # (section, key): (low, high)
     ("kernel:triton:ampere", "rate"): (0.25, 0.40),
     ("hopper", "gemm_efficiency"): (0.52, 0.80),
     ("kernel:triton:hopper", "rate"): (0.13, 0.34),
-    ("hopper", "fp8_gemm_factor"): (0.50, 0.80),
     ("software", "unfused_attention_bytes_per_score"): (6.0, 16.0),
     ("software", "elementwise_bytes_per_hidden"): (12.0, 40.0),
     ("software", "layer_overhead_s"): (0.0, 3e-4),

@@ -562,11 +562,16 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     h, V = float(a.hidden_size), float(a.vocab_size)
     B = ctx.memory_bw
     em = e.memory_efficiency
-    P, eg = ctx.peak_flops, e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
     L = float(a.layers)
-    # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last
+    # embedding (gather forward, scatter-add backward) on the first stage; output layer and loss on the last.
+    # The output layer runs in 16 bits with FP8 training too: Megatron-Core's output_layer is a plain
+    # tensor_parallel.ColumnParallelLinear, not a Transformer Engine module (megatron/core/models/gpt/gpt_model.py,
+    # core_r0.8.0), llm-foundry's MPT unembeds with F.linear on the tied embedding (SharedEmbedding,
+    # llmfoundry/models/layers/custom_embedding.py, b2a43a1), TorchTitan leaves the output layer out of its float8
+    # conversion (torchtitan/models/llama3/train_configs/llama3_8b.toml at e7c0cae: filter_fqns = ["output"])
     t_emb = 3.0 * BYTES_16 * M * h / (B * em)
-    t_out = 3.0 * _gemm_time(M, h, V / tp, P, eg, ctx.gemm, B, em) + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
+    t_out = (3.0 * _gemm_time(M, h, V / tp, ctx.peak16_flops, e.gemm_efficiency, ctx.gemm, B, em)
+             + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em))
 
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
     net_bw = ctx.nic_bw * e.network_efficiency
