@@ -251,6 +251,13 @@ class TrainingSpec:
                   "(cuDNN fused attention, which Transformer Engine selects on Hopper and Blackwell); default: the "
                   "framework's for the GPU generation (Megatron-LM, NeMo: cudnn on Hopper and Blackwell, "
                   "flash-attention-2 on Ampere; TorchTitan: cudnn on Blackwell; otherwise flash-attention-2)")
+    fp8_recipe: Literal["delayed", "current", "mxfp8"] | None = f(
+        None, doc="FP8 scaling recipe, read with precision fp8 (data/training_frameworks.yaml fp8_recipes): delayed "
+                  "(Transformer Engine's DelayedScaling: scales from the amax history, casts fused into the norm "
+                  "where the framework lets the norm write the FP8 input), current (per-tensor current scaling: "
+                  "a separate amax pass before each cast, +2 bytes per element, no norm fusion) or mxfp8 (MXFP8 "
+                  "block scaling, Blackwell only); default: the framework's (Megatron-LM, NeMo, FSDP, DeepSpeed: "
+                  "delayed; TorchTitan: current)")
     efficiency: dict[str, float] = f({}, keys=TRAINING_EFFICIENCY_RULES, max_items=64,
                                      doc="overrides of data/efficiency.yaml parameters by name (fractions of "
                                          "peak: 0 < x <= 1; hidden fractions: 0 <= x <= 1)")

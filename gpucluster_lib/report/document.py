@@ -662,7 +662,12 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
                  "the accelerator catalogue"),
                 ("Network bandwidth per GPU", format_value(a.get("fabric_gbps_per_gpu"), "Gb/s"), "the network design")]
         if a.get("attention_kernel"):
-            rows.append(("Fused attention kernel", a["attention_kernel"], "the scenario"))
+            rows.append(("Fused attention kernel", a["attention_kernel"],
+                         "the scenario, or the training framework's kernel for this GPU generation"))
+        if a.get("fp8_recipe"):
+            rows.append(("FP8 scaling recipe", a["fp8_recipe"],
+                         "the scenario, or the training framework's recipe (Transformer Engine and torchao sources "
+                         "in the framework table)"))
         if a.get("checkpoint_early_stop") is not None:
             rows.append(("Recomputation with full activation checkpointing",
                          "stops before the feed-forward output projection (PyTorch 2.1 and later)"

@@ -23,6 +23,17 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   bytes per hidden element) and, with TP, the collective after it are not rerun. MoE layers
   rerun their FFN whole: the routed combine (outputs times router weights) saves the experts'
   outputs for the router's gradient, so the last saved tensor comes after the expert GEMMs.
+* FP8 training (precision fp8): the GEMMs at ``e_g f_8`` of the FP8 peak (``f_8`` = ``fp8_gemm_factor``,
+  the FP8 kernels' share of the 16-bit efficiency measured in one harness, times the recipe's kernel rate),
+  the output layer at the 16-bit rate (no framework here runs it in FP8), and the casts to FP8 as memory
+  traffic at HBM speed [21]: per FP8 GEMM the input (forward) and the output gradient (backward), each
+  ``2 + 1 + c + a + s`` bytes per element of the 16-bit tensor (read it, write the FP8 copy, the
+  column-wise copy c: 1 on Hopper, 0 on Blackwell for per-tensor scales; a separate amax pass a: 2 with
+  current scaling; block scales s: 1/16 with MXFP8), except an input the norm writes (Megatron-Core's QKV
+  and FC1 with delayed scaling: -1 forward, 2 c backward) and, with sequence parallelism, the tensors
+  gathered over TP, cast on the 1/t shard (``3 / t + 2 c``); the weights at ``2 + 1 + c + a + s`` bytes per
+  element once per global batch (Megatron-Core) or every micro-batch (``fp8_cast_bytes``,
+  ``fp8_weight_cast_s``; data/training_frameworks.yaml ``fp8_recipes``, ``training.fp8_recipe``).
 * Attention core: fused (``training.attention_kernel``: FlashAttention-2, llm-foundry's Triton
   FlashAttention, cuDNN fused attention; by default the framework's kernel for the GPU generation,
   data/training_frameworks.yaml: Transformer Engine, hence Megatron-Core and NeMo, runs cuDNN on
@@ -214,6 +225,12 @@ References
         Hopper, causal forward + backward, head dimension 128) and
         benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv at
         fb682ce (cuDNN 9.22, GB200).
+.. [21] Transformer Engine FP8 casts, v1.9 transformer_engine/pytorch/module/linear.py (the input's
+        fp8_cast_transpose_fused; with sequence parallelism cast_to_fp8 and an FP8 gather), layernorm_linear.py
+        (the norm writes FP8, tex.fp8_transpose in the backward), base.py grad_output_preprocess (the output
+        gradient), ``is_first_microbatch`` weight caching; csrc/quantizer.cpp (current scaling's amax pass,
+        MXFP8's row- and column-wise copies); docs performance_considerations.rst (Hopper transposes, Blackwell
+        does not); docs/examples/gemm_profiling/gemm_profiling.rst (FP8 / BF16 kernel ratio, H200 NVL, B300).
 """
 
 from __future__ import annotations
@@ -227,7 +244,14 @@ import numpy as np
 from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve
 from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
 from gpucluster_lib.training.efficiency import Efficiency
-from gpucluster_lib.training.framework import Framework, TpOverlap, framework, tp_overlap_terms
+from gpucluster_lib.training.framework import (
+    Fp8Casts,
+    Framework,
+    TpOverlap,
+    fp8_casts,
+    framework,
+    tp_overlap_terms,
+)
 from gpucluster_lib.training.memory import (
     StateBytes,
     activation_bytes_per_layer,
@@ -287,6 +311,9 @@ class Context:
     flash_attention: bool = True
     flat_collectives: bool = False
     fp8: bool = False
+    #: FP8 training's cast traffic (the recipe resolved for the framework and GPU generation); None with
+    #: ``fp8``: the framework's recipe on ``eff.generation``
+    fp8_casts: Fp8Casts | None = None
     framework: Framework = field(default_factory=lambda: framework("megatron"))
     overlap_grad_reduce: bool = True
     overlap_param_gather: bool = True
@@ -408,6 +435,90 @@ def concat_results(parts):
     return np.concatenate(parts)
 
 
+def fp8_terms(ctx: Context) -> Fp8Casts | None:
+    """The FP8 cast traffic of the context (None without FP8 training)."""
+    if not ctx.fp8:
+        return None
+    return ctx.fp8_casts if ctx.fp8_casts is not None else fp8_casts(ctx.framework, ctx.eff.generation)
+
+
+def fp8_cast_bytes(ctx: Context, M, tp, sp):
+    """Memory traffic of FP8 training's activation casts, per transformer layer and micro-batch on one GPU
+    [bytes]: ``(forward, backward, ffn_output_input)``, the last the forward cast of the dense FFN output
+    projection's input (left out of a recomputation that stops early [14]). Zeros without FP8 [21].
+
+    Per FP8 GEMM (QKV, projection, FC1, FC2 of :func:`layer_terms`) the input X is cast in the forward and
+    the output gradient dY in the backward, each ``quantize`` = 2 + 1 + c + amax + scales bytes per element
+    of the 16-bit tensor (:class:`~gpucluster_lib.training.framework.Fp8Casts`), with these exceptions:
+
+    * an input the norm writes (the framework's ``fp8_norm_fused``, QKV and FC1 for Megatron-Core, with a
+      recipe that fuses it, delayed scaling): -1 forward (1 byte written, not 2) and a transpose 2 c in
+      the backward; with a recipe that does not fuse it the norm's 16-bit output is cast (``cast`` less the
+      amax when the norm takes it, + c);
+    * with sequence parallelism (and a recipe that gathers FP8), the tensors gathered over the t
+      tensor-parallel ranks, the column-parallel inputs (QKV, FC1) and the row-parallel output gradients
+      (projection, FC2), are cast on the local 1/t shard and their column-wise copy is a transpose of the
+      gathered tensor: ``cast / t + 2 c`` (the norm-written input: -1 / t forward, 2 c backward).
+
+    Elements per GEMM (M tokens per micro-batch, hidden h, attention output q, QKV width n_qkv, FFN width
+    f, t = TP): X = M h, M q / t, M h, M f / t and dY = M n_qkv / t, M h, M (mats - 1) f / t, M h; MoE FFN
+    layers route each token to k experts (+ shared): their FC1 input and FC2 output gradient count k + s
+    copies of M h and their FFN widths (k + s) f_e, cast on their own.
+
+    Worked case (Hopper, delayed scaling, Megatron-Core, no TP): c = 1, quantize = 4. GPT-3 5B layer
+    (h 4096, f 16384, M = 4 x 2048 = 8192): X bytes -1 x 8192 x 4096 (QKV, norm-written) + 4 x 8192 x 4096
+    (projection) - 1 x 8192 x 4096 (FC1) + 4 x 8192 x 16384 (FC2) = 603.98e6 forward; backward the two
+    transposes 2 x 2 x 8192 x 4096 = 134.22e6 and dY 4 x 8192 x (12288 + 4096 + 16384 + 4096) = 1,207.96e6:
+    1,946.16e6 bytes, 0.683 ms at 0.85 x 3.35 TB/s.
+    """
+    casts = fp8_terms(ctx)
+    if casts is None:
+        zero = 0.0 * M
+        return zero, zero, zero
+    a = ctx.arch
+    h = float(a.hidden_size)
+    q_out = float(a.attention_output_dim())
+    n_qkv = (a.attention_matmul_params_per_layer() - q_out * h) / h
+    mats = 3 if a.ffn_type == "swiglu" else 2
+    f = float(a.ffn_hidden_size)
+    moe_frac = a.moe_layers / a.layers
+    dense_frac = 1.0 - moe_frac
+    copies = float(a.experts_per_token + a.shared_experts) if a.is_moe else 0.0  # token copies through an MoE FFN
+    fe = float(a.expert_ffn_hidden_size or a.ffn_hidden_size) if a.is_moe else 0.0
+    q, c, col = casts.quantize, casts.cast, casts.columnwise
+    gathered = (np.asarray(sp, dtype=bool) & (tp > 1)) if casts.gather_quantized else np.zeros_like(tp, dtype=bool)
+    # a tensor gathered in FP8 over the tensor-parallel ranks: cast on the shard, transposed whole
+    g_fwd, g_bwd = np.where(gathered, c / tp, q), np.where(gathered, 2.0 * col, 0.0)
+    if casts.norm_fusion:  # the norm writes the FP8 input: 1 byte instead of 2, transposed in the backward
+        n_fwd, n_bwd = np.where(gathered, -1.0 / tp, -1.0), 2.0 * col
+    else:  # the norm writes 16 bits (and the amax, when it takes it), then the cast
+        cn = c - (casts.amax if casts.amax_in_norm else 0.0)
+        n_fwd, n_bwd = np.where(gathered, cn / tp, cn + col), np.where(gathered, 2.0 * col, 0.0)
+    qkv_fwd, qkv_bwd = (n_fwd, n_bwd) if casts.norm_qkv else (g_fwd, g_bwd)
+    fc1_fwd, fc1_bwd = (n_fwd, n_bwd) if casts.norm_fc1 else (g_fwd, g_bwd)
+    x_fc2_dense = q * M * f / tp
+    fwd = (qkv_fwd * M * h + q * M * q_out / tp
+           + dense_frac * (fc1_fwd * M * h + x_fc2_dense)
+           + moe_frac * q * M * (copies * h + copies * fe / tp))
+    bwd = (qkv_bwd * M * h + dense_frac * fc1_bwd * M * h
+           + q * M * n_qkv / tp + (g_fwd + g_bwd) * M * h  # dY: QKV (local), projection (gathered with SP)
+           + dense_frac * (q * M * (mats - 1) * f / tp + (g_fwd + g_bwd) * M * h)
+           + moe_frac * q * M * copies * ((mats - 1) * fe / tp + h))
+    return fwd, bwd, dense_frac * x_fc2_dense
+
+
+def fp8_weight_cast_s(ctx: Context, tp, ep, m):
+    """Time of FP8 training's weight casts per transformer layer and micro-batch on one GPU [s]: the layer's
+    weights (:func:`layer_params`) at ``quantize`` bytes per element, once per global batch of ``m``
+    micro-batches when the framework caches the FP8 weights (Transformer Engine's ``is_first_microbatch``,
+    Megatron-Core), else on every micro-batch. Zero without FP8 [21]."""
+    casts = fp8_terms(ctx)
+    if casts is None:
+        return 0.0 * m
+    t_w = casts.quantize * layer_params(ctx, tp, ep) / (ctx.memory_bw * ctx.eff.memory_efficiency)
+    return t_w / m if casts.weight_cast_per_step else t_w + 0.0 * m
+
+
 def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     """Per transformer layer, per micro-batch, forward + backward [s]: GEMM/attention/element-wise
     compute, recomputation, exposed TP / CP / EP communication.
@@ -421,7 +532,9 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     h, s = float(a.hidden_size), float(a.seq_length)
     heads = float(a.attention_heads)
     P, P16, B = ctx.peak_flops, ctx.peak16_flops, ctx.memory_bw
-    eg = e.gemm_efficiency * (e.fp8_gemm_factor if ctx.fp8 else 1.0)
+    casts = fp8_terms(ctx)
+    # FP8 GEMMs at fp8_gemm_factor of the 16-bit efficiency against the FP8 peak (block-scaled recipes slower)
+    eg = e.gemm_efficiency * (e.fp8_gemm_factor * casts.gemm_rate if casts is not None else 1.0)
     em, curve = e.memory_efficiency, ctx.gemm
     s_loc = s / cp
     M = mb * s_loc  # tokens per micro-batch per GPU
@@ -477,14 +590,19 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     ew_bytes = M * (e.elementwise_bytes_per_hidden * h / np.where(sp, tp, 1.0) + act_bytes * f_act / tp)
     t_ew_fwd = ew_bytes / (B * em)
 
-    train = 3.0 * (t_gemm_layer + t_ew_fwd + e.layer_overhead_s) + (1.0 + attn_bwd_factor) * t_attn_fwd
+    # FP8 training: the casts of the GEMM inputs (forward) and output gradients (backward) [21]
+    cast_fwd, cast_bwd, cast_fc2 = (x / (B * em) for x in fp8_cast_bytes(ctx, M, tp, sp))
+
+    train = (3.0 * (t_gemm_layer + t_ew_fwd + e.layer_overhead_s) + (1.0 + attn_bwd_factor) * t_attn_fwd
+             + cast_fwd + cast_bwd)
     # Full recomputation repeats the forward [2]; with early stop [14] it ends at the last tensor the
-    # backward saved, the input of the dense FFN's output projection: that GEMM and the residual add
-    # after it are left out (MoE layers: nothing of the FFN, the routed combine saves the experts' outputs).
+    # backward saved, the input of the dense FFN's output projection: that GEMM (and its input's FP8 cast)
+    # and the residual add after it are left out (MoE layers: nothing of the FFN, the routed combine saves
+    # the experts' outputs).
     early = ctx.framework.checkpoint_early_stop
-    skipped = (dense_frac * g_fc2 + RESIDUAL_ADD_SHARE * M * e.elementwise_bytes_per_hidden * h
+    skipped = (dense_frac * g_fc2 + cast_fc2 + RESIDUAL_ADD_SHARE * M * e.elementwise_bytes_per_hidden * h
                / np.where(sp, tp, 1.0) / (B * em)) if early else 0.0
-    recompute = (np.where(full, t_gemm_layer + t_ew_fwd + e.layer_overhead_s - skipped, 0.0)
+    recompute = (np.where(full, t_gemm_layer + t_ew_fwd + cast_fwd + e.layer_overhead_s - skipped, 0.0)
                  + attn_recompute * t_attn_fwd)
 
     # ---- tensor parallel -------------------------------------------------------------
@@ -638,6 +756,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     a_mem = layer_memory(ctx, mb[first], s_loc[first] if np.ndim(s_loc) else s_loc, tp[first], sp[first],
                           rc[first], f_act)
     per_layer_act, rebuilt_act = (np.asarray(x, dtype=float)[inverse] for x in a_mem)
+    # FP8 weight casts: once per global batch (spread over its m micro-batches) or every micro-batch [21]
+    train = train + fp8_weight_cast_s(ctx, tp, ep, m)
     t_layer = train + recomp + t_tp + t_cp + t_ep
 
     pl = pipeline_schedule(ctx, q, M, m, t_layer)

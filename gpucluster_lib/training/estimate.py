@@ -42,7 +42,14 @@ from gpucluster_lib.training.core import (
     prefetched_modules,
     stage_table,
 )
-from gpucluster_lib.training.efficiency import Efficiency, attention_kernel_name, for_accelerator, generation_of
+from gpucluster_lib.training.efficiency import (
+    Efficiency,
+    attention_kernel_name,
+    for_accelerator,
+    generation_of,
+)
+from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
+from gpucluster_lib.training.framework import fp8_recipes
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.memory import StateBytes
@@ -226,12 +233,14 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     peak16 = peak_tflops(acc, "fp16" if tr.precision == "fp16" else "bf16") * TERA \
         if tr.precision in ("fp8", "bf16", "fp16") else peak
     n = gpus if gpus is not None else hw.gpus
+    # FP8 training: the cast traffic of the run's recipe (else the framework's) on this GPU generation
+    fp8_casts = fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe) if tr.precision == "fp8" else None
     ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.nvlink_domain_gpus,
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
                   memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
                   flash_attention=tr.flash_attention,
                   flat_collectives=par.sharded_collectives == "flat",
-                  fp8=tr.precision == "fp8", framework=fw,
+                  fp8=tr.precision == "fp8", fp8_casts=fp8_casts, framework=fw,
                   overlap_grad_reduce=fw.overlap_grad_reduce if par.overlap_grad_reduce is None else par.overlap_grad_reduce,
                   overlap_param_gather=(fw.overlap_param_gather if par.overlap_param_gather is None
                                         else par.overlap_param_gather),
@@ -701,6 +710,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         "precision": scenario.training.precision,
         # the calibration profile used: name, date, example or not, the engine terms it set (None: none)
         "calibration": cal_record,
+        "fp8_recipe": fp8_recipes()[ctx.fp8_casts.recipe] if ctx.fp8_casts is not None else None,
         "flops_convention": "model FLOPs = 3 x forward GEMM FLOPs incl. full s x s attention (Narayanan 2021 / "
                             "Korthikanti 2022); hardware FLOPs add recomputation",
     }
@@ -891,8 +901,8 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     and has no effect): the hidden share of ZeRO-3 communication (only frameworks with
     ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
     gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
-    distributed optimizer gather 16-bit parameters), the gradient reduction precision without
-    data parallelism (nothing is reduced) and FP8 weights outside FP8 training."""
+    distributed optimizer gather 16-bit parameters), the FP8 recipe without FP8 training, the gradient
+    reduction precision without data parallelism (nothing is reduced) and FP8 weights outside FP8 training."""
     tr, fw = scenario.training, ctx.framework
     out = []
     if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
@@ -916,6 +926,11 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"the live-parameter limit of ZeRO-3 is set, but {why}: it has no effect",
                            fix="remove it; only DeepSpeed with ZeRO stage 3 reads it",
                            field="training.zero3_max_live_parameters"))
+    if tr.fp8_recipe is not None and tr.precision != "fp8":
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the FP8 recipe is set, but the training precision is {tr.precision}: no tensor is cast "
+                           "to FP8, so it has no effect",
+                           fix="remove it, or train in fp8", field="training.fp8_recipe"))
     if tr.grad_reduce_precision is not None and plan.data * plan.context == 1:
         out.append(Finding("training-setting-ignored", "warning",
                            "the gradient reduction precision is set, but the plan has no data parallelism: no "

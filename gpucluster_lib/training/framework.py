@@ -74,6 +74,12 @@ class Framework:
                                                       ("blackwell", "flash-attention-2"),
                                                       ("default", "flash-attention-2"))
 
+    #: FP8 training: the scaling recipe (a key of ``fp8_recipes``), the linear layers whose FP8 input the
+    #: norm writes (of "qkv", "fc1") and how often the FP8 weights are made ("step" or "micro_batch")
+    fp8_recipe: str = "delayed"
+    fp8_norm_fused: tuple[str, ...] = ()
+    fp8_weight_cast: str = "micro_batch"
+
     def attention_kernel(self, generation: str) -> str:
         """The fused attention kernel this framework runs on a GPU generation (``ampere``, ``hopper``,
         ``blackwell``; any other: its ``default``)."""
@@ -82,6 +88,41 @@ class Framework:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+@dataclass(frozen=True)
+class Fp8Casts:
+    """The memory traffic of FP8 training's casts per element of the 16-bit tensor cast [bytes], and the FP8
+    GEMM kernel's rate relative to per-tensor FP8 (data/training_frameworks.yaml ``fp8_recipes``, resolved
+    for one framework and GPU generation).
+
+    ``cast``: read 2 + write the row-wise FP8 copy 1 + the separate amax pass ``amax`` + block scales;
+    ``columnwise``: the column-wise copy the backward's GEMMs read (1 byte written with the cast; or, for a
+    tensor the norm writes or an FP8 tensor gathered over sequence parallelism, a transpose: read 1 and
+    write 1, ``2 columnwise``). A tensor cast on its own costs ``quantize = cast + columnwise``. With
+    ``norm_fusion`` the norm writes the FP8 input of ``norm_qkv`` / ``norm_fc1`` itself (1 byte instead of
+    2: -1 forward) and the column-wise copy is a transpose in the backward; without it the norm writes 16
+    bits and the cast reads them, the amax taken by the norm when ``amax_in_norm``. With
+    ``gather_quantized`` and sequence parallelism, the tensors gathered over the tensor-parallel ranks (the
+    column-parallel inputs, the row-parallel output gradients) are cast on the local 1/t shard and
+    gathered in FP8, the column-wise copy a transpose of the gathered tensor."""
+
+    recipe: str
+    cast: float
+    columnwise: float
+    amax: float
+    norm_fusion: bool
+    amax_in_norm: bool
+    gather_quantized: bool
+    norm_qkv: bool
+    norm_fc1: bool
+    weight_cast_per_step: bool
+    gemm_rate: float
+
+    @property
+    def quantize(self) -> float:
+        """Bytes per element of a 16-bit tensor cast on its own [bytes]."""
+        return self.cast + self.columnwise
 
 
 @dataclass(frozen=True)
@@ -143,6 +184,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be true or false, got {row[key]!r}")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
+    fp8 = _fp8_terms(name, row)
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -158,7 +200,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
                      zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
-                     attention_kernels=kernels,
+                     attention_kernels=kernels, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 
 
@@ -185,6 +227,65 @@ def _attention_kernels(name: str, value: Any) -> tuple[tuple[str, str], ...]:
                                f"framework {name}, attention_kernel.{gen}: must be one of {', '.join(known)}, "
                                f"got {kernel!r}")
     return tuple((g, str(value[g])) for g in GENERATIONS)
+
+
+#: The linear layers whose input a norm can write in FP8, and how often the FP8 weights can be made.
+FP8_NORM_LINEARS = ("qkv", "fc1")
+FP8_WEIGHT_CASTS = ("step", "micro_batch")
+
+
+def fp8_recipes() -> dict[str, str]:
+    """Every FP8 scaling recipe a scenario may choose (``training.fp8_recipe``): id -> human name."""
+    return {k: str(v["name"]) for k, v in _table()["fp8_recipes"].items()}
+
+
+def _fp8_terms(name: str, row: dict[str, Any]) -> dict[str, Any]:
+    """A framework's FP8 keys (``fp8_recipe``, ``fp8_norm_fused``, ``fp8_weight_cast``) as
+    :class:`Framework` fields; a ``CatalogError`` naming the framework and the key for a value the engine
+    does not know."""
+    recipe = str(row.get("fp8_recipe", "delayed"))
+    if recipe not in _table()["fp8_recipes"]:
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None, f"framework {name}, fp8_recipe: must be one of "
+                           f"{', '.join(_table()['fp8_recipes'])}, got {recipe!r}")
+    fused = row.get("fp8_norm_fused", [])
+    if not isinstance(fused, list) or any(x not in FP8_NORM_LINEARS for x in fused):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None, f"framework {name}, fp8_norm_fused: must be a list of "
+                           f"{', '.join(FP8_NORM_LINEARS)}, got {fused!r}")
+    cast = str(row.get("fp8_weight_cast", "micro_batch"))
+    if cast not in FP8_WEIGHT_CASTS:
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None, f"framework {name}, fp8_weight_cast: must be one of "
+                           f"{', '.join(FP8_WEIGHT_CASTS)}, got {cast!r}")
+    return {"fp8_recipe": recipe, "fp8_norm_fused": tuple(fused), "fp8_weight_cast": cast}
+
+
+def fp8_casts(fw: Framework, generation: str, recipe: str | None = None) -> Fp8Casts:
+    """The FP8 cast traffic of framework ``fw`` on a GPU generation with ``recipe`` (default the
+    framework's): see :class:`Fp8Casts` and data/training_frameworks.yaml ``fp8_recipes``. A
+    ``ScenarioError`` naming ``training.fp8_recipe`` for an unknown recipe or one the generation lacks
+    (MXFP8 before Blackwell).
+
+    Delayed scaling on Hopper: quantize 2 + 1 + 1 = 4 bytes; a norm-written input -1 forward, +2
+    backward. Current scaling on Hopper: 4 + 2 (amax pass) = 6; a norm-written input 4 (the norm takes
+    the amax). MXFP8 on Blackwell: 2 + 1 + 0.0625 + 1 = 4.0625 bytes, its norm input the same.
+    """
+    recipes = _table()["fp8_recipes"]
+    name = recipe or fw.fp8_recipe
+    if name not in recipes:
+        raise ScenarioError("training.fp8_recipe", f"unknown FP8 recipe {name!r}; valid: {', '.join(recipes)}")
+    r = recipes[name]
+    gens = r.get("generations")
+    if gens is not None and generation not in gens:
+        others = ", ".join(k for k, v in recipes.items() if v.get("generations") is None)
+        raise ScenarioError("training.fp8_recipe", f"{name} ({r['name']}) needs a {' or '.join(gens)} GPU, this "
+                                                   f"accelerator is {generation}; choose one of {others}")
+    cols = r["columnwise_copy"]
+    amax = float(r["amax_pass_bytes"])
+    return Fp8Casts(recipe=name, cast=2.0 + 1.0 + amax + float(r["scale_bytes"]),
+                    columnwise=float(cols.get(generation, cols["default"])), amax=amax,
+                    norm_fusion=bool(r["norm_fusion"]), amax_in_norm=bool(r.get("amax_in_norm", False)),
+                    gather_quantized=bool(r["gather_quantized"]),
+                    norm_qkv="qkv" in fw.fp8_norm_fused, norm_fc1="fc1" in fw.fp8_norm_fused,
+                    weight_cast_per_step=fw.fp8_weight_cast == "step", gemm_rate=float(r["gemm_rate"]))
 
 
 @lru_cache(maxsize=1)

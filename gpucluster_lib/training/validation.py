@@ -79,6 +79,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
         training["framework"] = row["framework"]
     if str(row.get("attention_kernel", "")).strip():  # the run's fused attention kernel (llm-foundry: triton)
         training["attention_kernel"] = row["attention_kernel"]
+    if str(row.get("fp8_recipe", "")).strip():  # the run's FP8 scaling recipe (empty: the framework's)
+        training["fp8_recipe"] = str(row["fp8_recipe"]).strip()
     if str(row.get("checkpoint_early_stop", "")).strip():  # the run's PyTorch checkpoint (before 2.1: no early stop)
         training["checkpoint_early_stop"] = str(row["checkpoint_early_stop"]).strip().lower() == "true"
     for key in ("param_gather_precision", "grad_reduce_precision"):  # the run's FSDP mixed precision
