@@ -322,7 +322,7 @@ def calibration_terms(scenario: Scenario, profile: CalibrationProfile | None, ac
     if tr.gemm_efficiency is None and "gemm_efficiency" not in explicit:
         level = profile.gemm_level("bf16" if dtype == "fp8" else dtype)
         if level is not None:
-            base = for_accelerator(accelerator, None, tr.attention_kernel)
+            base = for_accelerator(accelerator)  # the generation's matrix-multiply efficiency (any kernel)
             overrides["gemm_efficiency"] = min(base.gemm_efficiency * level, 1.0)
     if dtype == "fp8" and "fp8" in profile.gemm and "fp8_gemm_factor" not in explicit:
         bf16 = profile.gemm.get("bf16") or DEFAULT_CURVES["bf16"]
