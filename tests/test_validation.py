@@ -50,7 +50,7 @@ def test_calibration_every_row_within_10_percent(table):
 def test_narayanan_rows_within_10_percent(table):
     # Megatron-LM Tables 1-2 and the DeepSpeed ZeRO-3 rows of Table 2 (the target, met since the backward
     # pairs each module with the reduce-scatter DeepSpeed has in flight): the worst is 530B on 1120 A100, +9.2%
-    nar = table[table["run_id"].str.startswith("megatron-")]
+    nar = table[table["run_id"].str.startswith("megatron-") & (table["set"] == "calibration")]
     assert len(nar) == 22
     worst = nar.loc[nar["error"].abs().idxmax()]
     assert nar["error"].abs().max() <= 0.10, f"{worst['run_id']}: {worst['error']:+.1%}"
@@ -358,14 +358,15 @@ def test_no_long_context_finding_where_published_runs_are_reproduced():
     # the Triton kernel up to 65,536 tokens: MPT-1B at 32,768 (held out, within 15%) and MPT-3B at 65,536
     assert _long_context_findings("mpt-h100-1b-s32768-g8-mb1") == []
     assert _long_context_findings("mpt-a100-80-3b-s65536-g8-mb1") == []
-    # FlashAttention-2: Llama 3 405B at 8,192 tokens (Llama Team 2024 Table 4); Megatron-Core 1.7B at 4,096 tokens
-    # (24 layers, h 2048, vocabulary 131,072: scores 4 x 4096 x 2048 x 24 = 805.3e6 against 24 x 2048^2 x 24 +
-    # 2 x 2048 x 131072 = 2,952.8e6: 805.3 / 3,758.1 = 21.4%, the largest share of its published runs)
+    # cuDNN fused attention (Megatron-Core's kernel on H100): Llama 3 405B at 8,192 tokens (Llama Team 2024
+    # Table 4); Megatron-Core 1.7B at 4,096 tokens (24 layers, h 2048, vocabulary 131,072: scores
+    # 4 x 4096 x 2048 x 24 = 805.3e6 against 24 x 2048^2 x 24 + 2 x 2048 x 131072 = 2,952.8e6: 805.3 / 3,758.1 =
+    # 21.4%), both within the 22.5% that NVIDIA's NeMo Llama 3.1 8B runs at 8,192 tokens reach (22.2%)
     assert _long_context_findings("llama3-405b-8k") == []
     assert _long_context_findings("mcore-1.7b") == []
-    # the same Llama model at 16,384 tokens is beyond every published FlashAttention-2 run: the finding
+    # the same Llama model at 16,384 tokens is beyond every published run of that kernel: the finding
     (f,) = _long_context_findings("llama3-405b-8k", seq_length=16384)
-    assert "for FlashAttention-2: at 16,384 tokens per sequence" in f.message
+    assert "for cuDNN fused attention (Transformer Engine): at 16,384 tokens per sequence" in f.message
     # unfused attention reads no fused kernel's rate: no finding from it
     from gpucluster_lib.training.estimate import estimate
 
