@@ -107,15 +107,20 @@ def attention_kernels() -> dict[str, str]:
 
 def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None,
                     attention_kernel: str = DEFAULT_ATTENTION_KERNEL) -> Efficiency:
-    """The efficiency set for an accelerator row and attention kernel, with scenario overrides applied."""
+    """The efficiency set for an accelerator row and attention kernel, with scenario overrides applied.
+
+    The generation's values (``generations``), replaced by the GPU's own measured ones where
+    data/efficiency.yaml has them under ``accelerators`` (keyed by the catalogue id), then the overrides."""
     table = load_table()
     gen = generation_of(accelerator)
     kernels = table["attention_kernels"]
     if attention_kernel not in kernels:
         raise ScenarioError("training.attention_kernel", "unknown attention kernel; valid: "
                             + ", ".join(f"{k} ({v['name']})" for k, v in kernels.items()))
+    # the GPU's own measured values inside its generation (``accelerators`` of data/efficiency.yaml)
+    own = dict((table.get("accelerators") or {}).get(str(accelerator.get("id") or ""), {}))
     kern = kernels[attention_kernel][gen]
-    values = {**table["software"], **table["generations"][gen], "flash_attention_efficiency": kern["rate"],
+    values = {**table["software"], **table["generations"][gen], **own, "flash_attention_efficiency": kern["rate"],
               "attention_half_rate_tokens": kern["half_rate_tokens"]}
     eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"), attention_kernel=attention_kernel,
                      **{k: float(v) for k, v in values.items()})
