@@ -121,3 +121,40 @@ def test_gemm_time_on_gb200_and_b200_by_hand():
     attn = {"b": attn_flops / (2250e12 * attn_fraction["b"]), "g": attn_flops / (2500e12 * attn_fraction["g"])}
     for k, t_g in (("b", t_b200), ("g", t_gb200)):
         assert float(lt[k]) == pytest.approx(t_g + ew[k] + attn[k], rel=1e-3), k
+
+
+def test_gb300_runs_cudnn_attention_at_its_own_measured_rate():
+    # NVIDIA/cudnn-frontend results/llama3.1/gb300/llama3.1_20260424_100757.csv (60e572b7, cuDNN 9.22), BF16, causal,
+    # batch 2, 64/8 heads of 128: forward, backward TFLOP/s, combined 3.5 / (1/fwd + 2.5/bwd), of GB300's 2500
+    k = load_table()["accelerators"]["gb300-gpu-288gb"]["attention_kernels"]["cudnn"]
+    gb300 = {2048: (1373, 967), 4096: (1703, 1248), 8192: (1856, 1435), 16384: (1915, 1507)}
+    for s, (fwd, bwd) in gb300.items():
+        combined = 3.5 / (1 / fwd + 2.5 / bwd)
+        assert k["rate"] * s / (s + k["half_rate_tokens"]) * 2500 == pytest.approx(combined, rel=0.02), s
+    assert 3.5 / (1 / 1856 + 2.5 / 1435) == pytest.approx(1534.4, abs=0.1)
+    # the same file's GB200 twin (llama3.1_20260424_100750.csv) combines to 1393.2 at 8k: GB300 1.10x
+    assert 1534.4 / (3.5 / (1 / 1574 + 2.5 / 1332)) == pytest.approx(1.101, abs=1e-3)
+    gb300_eff = for_accelerator(_acc("gb300-gpu-288gb"), attention_kernel="cudnn")
+    gb200_eff = for_accelerator(_acc("gb200-gpu-186gb"), attention_kernel="cudnn")
+    assert (gb300_eff.flash_attention_efficiency, gb300_eff.attention_half_rate_tokens) == (0.702, 1299)
+    assert (gb200_eff.flash_attention_efficiency, gb200_eff.attention_half_rate_tokens) == (0.628, 1297)
+    # another kernel on GB300 keeps the generation's values
+    fa2 = for_accelerator(_acc("gb300-gpu-288gb"), attention_kernel="flash-attention-2")
+    assert fa2.flash_attention_efficiency == load_table()["attention_kernels"]["flash-attention-2"]["blackwell"]["rate"]
+
+
+def test_gb300_attention_time_by_hand():
+    # Llama 3 8B (32 heads of 128) at 8,192 tokens, micro-batch 2, one layer: 2 x 2 x 8192^2 x 32 x 128 x 2 / 2
+    # FLOPs forward (causal half), 3.5x forward + backward; GB300 0.702 x 8192 / (8192 + 1299) of 2500 TFLOP/s,
+    # GB200 0.628 x 8192 / (8192 + 1297): GB300's attention takes 0.8947 of GB200's time
+    fwd = 2 * 2 * 8192**2 * 32 * 128 * 2 / 2
+    t300 = 3.5 * fwd / (2500e12 * 0.702 * 8192 / (8192 + 1299))
+    t200 = 3.5 * fwd / (2500e12 * 0.628 * 8192 / (8192 + 1297))
+    assert t300 / t200 == pytest.approx(0.8947, abs=1e-4)
+    l300 = layer_terms(_ctx("gb300-gpu-288gb"), tp=1, cp=1, ep=1, mb=2, rc=0, sp=False, tpo=0)[0]
+    l200 = layer_terms(_ctx("gb200-gpu-186gb"), tp=1, cp=1, ep=1, mb=2, rc=0, sp=False, tpo=0)[0]
+    # GB300's GEMMs: 0.54 of 2500 against GB200's 0.48 (Azure, one harness); memory the same 8.0 TB/s
+    M = 2 * 8192
+    gemm = 3 * 2 * M * 4096 * (6144 + 4096 + 2 * 14336 + 14336)
+    assert float(l200 - l300) == pytest.approx(t200 - t300 + gemm / (2500e12 * 0.48) - gemm / (2500e12 * 0.54),
+                                               rel=1e-6)

@@ -119,7 +119,7 @@ def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | N
                             + ", ".join(f"{k} ({v['name']})" for k, v in kernels.items()))
     # the GPU's own measured values inside its generation (``accelerators`` of data/efficiency.yaml)
     own = dict((table.get("accelerators") or {}).get(str(accelerator.get("id") or ""), {}))
-    kern = kernels[attention_kernel][gen]
+    kern = {**kernels[attention_kernel][gen], **own.pop("attention_kernels", {}).get(attention_kernel, {})}
     values = {**table["software"], **table["generations"][gen], **own, "flash_attention_efficiency": kern["rate"],
               "attention_half_rate_tokens": kern["half_rate_tokens"]}
     eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"), attention_kernel=attention_kernel,
