@@ -17,7 +17,7 @@ from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.training.core import layer_terms
 from gpucluster_lib.training.efficiency import for_accelerator, load_table
-from gpucluster_lib.training.estimate import build_context
+from gpucluster_lib.training.estimate import build_context, estimate
 
 HOPPER_GEMM = 0.58  # data/efficiency.yaml generations.hopper.gemm_efficiency (fitted on the calibration rows)
 FP8_FACTOR = {"hopper": 0.95, "blackwell": 0.96}  # fp8_gemm_factor (TE gemm_profiling.rst, pre-quantized)
@@ -158,3 +158,14 @@ def test_gb300_attention_time_by_hand():
     gemm = 3 * 2 * M * 4096 * (6144 + 4096 + 2 * 14336 + 14336)
     assert float(l200 - l300) == pytest.approx(t200 - t300 + gemm / (2500e12 * 0.48) - gemm / (2500e12 * 0.54),
                                                rel=1e-6)
+
+
+def test_unvalidated_blackwell_finding_says_what_evidence_exists():
+    codes = {f.code: f for f in estimate(_scenario("b200-sxm-180gb")).findings}
+    f = codes["training-efficiency-unvalidated"]
+    assert "'blackwell' generation are not validated" in f.message
+    assert "published microbenchmarks" in f.message and "docs/validation.md" in f.message
+    assert not for_accelerator(_acc("b200-sxm-180gb")).validated
+    # Hopper and Ampere are validated (the calibration rows): no such finding
+    assert "training-efficiency-unvalidated" not in {f.code for f in estimate(_scenario("h100-sxm5-80gb")).findings}
+    assert for_accelerator(_acc("a100-sxm4-80gb")).validated

@@ -59,6 +59,9 @@ class Efficiency:
     comm_buffers_gib: float
     fragmentation: float
     validated: bool = True
+    #: What published evidence the generation's values rest on, for a generation not validated against
+    #: published runs (``evidence`` of data/efficiency.yaml; the unvalidated-efficiency finding quotes it).
+    evidence: str = ""
     #: The fused attention kernel the two attention values belong to (``training.attention_kernel``).
     attention_kernel: str = DEFAULT_ATTENTION_KERNEL
     #: Fixed hidden fractions that replace the scheduled overlap models when given
@@ -74,7 +77,7 @@ class Efficiency:
 
 
 FIELDS = tuple(f.name for f in dataclasses.fields(Efficiency)
-               if f.name not in ("generation", "validated", "attention_kernel"))
+               if f.name not in ("generation", "validated", "evidence", "attention_kernel"))
 
 
 @lru_cache(maxsize=2)
@@ -120,9 +123,12 @@ def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | N
     # the GPU's own measured values inside its generation (``accelerators`` of data/efficiency.yaml)
     own = dict((table.get("accelerators") or {}).get(str(accelerator.get("id") or ""), {}))
     kern = {**kernels[attention_kernel][gen], **own.pop("attention_kernels", {}).get(attention_kernel, {})}
-    values = {**table["software"], **table["generations"][gen], **own, "flash_attention_efficiency": kern["rate"],
+    generation = dict(table["generations"][gen])
+    validated = bool(generation.pop("validated", True))
+    evidence = str(generation.pop("evidence", "") or "").strip()
+    values = {**table["software"], **generation, **own, "flash_attention_efficiency": kern["rate"],
               "attention_half_rate_tokens": kern["half_rate_tokens"]}
-    eff = Efficiency(generation=gen, validated=gen in ("ampere", "hopper"), attention_kernel=attention_kernel,
+    eff = Efficiency(generation=gen, validated=validated, evidence=evidence, attention_kernel=attention_kernel,
                      **{k: float(v) for k, v in values.items()})
     if overrides:
         bad = [k for k in overrides if k not in FIELDS]

@@ -818,9 +818,10 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                                "measured run of your attention kernel",
                            field="model.seq_length"))
     if not eff.validated:
+        why = f": {eff.evidence}" if eff.evidence else ""
         out.append(Finding("training-efficiency-unvalidated", "warning",
                            f"efficiency parameters for the '{eff.generation}' generation are not validated against "
-                           "published runs; treat the estimate as indicative", field="hardware.accelerator"))
+                           f"published runs{why}; treat the estimate as indicative", field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:
         out.append(Finding("training-deadline-missed", "warning",
