@@ -22,7 +22,7 @@ from gpucluster_lib.training.estimate import build_context, estimate
 HOPPER_GEMM = 0.58  # data/efficiency.yaml generations.hopper.gemm_efficiency (fitted on the calibration rows)
 FP8_FACTOR = {"hopper": 0.95, "blackwell": 0.96}  # fp8_gemm_factor (TE gemm_profiling.rst, pre-quantized)
 
-# OpenXLA matmul_interpolator_data.h, bf16xbf16->bf16, b = 4, 4096^3: sm_100 (B200: openxla/xla issue 48627)
+# OpenXLA matmul_interpolator_data.h, bf16xbf16->bf16, b = 4, 4096^3: sm_100 (B200: github.com/openxla/xla/issues/48627)
 # 1670467342710337 FLOP/s of B200's 2250 TFLOP/s; sm_90 788699393418751 of H100's 989.4
 XLA_B200 = (1670.467 / 2250) / (788.699 / 989.4)
 # Transformer Engine gemm_profiling.rst, BF16 per-layer totals (autocast, pre-quantized) of 3 x 2 x 15872 x 4096
