@@ -12,13 +12,18 @@
 # Every row of `gpucluster_lib/data/validation/training_runs.csv` is turned into a scenario (model preset, accelerator,
 # GPU count, fabric bandwidth, the published parallel plan) and estimated with the default efficiency
 # set of `data/efficiency.yaml`. The published figure is converted to seconds per step with the
-# source's own FLOP definition (Narayanan 2021 Eq. 3 hardware FLOPs for Megatron-LM and
-# Megatron-DeepSpeed; tokens/s for llm-foundry; the iteration time for MT-NLG; MFU for Llama 3).
+# source's own FLOP definition (Narayanan 2021 Eq. 3 hardware FLOPs for Megatron-LM, Megatron-DeepSpeed and
+# OPT; tokens/s for llm-foundry, NeMo's performance summaries and torchtitan; the iteration time for MT-NLG,
+# GLM-130B, Nemotron-4 and the DGX Cloud benchmarks; MFU for Llama 3).
 #
 # * **calibration** rows (Narayanan 2021 Tables 1 and 2, MosaicML MPT on A100 and H100): the efficiency
 #   parameters were fitted on these (`scripts/calibrate_training.py`), no per-row constants.
-# * **external** rows (MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core on H100, and 33 further MosaicML
-#   MPT runs of the same llm-foundry tables, MPT-125M to 70B): never used for fitting.
+# * **external** rows, never used for fitting: MT-NLG 530B, BLOOM 176B, Llama 3 405B, OPT-175B, GLM-130B,
+#   Megatron-LM's GPT-3 175B example, Megatron-Core on H100, 41 further MosaicML MPT runs of the same
+#   llm-foundry tables (MPT-125M to 70B), and NVIDIA's own published runs: Nemotron-4 15B, the DGX Cloud
+#   benchmarks (NeMo on H100, BF16 and FP8), the NeMo and Megatron-Bridge performance summaries (H100, B200,
+#   GB200, GB300, FP8), and torchtitan on H200. docs/validation.md gives each source and the rule that chose its
+#   rows.
 #
 # Error = predicted / published - 1 on the step time (positive: the model is too slow).
 
