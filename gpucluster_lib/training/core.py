@@ -64,13 +64,18 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   ``T = m max t_i + (sum t_i - max t_i) / v``, which is Narayanan's ``t (m + (p-1)/v)`` for
   equal stages [2] and the 1F1B form for v = 1.
 * Data parallel: gradient all-reduce or reduce-scatter + parameter all-gather (ZeRO-1/2,
-  distributed optimizer) in the framework's reduction precision. With gradient-reduce
-  overlap the buckets are reduced during the backward of the last micro-batch and what does
-  not fit behind it is exposed, ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P
-  parameters is never hidden); the parameter all-gather likewise behind the first forward
-  [11]. Without overlap the whole reduction is exposed. ``parallelism.dp_overlap`` replaces
-  this by a fixed hidden fraction. ZeRO-3 gathers the parameters twice and reduce-scatters
-  the gradients every micro-batch, in the framework's gather and reduction precisions [4, 16].
+  distributed optimizer) in the framework's reduction precision. With
+  gradient-reduce overlap and one model chunk per stage the buckets are reduced during the
+  backward of the last micro-batch and what does not fit behind it is exposed,
+  ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P parameters is never hidden); the
+  parameter all-gather likewise behind the first forward [11]. With the interleaved schedule
+  (v chunks) each chunk's reduction starts when its last backward is done, beside the
+  cool-down's remaining backwards of the chunks after it, so ``max(t_rs / v, t_rs - (v-1) p
+  w_bwd / v)`` is exposed, and each chunk's all-gather runs beside the p forwards of the chunk
+  before it [19, 24] (:func:`dp_exposed`, with a worked case). Without overlap the whole
+  reduction is exposed. ``parallelism.dp_overlap`` replaces this by a fixed hidden fraction.
+  ZeRO-3 gathers the parameters twice and reduce-scatters the gradients every micro-batch, in
+  the framework's gather and reduction precisions [4, 16].
   DeepSpeed fetches one module ahead: each pass over a layer
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
   shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
@@ -225,6 +230,31 @@ References
         Hopper, causal forward + backward, head dimension 128) and
         benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv at
         fb682ce (cuDNN 9.22, GB200).
+.. [24] Data-parallel overlap with the interleaved schedule, Megatron-LM:
+        ``forward_backward_pipelining_with_interleaving`` (megatron/core/pipeline_parallel/schedules.py,
+        core_r0.8.0 and core_r0.10.0): gradients are synchronised only after the last micro-batch of each
+        model chunk (``is_last_microbatch_for_model_chunk``); with ``config.grad_sync_func`` (set by
+        megatron/training/training.py whenever ``--overlap-grad-reduce`` is on and ``--delay-grad-reduce`` / ``--align-grad-reduce``, both default
+        true) rank r calls ``grad_sync_func[chunk]`` after its backward ``grad_sync_microbatch_id =
+        microbatch_id - pipeline_parallel_rank``, so every rank launches a chunk's reduction at the first
+        stage's time, after that chunk's last backward; chunks not yet synchronised (chunk 0) are launched
+        after the cool-down. The DDP ``no_sync`` context keeps ``is_last_microbatch`` false during each
+        backward (megatron/core/distributed/distributed_data_parallel.py), so a chunk's buckets are not
+        launched during its own last backward; model chunks after the first are one bucket
+        (``disable_bucketing=(model_chunk_idx > 0)``, training.py). NeMo 1.x passes the same schedule
+        ``grad_sync_func = self.reduce_overlap_gradients`` (Apex distributed Adam) or, with Megatron-Core's
+        optimizer, ``model_chunk.start_grad_sync`` unless ``optim.align_grad_reduce`` is false
+        (nemo/collections/nlp/models/language_modeling/megatron_gpt_model.py ``fwd_bwd_step``, v2.0.0).
+        NeMo 2.x sets ``grad_sync_func`` only if ``getattr(ddp_config, "align_grad_reduce", False)``
+        (``extract_ddp_funcs``, nemo/lightning/megatron_parallel.py, v2.0.0-v2.4.0), a field Megatron-Core's
+        DistributedDataParallelConfig does not have, so there each chunk's sync is enabled before its last
+        backward and the first stage's chunk 0 (the one chunk with several buckets) is reduced bucket by
+        bucket during it: at most one chunk-backward (w / v) more hidden than modelled here.
+        Parameters: chunks 0 and 1 are gathered at the start, chunk c >= 2 when chunk c-1's first forward
+        starts (``param_sync_func[param_sync_chunk_id]`` with ``param_sync_chunk_id =
+        get_model_chunk_id(...) + 1``, aligned the same way); in core_r0.8.0 the distributed optimizer's
+        forward pre-hook waits on gather i and dispatches gather i+1 (``_finish_param_sync_helper``,
+        megatron/core/optimizer/distrib_optimizer.py), chunk by chunk.
 .. [21] Transformer Engine FP8 casts, v1.9 transformer_engine/pytorch/module/linear.py (the input's
         fp8_cast_transpose_fused; with sequence parallelism cast_to_fp8 and an FP8 gather), layernorm_linear.py
         (the norm writes FP8, tex.fp8_transpose in the backward), base.py grad_output_preprocess (the output
@@ -720,6 +750,53 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     return out
 
 
+def dp_exposed(t_grad, t_param, t_max, bucket, pp, vp):
+    """Exposed data-parallel gradient reduction and parameter all-gather with Megatron-Core's overlap
+    (``overlap_grad_reduce``, ``overlap_param_gather``) [s]: ``(grad, param)``.
+
+    ``t_grad`` / ``t_param``: the whole reduction / all-gather of the stage's parameters [s]; ``t_max``: one
+    micro-batch of the bottleneck stage, forward ``t_max / 3`` and backward ``w = 2 t_max / 3`` [s];
+    ``bucket``: the share of the stage's parameters in one bucket; ``pp`` (p), ``vp`` (v): pipeline stages
+    and model chunks per stage. Elementwise over arrays that broadcast.
+
+    * One chunk (v = 1) [11]: the buckets are reduced as their gradients of the last micro-batch come
+      ready, behind its backward, the last bucket never hidden: ``max(t_grad - w, bucket t_grad)``; the
+      all-gather likewise behind the first forward, ``max(t_param - t_max / 3, bucket t_param)``.
+    * Interleaved schedule (v > 1) [19, 24]: each of the v chunks (1/v of the stage's parameters,
+      ``c = t_grad / v``) is reduced when its last micro-batch's backward is done (``grad_sync_func``, all
+      pipeline ranks at the first stage's time), on one communicator, so one after another. The chunks'
+      last backwards come in the cool-down, chunk v-1 first and chunk 0 last; after the i-th chunk from
+      the end (i = 0: chunk 0) the stage still runs ``i p`` backwards of one chunk (``w / v`` each). The
+      reductions in flight end ``max_i ((i + 1) c - i p w / v)`` after the last backward, linear in i,
+      so ``max(t_grad / v, t_grad - (v - 1) p w / v)``: chunk 0's reduction is always exposed.
+      The all-gathers (``param_sync_func``, ``a = t_param / v`` each, forward of one chunk
+      ``f = t_max / (3 v)``): chunks 0 and 1 are gathered at the start, chunk c >= 2 when chunk c-1's first
+      forward starts, p chunk-forwards before chunk c's first forward on the first stage. Chunk 0 is
+      bucketed behind its own first forward, ``e_0 = max(a - f, min(a, bucket t_param))``; chunk 1 waits
+      for chunk 0's gather, and every later chunk's gather longer than p forwards delays the forwards:
+      ``max(e_0, 2 a - p f) + (v - 2) max(0, a - p f)``.
+
+    Worked case (by hand): p = 4, v = 3, t_max = 0.3 s (w = 0.2 s, w / v = 0.0667 s), t_grad = 1.2 s
+    (c = 0.4 s): chunks 2, 1, 0 finish their last backward 8, 4 and 0 chunk-backwards before the end
+    (-0.533, -0.267, 0 s); their reductions run -0.533 to -0.133, -0.133 to 0.267 and 0.267 to 0.667 s:
+    0.667 s exposed = 1.2 - 2 x 4 x 0.2 / 3 (one chunk: max(1.2 - 0.2, bucket x 1.2) = 1.0 s). All-gather
+    t_param = 0.6 s (a = 0.2 s, f = 0.0333 s, p f = 0.133 s), bucket 0.05: e_0 = max(0.167, 0.03) = 0.167 s;
+    chunk 1's first forward at max(0.167 + 0.133, 0.4) = 0.4 s, chunk 2's at 0.4 + max(0.133, 0.2) =
+    0.6 s against 0.267 s: 0.333 s exposed = max(0.167, 0.4 - 0.133) + 1 x (0.2 - 0.133).
+    """
+    w_bwd = t_max * (2.0 / 3.0)  # backward of one micro-batch of the stage [11]
+    w_fwd = t_max / 3.0  # its forward
+    v = np.maximum(np.asarray(vp, dtype=float), 1.0)
+    chunked = v > 1.0
+    grad_one = np.maximum(t_grad - w_bwd, bucket * t_grad)
+    grad_chunks = np.maximum(t_grad / v, t_grad - (v - 1.0) * pp * w_bwd / v)
+    param_one = np.maximum(t_param - w_fwd, bucket * t_param)
+    a, pf = t_param / v, pp * w_fwd / v
+    e0 = np.maximum(a - w_fwd / v, np.minimum(a, bucket * t_param))
+    param_chunks = np.maximum(e0, 2.0 * a - pf) + (v - 2.0) * np.maximum(0.0, a - pf)
+    return np.where(chunked, grad_chunks, grad_one), np.where(chunked, param_chunks, param_one)
+
+
 def step_time(ctx: Context, t_pipe, t_dp, t_opt):
     """Step time and its fixed-fraction overhead [s] from the pipeline, the exposed data-parallel
     communication, the optimizer and the framework's fixed time per step (``step_fixed_s`` >= 0).
@@ -791,11 +868,9 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         exposed_grad = (1.0 - e.dp_overlap) * (t_grad + t_param)
     else:
         bucket = np.minimum(1.0, np.maximum(fw.bucket_params, fw.bucket_params_per_dp_rank * n_dp) / p_gpu)
-        w_bwd = t_max * (2.0 / 3.0)  # backward of the last micro-batch [11]
-        w_fwd = t_max / 3.0  # forward of the first micro-batch of the next step
-        ex_grad = np.maximum(t_grad - w_bwd, bucket * t_grad) if ctx.overlap_grad_reduce else t_grad
-        ex_param = np.maximum(t_param - w_fwd, bucket * t_param) if ctx.overlap_param_gather else t_param
-        exposed_grad = ex_grad + ex_param
+        ex_grad, ex_param = dp_exposed(t_grad, t_param, t_max, bucket, pp, vp)
+        exposed_grad = ((ex_grad if ctx.overlap_grad_reduce else t_grad)
+                        + (ex_param if ctx.overlap_param_gather else t_param))
     # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
     # the gradients, in the framework's gather and reduction precisions [4, 16].
     L_s = np.where(single, L, L / pp)

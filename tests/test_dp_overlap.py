@@ -1,0 +1,102 @@
+"""Data-parallel overlap with the interleaved schedule (core.py [11, 19, 24]).
+
+Expected values are worked by hand from the cited schedule; the source is on each line.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.training import estimate
+from gpucluster_lib.training.core import dp_exposed
+
+
+def _dp(t_grad, t_param, t_max, bucket, pp, vp):
+    g, p = dp_exposed(*(np.array([x], dtype=float) for x in (t_grad, t_param, t_max, bucket, pp, vp)))
+    return float(g[0]), float(p[0])
+
+
+# ----------------------------------------------------------------------------- the schedule by hand
+
+
+def test_interleaved_worked_case_by_hand():
+    # p = 4, v = 3, t_max = 0.3 s: backward of one micro-batch w = 0.2 s, of one chunk w / v = 0.0667 s.
+    # Megatron-Core launches chunk c's reduction after its last backward (grad_sync_func, schedules.py):
+    # chunks 2, 1, 0 end 2 x 4, 1 x 4, 0 chunk-backwards before the last backward: -0.533, -0.267, 0 s.
+    # Reductions of 1.2 / 3 = 0.4 s each, one after another: -0.533..-0.133, -0.133..0.267, 0.267..0.667.
+    grad, param = _dp(1.2, 0.6, 0.3, 0.05, 4, 3)
+    assert grad == pytest.approx(0.6667, abs=1e-4)  # = 1.2 - 2 x 4 x 0.2 / 3
+    # all-gathers of 0.6 / 3 = 0.2 s, forward of one chunk 0.1 / 3 = 0.0333 s, p of them 0.1333 s:
+    # chunk 0 bucketed behind its first forward: max(0.2 - 0.0333, min(0.2, 0.05 x 0.6)) = 0.1667 s;
+    # chunk 1 (gathered second, from the start) ready at 0.4 s, wanted at 0.1667 + 0.1333 = 0.3 s;
+    # chunk 2 launched at chunk 1's first forward (0.4 s), ready 0.6 s, wanted at 2 x 0.1333 = 0.2667 s.
+    assert param == pytest.approx(0.3333, abs=1e-4)  # = 0.6 - 0.2667
+
+
+def test_one_chunk_keeps_the_last_micro_batch_rule():
+    # v = 1 (Megatron-Core DDP, core_r0.8.0): buckets behind the last backward, never less than one bucket
+    grad, param = _dp(1.2, 0.6, 0.3, 0.05, 4, 1)
+    assert grad == pytest.approx(1.0)  # max(1.2 - 0.2, 0.05 x 1.2)
+    assert param == pytest.approx(0.5)  # max(0.6 - 0.1, 0.05 x 0.6)
+    small = _dp(0.1, 0.05, 0.3, 0.05, 4, 1)
+    assert small == pytest.approx((0.005, 0.0025))  # only the last bucket: 0.05 x 0.1, 0.05 x 0.05
+
+
+def test_chunk_zero_reduction_is_never_hidden():
+    # chunk 0's last backward is the last of the step: its reduction starts after it (grad_sync_func after
+    # backward_step; the leftover chunks synchronised after the cool-down), so 0.1 / 4 = 0.025 s is exposed
+    # however much backward precedes it; with one chunk only the last bucket, 0.05 x 0.1 = 0.005 s
+    assert _dp(0.1, 0.0, 0.3, 0.05, 8, 4)[0] == pytest.approx(0.025)
+    assert _dp(0.1, 0.0, 0.3, 0.05, 8, 1)[0] == pytest.approx(0.005)
+
+
+def _simulated(t_grad, t_param, t_max, bucket, p, v):
+    """The schedule event by event (independent of the closed forms): reductions launched after each chunk's
+    last backward on one serial stream; gathers of chunks 0 and 1 at the start, chunk c >= 2 at chunk c-1's
+    first forward, each chunk's first forward p chunk-forwards after the one before it."""
+    s_b, s_f = 2.0 * t_max / 3.0 / v, t_max / 3.0 / v
+    c, a = t_grad / v, t_param / v
+    free = -np.inf
+    for i in reversed(range(v)):  # i chunks still to finish their backward after this one
+        free = max(free, -i * p * s_b) + c
+    grad = free
+    e0 = max(a - s_f, min(a, bucket * t_param))
+    start, free = [e0], 2.0 * a  # chunk 0's first forward (delayed by e0), the stream after chunks 0, 1
+    for k in range(1, v):
+        if k >= 2:  # launched when chunk k-1's first forward starts, after what is on the stream
+            free = max(free, start[k - 1]) + a
+        start.append(max(start[k - 1] + p * s_f, free))
+    return grad, start[-1] - (v - 1) * p * s_f
+
+
+@pytest.mark.parametrize("p, v", list(itertools.product((2, 4, 8), (2, 3, 6, 12))))
+def test_closed_forms_follow_the_schedule_step_by_step(p, v):
+    for t_grad, t_param, t_max in ((1.2, 0.6, 0.3), (0.05, 0.02, 0.3), (3.0, 2.0, 0.05), (0.4, 0.2, 0.2)):
+        assert _dp(t_grad, t_param, t_max, 0.01, p, v) == pytest.approx(
+            _simulated(t_grad, t_param, t_max, 0.01, p, v), abs=1e-12)
+
+
+# ----------------------------------------------------------------------------- through the estimate
+
+
+def _gpt3(**par):
+    base = {"tensor": 8, "pipeline": 8, "micro_batch_size": 1, "global_batch_size": 1536, "recompute": "full",
+            "virtual_stages": 3}
+    return from_dict({"model": {"preset": "gpt3-175b"}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 128},
+                      "network": {"inter_node_gbps_per_gpu": 200}, "parallelism": {**base, **par},
+                      "training": {"tokens": 3e11}})
+
+
+def test_interleaved_plan_exposes_the_chunked_reduction():
+    # GPT-3 175B, TP8 PP8 x 3 chunks, DP16, plain all-reduce (no distributed optimizer: no gather)
+    off = estimate(_gpt3(overlap_grad_reduce=False, overlap_param_gather=False))
+    on = estimate(_gpt3(overlap_grad_reduce=True, overlap_param_gather=True))
+    t, t_max = off.time_breakdown_s["dp_comm"], max(on.stages["stage_time_per_micro_batch_s"])
+    # max(t / v, t - (v - 1) p w / v), w = 2 t_max / 3 (core.dp_exposed)
+    assert on.time_breakdown_s["dp_comm"] == pytest.approx(max(t / 3, t - 2 * 8 * (2 * t_max / 3) / 3), rel=1e-9)
+    one = estimate(_gpt3(virtual_stages=1, overlap_grad_reduce=True, overlap_param_gather=True))
+    assert on.time_breakdown_s["dp_comm"] < one.time_breakdown_s["dp_comm"]
