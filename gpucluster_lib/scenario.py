@@ -292,7 +292,8 @@ class TrainingSpec:
         None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "
                   "being kept beside it (Transformer Engine's weight workspace, two bytes per weight element "
-                  "of the layers); default: the framework's (Megatron-LM false; NeMo true, as its FP8 recipes)")
+                  "of the layers), and the data-parallel parameter all-gathers move those weights in one byte; "
+                  "default: the framework's (Megatron-LM false; NeMo true, as its FP8 recipes)")
     zero3_max_live_parameters: float | None = f(
         None, gt=0, le=1e15, unit="parameters",
         doc="DeepSpeed ZeRO-3's stage3_max_live_parameters: no parameter prefetch is issued while this many "

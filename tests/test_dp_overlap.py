@@ -1,4 +1,4 @@
-"""Data-parallel overlap with the interleaved schedule (core.py [11, 19, 24]).
+"""Data-parallel overlap with the interleaved schedule and FP8 parameter all-gathers (core.py [11, 19, 24]).
 
 Expected values are worked by hand from the cited schedule; the source is on each line.
 """
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.training import estimate
+from gpucluster_lib.training import build_context, estimate
 from gpucluster_lib.training.core import dp_exposed
 
 
@@ -100,3 +100,45 @@ def test_interleaved_plan_exposes_the_chunked_reduction():
     assert on.time_breakdown_s["dp_comm"] == pytest.approx(max(t / 3, t - 2 * 8 * (2 * t_max / 3) / 3), rel=1e-9)
     one = estimate(_gpt3(virtual_stages=1, overlap_grad_reduce=True, overlap_param_gather=True))
     assert on.time_breakdown_s["dp_comm"] < one.time_breakdown_s["dp_comm"]
+
+
+def _llama7b(training, **par):
+    base = {"tensor": 1, "pipeline": 1, "micro_batch_size": 1, "global_batch_size": 64, "recompute": "none",
+            "distributed_optimizer": True, "overlap_grad_reduce": False, "overlap_param_gather": False}
+    return from_dict({"model": {"preset": "llama2-7b"}, "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 2},
+                      "network": {"inter_node_gbps_per_gpu": 400}, "parallelism": {**base, **par},
+                      "training": {"tokens": 3e11, **training}})
+
+
+def test_fp8_params_gather_the_gemm_weights_in_one_byte_by_hand():
+    # Megatron-Core fp8_param_gather: "perform the param all-gather in fp8" (DistributedDataParallelConfig,
+    # core_r0.10.0); the Float8Tensor buffer is uint8 (distributed_data_parallel.py, core_r0.9.0)
+    fp8 = estimate(_llama7b({"precision": "fp8", "framework": "megatron", "fp8_params": True}))
+    b16 = estimate(_llama7b({"precision": "fp8", "framework": "megatron", "fp8_params": False}))
+    # Llama 2 7B (data/models.yaml): 32 layers, h 4096, MHA, SwiGLU FFN 11008: GEMM weights per layer
+    # 4 x 4096^2 + 3 x 4096 x 11008 = 67,108,864 + 135,266,304 = 202,375,168; x 32 = 6,476,005,376.
+    # One byte less each over the ring of 16 ranks at 320 GB/s (test_training_pipeline's hierarchical
+    # ring: min(NVLink 450 x 0.80, 8 NICs x 50 GB/s x 0.80)): 15/16 x 6,476,005,376 / 320e9 = 18.9727 ms
+    saved = b16.time_breakdown_s["dp_comm"] - fp8.time_breakdown_s["dp_comm"]
+    assert saved == pytest.approx(15 / 16 * 6_476_005_376 / 320e9, rel=1e-9)
+    # NeMo's default (fp8_params true as its FP8 recipes) gathers FP8 weights too
+    nemo = estimate(_llama7b({"precision": "fp8", "framework": "nemo"}))
+    assert build_context(_llama7b({"precision": "fp8", "framework": "nemo"}))[0].fp8_params
+    assert nemo.time_breakdown_s["dp_comm"] < b16.time_breakdown_s["dp_comm"]
+
+
+def test_fp8_params_need_fp8_training():
+    # bf16 training has no FP8 weights: the setting is ignored (warning training-setting-ignored)
+    ctx = build_context(_llama7b({"precision": "bf16", "framework": "nemo", "fp8_params": True}))[0]
+    assert not ctx.fp8_params
+    on = estimate(_llama7b({"precision": "bf16", "framework": "megatron", "fp8_params": True}))
+    off = estimate(_llama7b({"precision": "bf16", "framework": "megatron"}))
+    assert on.time_breakdown_s["dp_comm"] == pytest.approx(off.time_breakdown_s["dp_comm"], rel=1e-12)
+
+
+def test_fp8_params_shrink_zero3_gathers():
+    # Megatron-FSDP takes the same fp8_param_gather flag (megatron/core/distributed/fsdp/mcore_fsdp_adapter.py)
+    fsdp = {"zero_stage": 3, "distributed_optimizer": False}
+    on = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": True}, **fsdp))
+    off = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": False}, **fsdp))
+    assert on.time_breakdown_s["dp_comm"] < off.time_breakdown_s["dp_comm"]

@@ -64,7 +64,8 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   ``T = m max t_i + (sum t_i - max t_i) / v``, which is Narayanan's ``t (m + (p-1)/v)`` for
   equal stages [2] and the 1F1B form for v = 1.
 * Data parallel: gradient all-reduce or reduce-scatter + parameter all-gather (ZeRO-1/2,
-  distributed optimizer) in the framework's reduction precision. With
+  distributed optimizer) in the framework's reduction precision; with FP8 primary weights
+  (``training.fp8_params``) the layers' GEMM weights are gathered in one byte [24]. With
   gradient-reduce overlap and one model chunk per stage the buckets are reduced during the
   backward of the last micro-batch and what does not fit behind it is exposed,
   ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P parameters is never hidden); the
@@ -75,7 +76,7 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   before it [19, 24] (:func:`dp_exposed`, with a worked case). Without overlap the whole
   reduction is exposed. ``parallelism.dp_overlap`` replaces this by a fixed hidden fraction.
   ZeRO-3 gathers the parameters twice and reduce-scatters the gradients every micro-batch, in
-  the framework's gather and reduction precisions [4, 16].
+  the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24]).
   DeepSpeed fetches one module ahead: each pass over a layer
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
   shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
@@ -230,7 +231,7 @@ References
         Hopper, causal forward + backward, head dimension 128) and
         benchmark/sdpa_benchmark_training/results/llama3.1/gb200/llama3.1_20260424_100750.csv at
         fb682ce (cuDNN 9.22, GB200).
-.. [24] Data-parallel overlap with the interleaved schedule, Megatron-LM:
+.. [24] Data-parallel overlap with the interleaved schedule and FP8 parameter gathers, Megatron-LM:
         ``forward_backward_pipelining_with_interleaving`` (megatron/core/pipeline_parallel/schedules.py,
         core_r0.8.0 and core_r0.10.0): gradients are synchronised only after the last micro-batch of each
         model chunk (``is_last_microbatch_for_model_chunk``); with ``config.grad_sync_func`` (set by
@@ -254,7 +255,15 @@ References
         starts (``param_sync_func[param_sync_chunk_id]`` with ``param_sync_chunk_id =
         get_model_chunk_id(...) + 1``, aligned the same way); in core_r0.8.0 the distributed optimizer's
         forward pre-hook waits on gather i and dispatches gather i+1 (``_finish_param_sync_helper``,
-        megatron/core/optimizer/distrib_optimizer.py), chunk by chunk.
+        megatron/core/optimizer/distrib_optimizer.py), chunk by chunk. FP8 weights: "fp8_param_gather: If
+        true, keep the compute param in fp8 (do not use any other intermediate dtype) and perform the param
+        all-gather in fp8" (megatron/core/distributed/distributed_data_parallel_config.py, core_r0.10.0);
+        a Float8Tensor parameter's buffer is ``param_dtype = torch.uint8`` (distributed_data_parallel.py,
+        core_r0.9.0 on); Megatron-FSDP takes the same flag (megatron/core/distributed/fsdp/
+        mcore_fsdp_adapter.py, Megatron-LM d98e8a64dd, 2026-08-22); NeMo
+        1.x's MegatronDistributedFusedAdam initialises FP8 parameters with ``param_sync_dtype=torch.uint8``
+        (nemo/core/optim/distributed_adam.py ``init_params``). Transformer Engine's modules hold the FP8
+        weights (the layers' GEMM weights); embedding, output layer, norms and router stay 16-bit.
 .. [21] Transformer Engine FP8 casts, v1.9 transformer_engine/pytorch/module/linear.py (the input's
         fp8_cast_transpose_fused; with sequence parallelism cast_to_fp8 and an FP8 gather), layernorm_linear.py
         (the norm writes FP8, tex.fp8_transpose in the backward), base.py grad_output_preprocess (the output
@@ -357,6 +366,9 @@ class Context:
     #: full recomputation's saved layer inputs are split over the tensor-parallel ranks
     #: (``training.distribute_saved_activations``)
     distribute_saved_activations: bool = False
+    #: FP8 primary weights (``training.fp8_params``, with FP8 training): the parameter all-gathers move the
+    #: layers' GEMM weights in one byte [24]
+    fp8_params: bool = False
 
 
 def _gemm_time(M, K, N, P, e, curve, B, em):
@@ -848,10 +860,24 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
-    p_first = np.where(single, L, lf) * lp + emb_p + np.where(single, out_last, 0.0)
+    n_first = np.where(single, L, lf)
+    n_last = np.where(single, n_first, ll)
+    n_mid = np.where(pp > 2, lm, 0.0)
+    p_first = n_first * lp + emb_p + np.where(single, out_last, 0.0)
     p_last = np.where(single, p_first, ll * lp + out_last)
-    p_mid = np.where(pp > 2, lm * lp, 0.0)
+    p_mid = n_mid * lp
     p_gpu = np.maximum(np.maximum(p_first, p_last), p_mid)
+    # elements of the parameter all-gathers that travel in one byte: with FP8 primary weights the layers'
+    # GEMM weights (their stage's layers; embedding, output layer, norms and router stay 16-bit) [24]
+    if ctx.fp8 and ctx.fp8_params:
+        lg = layer_gemm_params(ctx, tp, ep)
+        fp8_first, fp8_last, fp8_mid = n_first * lg, n_last * lg, n_mid * lg
+    else:
+        fp8_first = fp8_last = fp8_mid = 0.0 * p_gpu
+
+    def gather_bytes(b16):  # the largest stage's all-gather bytes, ``b16`` bytes per element not in FP8
+        return np.maximum(np.maximum(b16 * p_first - (b16 - 1.0) * fp8_first, b16 * p_last - (b16 - 1.0) * fp8_last),
+                          b16 * p_mid - (b16 - 1.0) * fp8_mid)
     n_dp = dp * cp
     per_node = np.minimum(n_dp, np.maximum(1.0, np.floor(gpn / tp)))
     in_node = tp * n_dp <= dom
@@ -863,7 +889,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     sharded = (zero >= 1) | dopt
     t_grad = np.where(sharded, _ring_gather(p_gpu * gbytes, n_dp, dp_bw, dp_alpha),
                       _ring_allreduce(p_gpu * gbytes, n_dp, dp_bw, dp_alpha))
-    t_param = np.where(sharded, _ring_gather(p_gpu * BYTES_16, n_dp, dp_bw, dp_alpha), 0.0)
+    t_param = np.where(sharded, _ring_gather(gather_bytes(BYTES_16), n_dp, dp_bw, dp_alpha), 0.0)
     if e.dp_overlap is not None:  # a fixed hidden fraction (parallelism.dp_overlap)
         exposed_grad = (1.0 - e.dp_overlap) * (t_grad + t_param)
     else:
@@ -872,10 +898,10 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         exposed_grad = ((ex_grad if ctx.overlap_grad_reduce else t_grad)
                         + (ex_param if ctx.overlap_param_gather else t_param))
     # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
-    # the gradients, in the framework's gather and reduction precisions [4, 16].
+    # the gradients, in the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24]).
     L_s = np.where(single, L, L / pp)
     z3_lat = L_s * (n_dp > 1) * dp_alpha * nodes_in_group  # ring latency of one pass over the layers
-    t_ag = _ring_gather(p_gpu * fw.zero3_gather_bytes, n_dp, dp_bw, 0.0) + z3_lat  # one gather pass
+    t_ag = _ring_gather(gather_bytes(fw.zero3_gather_bytes), n_dp, dp_bw, 0.0) + z3_lat  # one gather pass
     t_rs = _ring_gather(p_gpu * fw.zero3_reduce_bytes, n_dp, dp_bw, 0.0) + z3_lat  # the reduce-scatter
     t_z3 = m * (2.0 * t_ag + t_rs)
     compute_total = t_pipe

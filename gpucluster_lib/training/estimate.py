@@ -246,7 +246,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                                         else par.overlap_param_gather),
                   gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile),
                   states=states, fp8_saved_inputs=fp8_inputs,
-                  distribute_saved_activations=tr.distribute_saved_activations)
+                  distribute_saved_activations=tr.distribute_saved_activations,
+                  fp8_params=tr.precision == "fp8" and (fw.fp8_params if tr.fp8_params is None else tr.fp8_params))
     return ctx, hw, eff
 
 
