@@ -655,8 +655,8 @@ shortest sequence (MPT-1B at 512). Eight more rows test long sequences, by a sec
 compared: in the H100 80GB BF16 and the A100 80GB tables, MPT-1B and MPT-7B at SeqLen 8192 and 32768 (8 GPUs;
 `mpt-*-s8192-*`, `mpt-*-s32768-*`; see "Long sequences" below). Precisions and fabric as in the calibration rows.
 
-Seventy rows from other published runs were added in session 24, by rules fixed before any of their errors
-was computed (the rows' notes give each source's locator and the arithmetic of its conversion):
+Seventy rows from other published runs were added by rules fixed before any of their errors was computed
+(the rows' notes give each source's locator and the arithmetic of its conversion):
 
 * **A100**: the runs whose framework the engine models and whose figure's FLOP definition is stated or
   reproduced by arithmetic: OPT-175B on 992 A100 80GB (FSDP with Megatron TP8, "up to" 147 TFLOP/s, a best
@@ -667,8 +667,13 @@ was computed (the rows' notes give each source's locator and the arithmetic of i
 * **H100 / H200**: Nemotron-4 15B's Table 2 (three batch-ramp stages, 768 to 2,304 GPUs; the plan from NeMo's
   recipe for that model); NVIDIA's dgxc-benchmarking v24.11.1 (NeMo on EOS, Nemotron-4 15B / 340B, Llama 3.1
   8B / 70B / 405B, GPT-3 175B, BF16 and FP8; of each weak-scaling table the smallest and the largest GPU count,
-  405B from 576 GPUs, where the full model runs); every row of the NeMo 24.07 FP8 performance summary (12
-  models); torchtitan's Llama 3.1 8B with float8 on 32 and 64 H200. Not taken: the Megatron-Core README's
+  405B from 576 GPUs, where the full model runs; its Nemotron-4 340B and GPT-3 175B scripts switch cuDNN's fused
+  attention off, `NVTE_FUSED_ATTN=0`, so those rows run FlashAttention-2); every row of the NeMo 24.07 FP8
+  performance summary (12 models; NVIDIA/NeMo `docs/source/performance/performance_summary.md` holds the table in
+  three versions, up to 5.5% apart: 164b0097 "24.07 perf", ccef6aab "24.07 vboost numbers" and 8e3d65dc "24.07 perf
+  numbers"; the rows take 8e3d65dc, the last one before the file moved to the user guide, chosen by that rule
+  before any estimate);
+  torchtitan's Llama 3.1 8B with float8 on 32 and 64 H200. Not taken: the Megatron-Core README's
   strong-scaling sentence (no plan stated).
 * **Blackwell**: every dense FP8 / MXFP8 pre-training row of the NeMo 25.02 / 25.04 and Megatron-Bridge 25.11 to
   26.06 performance summaries (B200, GB200, GB300; Llama 3 8B / 70B, Llama 3.1 405B, GPT-3 175B, Nemotron-4

