@@ -17,8 +17,8 @@ from gpucluster_lib.charts.training import (
 )
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.training import min_gpus_for_deadline, scaling
-from gpucluster_lib.training.efficiency import attention_kernels
-from gpucluster_lib.training.framework import framework, framework_ids
+from gpucluster_lib.training.efficiency import attention_kernels, generation_of
+from gpucluster_lib.training.framework import fp8_casts, framework, framework_ids
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -49,6 +49,17 @@ EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
 EARLY_STOP_VALUE = {"default": None, "on": True, "off": False}
 #: The fused attention kernel: the framework's for the GPU generation, or one named (data/efficiency.yaml).
 KERNEL_DEFAULT = "default"
+#: FP8 training's scaling recipe (training.fp8_recipe; data/training_frameworks.yaml fp8_recipes): the
+#: framework's, or one named. MXFP8 is offered on the GPU generations the engine allows it on (Blackwell).
+FP8_RECIPE = [("Framework default (current scaling for TorchTitan, delayed for the others)", "default"),
+              ("Delayed scaling (scales from the amax history)", "delayed"),
+              ("Current scaling (an amax pass before each cast)", "current"),
+              ("MXFP8 block scaling (Blackwell only)", "mxfp8")]
+#: FP8 primary weights (training.fp8_params): the framework's, or on / off.
+FP8_PARAMS = [("Framework default (on for NeMo)", "default"),
+              ("On: the weights themselves in FP8, gathered in one byte", "on"),
+              ("Off: 16-bit weights, cast to FP8 for the GEMMs", "off")]
+FP8_PARAMS_VALUE = {"default": None, "on": True, "off": False}
 
 
 class TrainingPanel:
@@ -98,6 +109,15 @@ class TrainingPanel:
                                                    "stops once every tensor its backward needs is back, leaving "
                                                    "out the feed-forward output projection (read with full "
                                                    "recomputation)")
+        self.fp8_recipe = widgets.Dropdown(options=FP8_RECIPE, description="FP8 recipe", style=wide,
+                                           layout=widgets.Layout(width="520px"),
+                                           tooltip="how the tensors are scaled when cast to FP8, and the cast "
+                                                   "traffic that costs (read with precision fp8)")
+        self.fp8_params = widgets.Dropdown(options=FP8_PARAMS, description="FP8 weights", style=wide,
+                                           layout=widgets.Layout(width="520px"),
+                                           tooltip="FP8 primary weights (Megatron --fp8-param-gather, NeMo "
+                                                   "fp8_params): one-byte weights in memory and in the "
+                                                   "data-parallel gathers (read with precision fp8)")
         self.summary = widgets.HTML()
         self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
         self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
@@ -124,7 +144,8 @@ class TrainingPanel:
         self.load = guarded(self.msg, clears=self.outputs)(self._load)
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
-                  self.flash, self.kernel, self.framework, self.tp_overlap, self.early_stop, *self.plan_widgets):
+                  self.flash, self.kernel, self.framework, self.tp_overlap, self.early_stop, self.fp8_recipe,
+                  self.fp8_params, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
@@ -132,7 +153,7 @@ class TrainingPanel:
         state.observe(lambda _ch: None if self._loading else redraw(), names=["scenario", "catalog"])
 
         inputs = widgets.VBox([
-            self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b,
+            self.preset, self.accelerator, self.nodes, self.precision, self.fp8_recipe, self.fp8_params, self.tokens_b,
             widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.kernel,
             self.framework,
             self.tp_overlap, self.early_stop, self.auto,
@@ -190,6 +211,8 @@ class TrainingPanel:
             p = s.parallelism
             self.tp_overlap.value = {None: "default", True: "on", False: "off"}[p.tp_comm_overlap]
             self.early_stop.value = {None: "default", True: "on", False: "off"}[s.training.checkpoint_early_stop]
+            self._fp8_recipe_options(acc or self.accelerator.value, s.training.fp8_recipe or "default")
+            self.fp8_params.value = {None: "default", True: "on", False: "off"}[s.training.fp8_params]
             for w, v in ((self.tp, p.tensor), (self.pp, p.pipeline), (self.vp, p.virtual_stages),
                          (self.cp, p.context), (self.mb, p.micro_batch_size), (self.gbs, p.global_batch_size),
                          (self.recompute, p.recompute), (self.zero, p.zero_stage)):
@@ -198,6 +221,7 @@ class TrainingPanel:
             for w in self.plan_widgets:
                 w.disabled = bool(p.auto)
             self._enable_early_stop()
+            self._enable_fp8()
         finally:
             self._loading = False
         self._refresh()
@@ -222,6 +246,14 @@ class TrainingPanel:
             w.disabled = auto
         self.kernel.disabled = not self.flash.value  # the kernel is read with fused attention only
         self._enable_early_stop()
+        self._enable_fp8()
+        recipe = self.fp8_recipe.value
+        self._loading = True  # new options reset the dropdown's value: no re-entry while it is put back
+        try:
+            self._fp8_recipe_options(self.accelerator.value, recipe)
+        finally:
+            self._loading = False
+        fp8 = self.precision.value == "fp8"  # a greyed FP8 control is not read: the scenario does not hold it
         changes = {
             "model": {"preset": self.preset.value},
             "training__precision": self.precision.value,
@@ -230,6 +262,8 @@ class TrainingPanel:
             "training__attention_kernel": None if self.kernel.value == KERNEL_DEFAULT else self.kernel.value,
             "training__framework": self.framework.value,
             "training__checkpoint_early_stop": EARLY_STOP_VALUE[self.early_stop.value],
+            "training__fp8_recipe": None if not fp8 or recipe == "default" else recipe,
+            "training__fp8_params": FP8_PARAMS_VALUE[self.fp8_params.value] if fp8 else None,
         }
         if self.accelerator.value != self.state.accelerator_id():
             changes["hardware__accelerator"] = self.accelerator.value
@@ -257,6 +291,31 @@ class TrainingPanel:
         """The early stop is read with full recomputation only: a manual plan without it greys it out."""
         self.early_stop.disabled = not self.auto.value and self.recompute.value != "full"
 
+    def _enable_fp8(self) -> None:
+        """The FP8 recipe and weights are read with precision fp8 only: other precisions grey them out."""
+        self.fp8_recipe.disabled = self.fp8_params.disabled = self.precision.value != "fp8"
+
+    def _mxfp8_allowed(self, accelerator: str) -> bool:
+        """Whether the engine runs MXFP8 on this accelerator's GPU generation (its own check, fp8_casts)."""
+        if not self.state.catalog.has("accelerators", accelerator):
+            return False
+        try:
+            gen = generation_of(self.state.catalog.accelerator(accelerator))
+            fp8_casts(framework(self.framework.value), gen, "mxfp8")
+        except GpuClusterError:
+            return False
+        return True
+
+    def _fp8_recipe_options(self, accelerator: str, value: str) -> None:
+        """Offer MXFP8 on the generations that run it, and keep it offered while it is the choice on another
+        (the estimate then shows the engine's message, and the user picks another recipe here); ``value``
+        becomes the dropdown's value. New options only when they change (they reset the value)."""
+        keep = value == "mxfp8" or self._mxfp8_allowed(accelerator)
+        options = tuple(o for o in FP8_RECIPE if o[1] != "mxfp8" or keep)
+        if self.fp8_recipe.options != options:
+            self.fp8_recipe.options = options
+        self.fp8_recipe.value = value
+
     def _refresh(self) -> None:
         self.est = None
         self.msg.value = ""
@@ -279,6 +338,7 @@ class TrainingPanel:
                 ("Throughput", f"{e.tokens_per_s:,.0f} tokens/s"),
                 ("Per GPU", f"{e.model_tflops_per_gpu:,.0f} model TFLOP/s · MFU {e.mfu:.1%} · HFU {e.hfu:.1%}"),
                 *self._recompute_row(e),
+                *self._fp8_row(e),
                 ("Memory per GPU", memory),
                 ("Time to train", days),
             ])
@@ -286,6 +346,7 @@ class TrainingPanel:
             none = "– (the plan does not fit in memory)"
             self.summary.value = kv_html([
                 ("Plan", e.plan.label() + (" (searched)" if e.searched else "")),
+                *self._fp8_row(e),
                 ("Memory per GPU", memory),
                 ("Step time", none), ("Throughput", none), ("Time to train", none),
             ])
@@ -312,6 +373,16 @@ class TrainingPanel:
             text += (", stops before the feed-forward output projection" if early
                      else ", reruns the whole layer")
         return [("Recomputation", text)]
+
+    def _fp8_row(self, e) -> list[tuple[str, str]]:
+        """FP8 training: the scaling recipe in effect and whether the weights are FP8 (the framework's
+        default or the scenario's choice); no row in 16 bits."""
+        recipe = e.assumptions.get("fp8_recipe")
+        if recipe is None:
+            return []
+        tr = self.state.scenario.training
+        params = framework(tr.framework).fp8_params if tr.fp8_params is None else tr.fp8_params
+        return [("FP8", f"{recipe}; weights {'in FP8' if params else 'in 16 bits'}")]
 
     def _deadline(self, _btn=None) -> None:
         days = float(self.deadline.value)
