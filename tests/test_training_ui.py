@@ -179,3 +179,130 @@ def test_panel_checkpoint_early_stop_dropdown():
     assert "Recomputation" not in panel.summary.value
     panel.flash.value = False  # unfused: the s x s scores are rerun, with no word on where a layer's rerun ends
     assert "Recomputation" in panel.summary.value and "feed-forward" not in panel.summary.value
+
+
+def _mpt1b_fp8_state(accelerator: str = "h100-sxm5-80gb", **training) -> AppState:
+    """MPT-1B (l 24, h 2048, f 8192 GeLU, s 2048, no biases, LayerNorm) on one node of 8 GPUs in FP8 with
+    Megatron-LM: TP 1, PP 8 (3 layers a stage), DP 1, micro-batch 1, 8 micro-batches, no recomputation."""
+    state = AppState.from_path(LLAMA70)
+    state.update(model={"preset": "mpt-1b"}, hardware__accelerator=accelerator, hardware__server=None,
+                 hardware__nodes=1, training__precision="fp8",
+                 **{f"training__{k}": v for k, v in training.items()},
+                 parallelism={"auto": False, "tensor": 1, "pipeline": 8, "virtual_stages": 1, "context": 1,
+                              "micro_batch_size": 1, "global_batch_size": 8, "recompute": "none", "zero_stage": 0})
+    return state
+
+
+def test_panel_fp8_recipe_and_weights_dropdowns():
+    from gpucluster_lib.scenario import dumps, loads
+    from gpucluster_lib.training.framework import framework, framework_ids
+
+    panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))  # bf16: both greyed out
+    assert [name for name, _ in panel.fp8_recipe.options] == [
+        "Framework default (current scaling for TorchTitan, delayed for the others)",
+        "Delayed scaling (scales from the amax history)", "Current scaling (an amax pass before each cast)"]
+    assert [name for name, _ in panel.fp8_params.options] == [
+        "Framework default (on for NeMo)", "On: the weights themselves in FP8, gathered in one byte",
+        "Off: 16-bit weights, cast to FP8 for the GEMMs"]
+    # the default labels say what the frameworks do (data/training_frameworks.yaml)
+    assert {f for f in framework_ids() if framework(f).fp8_recipe == "current"} == {"torchtitan"}
+    assert {framework(f).fp8_recipe for f in framework_ids()} == {"current", "delayed"}
+    assert {f for f in framework_ids() if framework(f).fp8_params} == {"nemo"}
+    assert panel.fp8_recipe.value == panel.fp8_params.value == "default"
+    assert panel.fp8_recipe.disabled and panel.fp8_params.disabled
+    assert "FP8" not in panel.summary.value
+
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state())
+    assert not panel.fp8_recipe.disabled and not panel.fp8_params.disabled
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "current"]  # no MXFP8 on Hopper
+    assert "FP8 delayed scaling (Transformer Engine DelayedScaling); weights in 16 bits" in panel.summary.value
+    panel.fp8_recipe.value = "current"
+    assert panel.state.scenario.training.fp8_recipe == "current"
+    assert "FP8 current scaling (Transformer Engine Float8CurrentScaling)" in panel.summary.value
+    weights = panel.est.memory_per_gpu_bytes["weights"]
+    panel.fp8_params.value = "on"
+    assert panel.state.scenario.training.fp8_params is True
+    assert "weights in FP8" in panel.summary.value
+    # Megatron-LM keeps an FP8 weight and its transpose (2 bytes) beside each 16-bit GEMM weight unless the
+    # weights are FP8 (estimate.state_bytes): 3 layers x (4 h^2 + 2 h f) = 3 x 50,331,648 GEMM weights on a stage
+    assert weights - panel.est.memory_per_gpu_bytes["weights"] == pytest.approx(2 * 3 * 50_331_648, rel=1e-12)
+    # a saved scenario keeps both, and loading it shows them again
+    saved = dumps(panel.state.scenario)
+    panel.fp8_recipe.value, panel.fp8_params.value = "delayed", "off"
+    assert panel.state.scenario.training.fp8_recipe == "delayed"
+    assert panel.state.scenario.training.fp8_params is False
+    panel.state.load(loads(saved))
+    assert (panel.fp8_recipe.value, panel.fp8_params.value) == ("current", "on")
+    assert panel.state.scenario.training.fp8_recipe == "current" and panel.state.scenario.training.fp8_params
+    # back to the framework's: the scenario holds neither (absent = the framework's default)
+    panel.fp8_recipe.value, panel.fp8_params.value = "default", "default"
+    assert panel.state.scenario.training.fp8_recipe is None and panel.state.scenario.training.fp8_params is None
+    # bf16: both greyed out; a greyed control is not read, so the scenario drops it (no "set but has no effect"
+    # warning the user could not act on), and the page keeps the choice for the next switch to FP8
+    panel.fp8_recipe.value, panel.fp8_params.value = "current", "on"
+    panel.precision.value = "bf16"
+    assert panel.fp8_recipe.disabled and panel.fp8_params.disabled
+    assert panel.state.scenario.training.fp8_recipe is None and panel.state.scenario.training.fp8_params is None
+    assert "training-setting-ignored" not in panel.findings.value and "FP8" not in panel.summary.value
+    assert (panel.fp8_recipe.value, panel.fp8_params.value) == ("current", "on")
+    panel.precision.value = "fp8"
+    assert not panel.fp8_recipe.disabled and not panel.fp8_params.disabled
+    assert panel.state.scenario.training.fp8_recipe == "current" and panel.state.scenario.training.fp8_params
+
+
+def test_panel_fp8_recipe_mxfp8_then_hopper():
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state("b200-sxm-180gb", fp8_recipe="mxfp8"))
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "current", "mxfp8"]  # Blackwell
+    assert panel.fp8_recipe.value == "mxfp8" and panel.msg.value == ""
+    assert "MXFP8 block scaling" in panel.summary.value
+    panel.accelerator.value = "h100-sxm5-80gb"
+    # the engine's message, no number of the Blackwell design beside it; MXFP8 stays the choice shown, in a
+    # dropdown that can still be changed
+    assert ("training.fp8_recipe: mxfp8 (MXFP8 block scaling (Transformer Engine MXFP8BlockScaling, Blackwell)) "
+            "needs a blackwell GPU, this accelerator is hopper; choose one of delayed, current") in panel.msg.value
+    assert panel.summary.value == panel.findings.value == ""
+    assert panel.state.scenario.training.fp8_recipe == "mxfp8"
+    assert panel.fp8_recipe.value == "mxfp8" and not panel.fp8_recipe.disabled
+    panel.fp8_recipe.value = "delayed"  # picked in the tab: the outputs come back
+    assert panel.msg.value == "" and "Step time" in panel.summary.value
+    assert panel.state.scenario.training.fp8_recipe == "delayed"
+    assert panel.state.scenario.hardware.accelerator == "h100-sxm5-80gb"
+    assert "FP8 delayed scaling" in panel.summary.value
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "current"]  # MXFP8 no longer offered
+    # a saved Hopper scenario with MXFP8 loads the same way: the message, and the recipe to change
+    panel.state.update(training__fp8_recipe="mxfp8")
+    panel.load()
+    assert "needs a blackwell GPU" in panel.msg.value and panel.fp8_recipe.value == "mxfp8"
+    panel.fp8_recipe.value = "current"
+    assert panel.msg.value == "" and "FP8 current scaling" in panel.summary.value
+
+
+def test_panel_fp8_recipe_current_against_delayed_by_hand():
+    """Current scaling's extra cast traffic, worked by hand from core.fp8_cast_bytes and fp8_weight_cast_s.
+
+    H100 (Hopper: column-wise copy c = 1 byte), Megatron-LM (the norm writes QKV's and FC1's FP8 input with
+    delayed scaling; the FP8 weights cast once per global batch). Per element of a cast: delayed 2 + 1 + 1 = 4
+    bytes, current 4 + 2 (the amax pass) = 6; a norm-written input: delayed -1 forward and a 2 c transpose
+    backward, current 6 - 2 = 4 forward (the norm takes the amax) and none backward. MPT-1B, M = 1 x 2048
+    tokens a micro-batch, h 2048, attention output h, QKV 3h, f 8192 (GeLU), TP 1, per layer and micro-batch:
+      forward   delayed -Mh + 4Mh - Mh + 4Mf,  current 4Mh + 6Mh + 4Mh + 6Mf:     +12 Mh + 2 Mf
+      backward  delayed 2Mh + 2Mh + 4M3h + 4Mh + 4Mf + 4Mh, current 6M3h + 6Mh + 6Mf + 6Mh:  +6 Mh + 2 Mf
+    = M (18 h + 4 f) = 2048 x 69,632 = 142,606,336 bytes; the weights (layer_params: 4 h^2 + two LayerNorms'
+    4 h + 2 h f = 50,339,840) +2 bytes each once per 8 micro-batches: 12,584,960 bytes a micro-batch.
+    1F1B over 8 stages of 3 layers: step = (m - 1) max t_i + sum t_i, so each stage's 3 layers count
+    m - 1 + p = 15 times: 45 x 155,191,296 = 6,983,608,320 bytes at 0.85 (Hopper memory efficiency,
+    data/efficiency.yaml) x 3.35 TB/s (catalogue), times 1.03 (step_overhead): 2.52612 ms more a step.
+    """
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state())
+    panel.fp8_recipe.value = "delayed"
+    delayed = panel.est
+    assert delayed.plan.label() == "TP1 PP8 DP1 mb1 none" and delayed.plan.micro_batches == 8
+    panel.fp8_recipe.value = "current"
+    current = panel.est
+    per_mb = 2048 * (18 * 2048 + 4 * 8192) + 2 * (4 * 2048**2 + 4 * 2048 + 2 * 2048 * 8192) / 8
+    assert per_mb == 155_191_296
+    added = 45 * per_mb / (3.35e12 * 0.85) * 1.03
+    assert added == pytest.approx(2.52612e-3, abs=1e-8)
+    assert current.step_time_s - delayed.step_time_s == pytest.approx(added, rel=1e-9)
+    assert f"{current.step_time_s:,.3f} s (8 micro-batches)" in panel.summary.value
+    assert f"{delayed.step_time_s:,.3f} s" != f"{current.step_time_s:,.3f} s"  # the figure shown moves
