@@ -306,3 +306,16 @@ def test_panel_fp8_recipe_current_against_delayed_by_hand():
     assert current.step_time_s - delayed.step_time_s == pytest.approx(added, rel=1e-9)
     assert f"{current.step_time_s:,.3f} s (8 micro-batches)" in panel.summary.value
     assert f"{delayed.step_time_s:,.3f} s" != f"{current.step_time_s:,.3f} s"  # the figure shown moves
+
+
+def test_panel_fp8_keys_loaded_with_bf16_are_shown_greyed_until_the_next_change():
+    state = _mpt1b_fp8_state(fp8_recipe="current", fp8_params=True)
+    state.update(training__precision="bf16")  # a saved file may hold them with another precision
+    panel = tab_training.TrainingPanel(state)
+    assert (panel.fp8_recipe.value, panel.fp8_params.value) == ("current", "on")
+    assert panel.fp8_recipe.disabled and panel.fp8_params.disabled
+    # the engine says both have no effect (estimate.py, training-setting-ignored)
+    assert panel.findings.value.count("training-setting-ignored") == 2
+    panel.mb.value = 2  # the next change on the tab writes what the tab reads: neither
+    assert state.scenario.training.fp8_recipe is None and state.scenario.training.fp8_params is None
+    assert "training-setting-ignored" not in panel.findings.value
