@@ -39,3 +39,17 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     expect(page.locator(".gc-error").first).to_contain_text("parallelism.tensor: 5 does not divide the model's 96 attention heads")
     assert "Traceback" not in page.locator("body").inner_text()
     page.screenshot(path=str(artifacts / "app-training-bad-plan.png"), full_page=True)
+    # FP8: the recipe and weights dropdowns are greyed out in bf16, and read once the precision is fp8
+    tp.fill("8")
+    tp.press("Enter")
+    expect(summary).to_contain_text("TP8")
+    recipe = page.locator(".widget-dropdown", has_text="FP8 recipe").locator("select")
+    expect(recipe).to_be_disabled()
+    expect(page.locator(".widget-dropdown", has_text="FP8 weights").locator("select")).to_be_disabled()
+    # the Training tab's own Accelerator and Precision: the Hardware tab, built and hidden, has a Precision too
+    page.locator(".widget-dropdown:visible", has_text="Accelerator").locator("select").select_option("h100-sxm5-80gb")
+    page.locator(".widget-dropdown:visible", has_text="Precision").locator("select").select_option("fp8")
+    expect(recipe).to_be_enabled()
+    expect(summary).to_contain_text("FP8 delayed scaling")  # Megatron-LM's default recipe
+    recipe.select_option(label="Current scaling (an amax pass before each cast)")
+    expect(summary).to_contain_text("FP8 current scaling")
