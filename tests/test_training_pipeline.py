@@ -77,31 +77,65 @@ def test_interleaving_needs_equal_chunks_on_every_stage():
     # get_num_layers_to_build: "num_layers_per_pipeline_rank should be divisible by vp_size"); with
     # account_for_embedding / account_for_loss the embedding and the output layer count as one layer each
     # Llama 3 405B, 7/8../7 (Llama 3 paper Sec. 3.3.2: "the first model chunk on the first stage has only the
-    # embedding"): 8 layer slots on every stage, so v = 1, 2, 4 or 8 (v = 8: one slot per chunk)
-    assert interleavings((7,) + (8,) * 14 + (7,)) == [1, 2, 4, 8]
+    # embedding"), embedding and loss counted as slots: 8 layer slots on every stage, so v = 1, 2, 4 or 8 (v = 8:
+    # one slot per chunk); the same layer counts without the slots: 7 and 8 share only 1
+    assert interleavings((7,) + (8,) * 14 + (7,), True, True) == [1, 2, 4, 8]
+    assert interleavings((7,) + (8,) * 14 + (7,)) == [1]
     # BLOOM 5/6../5 (72 slots, 6 a stage): the divisors of 6
-    assert interleavings((5,) + (6,) * 10 + (5,)) == [1, 2, 3, 6]
+    assert interleavings((5,) + (6,) * 10 + (5,), True, True) == [1, 2, 3, 6]
     # Llama 3 70B on 8 stages with the embedding/loss slots, 9/11/11/10/10/10/10/9: 10 and 11 share no divisor
     # but 1, so no interleaving (the audit found PP8x5 searched here: 9 layers do not split into 5 chunks)
-    assert interleavings(balanced_layout(80, 8, True, True)) == [1]
-    # 92 layers on 3 stages, 31/31/30: 31 chunks of one layer, the last chunk of the last stage the output layer
-    assert interleavings((31, 31, 30)) == [1, 31]
+    assert interleavings(balanced_layout(80, 8, True, True), True, True) == [1]
+    # 92 layers on 3 stages, 31/31/30 with the loss as a slot of the last: 31 chunks of one layer, the last chunk
+    # of the last stage the output layer; without the slot only 1
+    assert interleavings((31, 31, 30), False, True) == [1, 31]
+    assert interleavings((31, 31, 30)) == [1]
     assert interleavings((20,) * 4) == [1, 2, 4, 5, 10, 20]  # equal stages: the divisors of 20
+    # an equal split counts no slot: 40 layers on each of 2 stages take the divisors of 40, never 41 (v above a
+    # stage's 40 layers; 41 divides 40 + 1 only if the embedding or the loss were a slot); with both slots
+    # counted each stage has 41 slots (balanced_layout(80, 2, True, True) = 40 + 40): 1 and 41
+    assert interleavings((40, 40)) == [1, 2, 4, 5, 8, 10, 20, 40]
+    assert interleavings((40, 40), True, True) == [1, 41]
+    assert interleavings((40, 40), True, False) == [1]  # 41 and 40 share only 1
+
+
+def test_pp2_with_40_layers_refuses_41_chunks():
+    # Llama 3 70B (80 layers) on TP8 PP2: 40 layers a stage; 41 chunks would need the embedding or the loss as a
+    # slot, which an equal split does not count (the review found it accepted, with a 0.0135 s bubble)
+    with pytest.raises(ScenarioError, match=r"^parallelism.virtual_stages: 41 does not divide the 40 layers per "
+                                            r"stage; valid: 1, 2, 4, 5, 8, 10, 20, 40$"):
+        estimate(scen("llama3-70b", nodes=8, accelerator="h100-sxm5-80gb", gbps=400, tensor=8, pipeline=2,
+                      virtual_stages=41, global_batch_size=64))
+    # the search does not offer it either: Llama 3 8B (32 layers) on PP2 gets the divisors of 16, not 17
+    s = scen("llama3-8b", nodes=2, accelerator="h100-sxm5-80gb", gbps=400)
+    ctx = build_context(s)[0]
+    p = enumerate_plans(ParallelismSpec(auto=True, pipeline=2, global_batch_size=512), ctx.arch, ctx.gpus,
+                        ctx.nvlink_domain)
+    assert set(p["vp"].tolist()) == {1, 2, 4, 8, 16}
 
 
 def test_written_interleaving_on_uneven_stages_is_refused_unless_chunks_are_equal():
-    ok4 = estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=4))
-    ok8 = estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=8))
+    slots = {"embedding_in_pipeline_split": True, "loss_in_pipeline_split": True}
+    ok4 = estimate(llama405(virtual_stages=4, **slots))
+    ok8 = estimate(llama405(virtual_stages=8, **slots))
     assert ok4.plan.virtual_stages == 4 and ok8.plan.virtual_stages == 8
+    assert ok4.stages["layers_per_stage"] == [7] + [8] * 14 + [7]
     # 9/11/11/10/10/10/10/9 layers in 5 chunks a stage: 9 and 11 do not split into 5 (nor 10 + 1 into 5 either)
     with pytest.raises(ScenarioError, match=r"parallelism.virtual_stages: 5 model chunks per stage need every "
                                             r"stage's layers to split into 5 equal chunks.*allow 1;"):
         estimate(scen("llama3-70b", nodes=8, accelerator="h100-sxm5-80gb", gbps=400, tensor=8, pipeline=8,
                       virtual_stages=5, global_batch_size=64, embedding_in_pipeline_split=True,
                       loss_in_pipeline_split=True))
-    # 7/8../7 in 3 chunks: neither 7, 7 + 1 nor 8 splits into 3
-    with pytest.raises(ScenarioError, match=r"stages of 7 to 8 layers \(first 7, last 7\) allow 1, 2, 4, 8"):
-        estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=3))
+    # 7/8../7 in 3 chunks: neither 7 + 1 nor 8 splits into 3
+    with pytest.raises(ScenarioError, match=r"chunks, the embedding counting as one layer of the first stage and the "
+                                            r"output layer and loss as one of the last; stages of 7 to 8 layers "
+                                            r"\(first 7, last 7\) allow 1, 2, 4, 8;"):
+        estimate(llama405(virtual_stages=3, **slots))
+    # the same 7/8../7 given as layer counts counts no slot (Megatron-Core refuses its slot options beside
+    # explicit first- and last-stage counts): 7 layers do not split into 4 chunks
+    with pytest.raises(ScenarioError, match=r"4 model chunks per stage need every stage's layers to split into 4 "
+                                            r"equal chunks; stages of 7 to 8 layers \(first 7, last 7\) allow 1;"):
+        estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=4))
 
 
 def test_plan_search_tries_only_interleavings_with_equal_chunks():
@@ -112,13 +146,15 @@ def test_plan_search_tries_only_interleavings_with_equal_chunks():
     assert slots8.any() and set(p["vp"][slots8]) == {1}
     even8 = (p["pp"] == 8) & (p["lf"] == 10)  # 10 each
     assert set(p["vp"][even8]) == {1, 2, 5, 10}
-    # every plan's stages split evenly into its chunks (first / last stage may count the embedding / output)
+    # every plan's stages split evenly into its chunks: the layers, or the slot layout's layers with the
+    # embedding on the first stage and the loss on the last (balanced_layout(80, p, True, True))
     for pp, lf, ll, lm, vp in {tuple(int(x) for x in r) for r in zip(p["pp"], p["lf"], p["ll"], p["lm"], p["vp"],
                                                                           strict=True)}:
         if pp > 1:
-            assert lf % vp == 0 or (lf + 1) % vp == 0, (pp, lf, vp)
-            assert ll % vp == 0 or (ll + 1) % vp == 0, (pp, ll, vp)
-            assert pp == 2 or lm % vp == 0, (pp, lm, vp)
+            plain = lf % vp == 0 and ll % vp == 0 and (pp == 2 or lm % vp == 0)
+            slotted = (lf + 1) % vp == 0 and (ll + 1) % vp == 0 and (pp == 2 or lm % vp == 0) \
+                and (lf, ll) == (balanced_layout(80, pp, True, True)[0], balanced_layout(80, pp, True, True)[-1])
+            assert plain or slotted, (pp, lf, ll, lm, vp)
 
 
 def test_one_f_one_b_step_from_max_and_sum_of_stage_times():

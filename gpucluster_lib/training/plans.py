@@ -161,10 +161,13 @@ def divisors(n: int) -> list[int]:
     return [d for d in range(1, n + 1) if n % d == 0]
 
 
-def interleavings(stages: tuple[int, ...] | list[int]) -> list[int]:
+def interleavings(stages: tuple[int, ...] | list[int], embedding_slot: bool = False,
+                  loss_slot: bool = False) -> list[int]:
     """Model chunks per stage ``v`` (interleaved 1F1B) into which every stage of the layout splits
-    evenly: ``v`` divides each stage's layers, where the first stage may count the embedding and
-    the last the output layer and loss as one layer each [layers].
+    evenly: ``v`` divides each stage's layer slots, which are its layers, plus one on the first stage
+    when the layout counts the embedding as a slot (``embedding_slot``: ``embedding_in_pipeline_split``,
+    or the search's slot layout) and one on the last when it counts the output layer and loss
+    (``loss_slot``) [layers]. So ``v`` never exceeds a stage's slots.
 
     Megatron-Core builds ``layers / v`` layers in each chunk of a stage and refuses a layout that
     does not split so: ``get_num_layers_to_build`` asserts ``num_layers_per_pipeline_rank % vp_size
@@ -185,14 +188,28 @@ def interleavings(stages: tuple[int, ...] | list[int]) -> list[int]:
     chunks on stages of unequal middle layer counts too, and also unequal chunks, but the
     interleaved bubble of :func:`gpucluster_lib.training.core.pipeline_schedule`,
     ``(sum t_i - max t_i) / v``, charges each stage ``t_i / v`` per chunk, which holds for equal
-    chunks only: layouts with unequal chunks on a stage are not modelled. Always includes 1."""
+    chunks only: layouts with unequal chunks on a stage are not modelled. A stage's layers count the embedding or the loss as a slot only when the layout
+    does: Megatron-Core adds the slots only with the ``account_for_*_in_pipeline_split`` options, which it
+    refuses together with explicit first- and last-stage layer counts (transformer_config.py, core_r0.11.0),
+    so an equal split of 40 layers on 2 stages takes ``v`` dividing 40, not 41. Always includes 1.
+
+    Llama 3 70B on 2 stages of 40 layers: 1, 2, 4, 5, 8, 10, 20, 40; with both slots counted (41 slots on
+    each stage, ``balanced_layout(80, 2, True, True)`` = 40 + 40): 1 and 41."""
     st = list(stages)
-    out = []
-    for v in range(1, max(st) + 2):
-        ok = all(n % v == 0 or ((i == 0 or i == len(st) - 1) and (n + 1) % v == 0) for i, n in enumerate(st))
-        if ok:
-            out.append(v)
-    return out
+    slots = [n + (int(embedding_slot) if i == 0 else 0) + (int(loss_slot) if i == len(st) - 1 else 0)
+             for i, n in enumerate(st)]
+    return [v for v in range(1, min(slots) + 1) if all(n % v == 0 for n in slots)]
+
+
+def slot_flags(spec: ParallelismSpec) -> tuple[bool, bool]:
+    """Whether the stage layout of ``spec`` counts the embedding and the output layer and loss as one layer
+    slot of the first and the last stage: only a layout made from ``embedding_in_pipeline_split`` /
+    ``loss_in_pipeline_split`` does, not one given as layer counts (Megatron-Core refuses its
+    ``account_for_*_in_pipeline_split`` options beside explicit first- and last-stage counts)."""
+    explicit = (spec.pipeline_layers is not None or spec.first_stage_layers is not None
+                or spec.last_stage_layers is not None)
+    return (bool(spec.embedding_in_pipeline_split) and not explicit,
+            bool(spec.loss_in_pipeline_split) and not explicit)
 
 
 def default_global_batch(seq_length: int, dp: int, mb: int) -> int:
@@ -250,17 +267,20 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
         raise ScenarioError("parallelism.virtual_stages", f"{vp} needs a pipeline of 2 or more stages (interleaved 1F1B)")
     if vp > 1:
         st = stages if stages is not None else (arch.layers // pp,) * pp
-        valid = interleavings(st)
+        emb, loss = slot_flags(spec)
+        valid = interleavings(st, emb, loss)
         if vp not in valid:
-            if stages is None and pp > 2:
+            if stages is None and not (emb or loss):
                 raise ScenarioError("parallelism.virtual_stages", f"{vp} does not divide the {arch.layers // pp} "
                                     f"layers per stage; valid: {_choices(valid)}")
             counts = f"{min(st)} to {max(st)}" if min(st) < max(st) else f"{st[0]}"
+            slots = " and ".join(w for w, on in (("the embedding counting as one layer of the first stage", emb),
+                                                 ("the output layer and loss as one of the last", loss)) if on)
             raise ScenarioError("parallelism.virtual_stages",
                                 f"{vp} model chunks per stage need every stage's layers to split into {vp} equal "
-                                f"chunks, the embedding counting as one layer of the first stage and the output layer "
-                                f"as one of the last; stages of {counts} layers (first {st[0]}, last {st[-1]}) allow "
-                                f"{_choices(valid)}; choose one of those, or stages whose layers {vp} divides")
+                                f"chunks{', ' + slots if slots else ''}; stages of {counts} layers (first {st[0]}, "
+                                f"last {st[-1]}) allow {_choices(valid)}; choose one of those, or stages whose "
+                                f"layers {vp} divides")
     mb = spec.micro_batch_size or 1
     gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb)
     if gbs % (dp * mb):
@@ -435,23 +455,25 @@ def _keep(cols: dict[str, np.ndarray], ok: np.ndarray) -> dict[str, np.ndarray]:
 MAX_MICRO_BATCH = 64
 
 
-def pipeline_options(spec: ParallelismSpec, layers: int, pp: int) -> list[tuple[int, ...]]:
-    """Stage layouts the search tries for ``pp`` stages: the given layout, else the equal or
-    balanced split and the split that counts the embedding and the loss as slots."""
+def pipeline_options(spec: ParallelismSpec, layers: int,
+                     pp: int) -> list[tuple[tuple[int, ...], bool, bool]]:
+    """Stage layouts the search tries for ``pp`` stages, each with whether it counts the embedding and the
+    loss as a slot of the first / last stage (:func:`slot_flags`, read by :func:`interleavings`): the given
+    layout, else the equal or balanced split and the split that counts the embedding and the loss as slots."""
     if spec.pipeline_layers is not None or spec.first_stage_layers is not None or spec.last_stage_layers is not None \
             or spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
         try:
             st = resolve_layout(spec, layers, pp)
         except ScenarioError:
             return []
-        return [st if st is not None else (layers // pp,) * pp]
+        return [(st if st is not None else (layers // pp,) * pp, *slot_flags(spec))]
     if pp > layers:
         return []
-    out = [balanced_layout(layers, pp)]
+    out = [(balanced_layout(layers, pp), False, False)]
     if pp > 2 and not spec.pipeline:  # a fixed pipeline size keeps the default split
         alt = balanced_layout(layers, pp, True, True)
-        if alt != out[0] and min(alt) > 0:
-            out.append(alt)
+        if min(alt) > 0:  # also when it is the same split: its slots allow other interleavings (126 on 16)
+            out.append((alt, True, True))
     return out
 
 
@@ -523,14 +545,15 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     pps = [spec.pipeline] if spec.pipeline else [p for p in divisors(gpus) if p <= L]
     rows = []
     for p in pps:
-        for st in pipeline_options(spec, L, p):
+        for st, emb, loss in pipeline_options(spec, L, p):
             lf, ll, lm, l1 = layout_codes(st)
-            # chunks into which every stage splits evenly (as resolve_plan accepts)
-            vps = [1] if p == 1 else interleavings(st)
+            # chunks into which every stage's slots split evenly (as resolve_plan accepts)
+            vps = [1] if p == 1 else interleavings(st, emb, loss)
             if spec.virtual_stages:
                 vps = [v for v in vps if v == spec.virtual_stages]
             for v in vps:
-                rows.append((p, lf, ll, lm, l1, v))
+                if (p, lf, ll, lm, l1, v) not in rows:  # one layout may come with and without slots
+                    rows.append((p, lf, ll, lm, l1, v))
     pipe = np.array(rows, dtype=np.int64).reshape(-1, 6)
 
     cols = _expand({}, "tp", tps)
