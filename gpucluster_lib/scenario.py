@@ -248,7 +248,8 @@ class TrainingSpec:
     attention_kernel: Literal["flash-attention-2", "triton", "cudnn"] | None = f(
         None, doc="the fused attention kernel and its speed (data/efficiency.yaml): flash-attention-2 "
                   "(FlashAttention-2), triton (llm-foundry's Triton FlashAttention, attn_impl: triton) or cudnn "
-                  "(cuDNN fused attention, which Transformer Engine selects on Hopper and Blackwell); default: the "
+                  "(cuDNN fused attention, which Transformer Engine selects on Hopper and Blackwell; NVIDIA GPUs "
+                  "only); default: the "
                   "framework's for the GPU generation (Megatron-LM, NeMo: cudnn on Hopper and Blackwell, "
                   "flash-attention-2 on Ampere; TorchTitan: cudnn on Blackwell; otherwise flash-attention-2)")
     fp8_recipe: Literal["delayed", "current", "mxfp8"] | None = f(

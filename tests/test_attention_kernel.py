@@ -132,3 +132,23 @@ def test_estimate_states_the_kernel_it_ran():
                          "hardware": {"accelerator": "h100-sxm5-80gb", "gpus_per_node": 8, "nodes": 1},
                          "parallelism": "auto", "training": {"flash_attention": False}})
     assert estimate(unfused).assumptions["attention_kernel"] is None  # no fused kernel is read
+
+
+def test_cudnn_is_refused_on_another_vendors_accelerator():
+    # cuDNN is NVIDIA's CUDA library (docs.nvidia.com/cudnn; data/efficiency.yaml attention_kernels.cudnn vendor):
+    # asked for on an AMD Instinct MI300X it is refused in words; the other kernels, and the framework's default
+    # there (FlashAttention-2: MI300X is of the "default" generation), are not
+    from gpucluster_lib.training import estimate
+
+    def mi300x(kernel=None):
+        training = {"tokens": 1e11, **({"attention_kernel": kernel} if kernel else {})}
+        return from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"accelerator": "mi300x", "nodes": 1},
+                          "parallelism": {"tensor": 1, "pipeline": 1, "micro_batch_size": 1, "global_batch_size": 64},
+                          "training": training})
+
+    with pytest.raises(ScenarioError, match=r"^training.attention_kernel: cuDNN fused attention \(Transformer "
+                                            r"Engine\) is NVIDIA's library and runs only on NVIDIA GPUs, but the AMD "
+                                            r"Instinct MI300X is made by AMD; choose flash-attention-2 or triton$"):
+        estimate(mi300x("cudnn"))
+    assert estimate(mi300x("triton")).step_time_s > 0
+    assert estimate(mi300x()).assumptions["attention_kernel"] == "FlashAttention-2"

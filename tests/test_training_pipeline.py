@@ -138,6 +138,37 @@ def test_written_interleaving_on_uneven_stages_is_refused_unless_chunks_are_equa
         estimate(llama405(first_stage_layers=7, last_stage_layers=7, virtual_stages=4))
 
 
+def test_interleaving_needs_micro_batches_a_multiple_of_the_stages():
+    # Megatron-Core core_r0.8.0 forward_backward_pipelining_with_interleaving: "number of microbatches ... is not
+    # divisible by pipeline-model-parallel-size when using interleaved schedule" (schedules.py line 614). GPT-3 175B
+    # on TP8 PP4 (32 GPUs, DP1), 2 chunks, micro-batch 1, global batch 6: 6 micro-batches on 4 stages
+    with pytest.raises(ScenarioError, match=r"^parallelism.virtual_stages: 2 model chunks per stage \(the interleaved "
+                                            r"schedule\) need the micro-batches per step to be a multiple of the 4 "
+                                            r"pipeline stages, but a global batch of 6 sequences over data "
+                                            r"parallelism 1 x micro-batch size 1 gives 6; use a global batch that is "
+                                            r"a multiple of 4 \(data parallelism x micro-batch size x pipeline "
+                                            r"stages\), e.g. 8, or no interleaving$"):
+        estimate(scen(nodes=4, pipeline=4, virtual_stages=2, global_batch_size=6))
+    assert estimate(scen(nodes=4, pipeline=4, virtual_stages=2, global_batch_size=8)).plan.micro_batches == 8
+    assert estimate(scen(nodes=4, pipeline=4, global_batch_size=6)).plan.micro_batches == 6  # 1F1B takes any m
+    # the same plan searched with only the global batch free of a multiple is refused with the same words
+    with pytest.raises(ScenarioError, match=r"need the micro-batches per step to be a multiple of the 4 pipeline"):
+        estimate(scen(nodes=4, pipeline=4, virtual_stages=2, global_batch_size=6, data=1, auto=True))
+    # the default global batch of an interleaved plan: 2,048 sequences of 2,048 tokens (4M tokens) rounded up to a
+    # multiple of DP3 x mb1 x PP4 = 12: 2,052 (684 = 4 x 171 micro-batches); without interleaving a multiple of 3:
+    # 2,049 (683 micro-batches)
+    inter = estimate(scen(nodes=12, pipeline=4, virtual_stages=2, global_batch_size=None))
+    assert inter.plan.data == 3 and inter.plan.global_batch_size == 2052 and inter.plan.micro_batches == 684
+    assert estimate(scen(nodes=12, pipeline=4, global_batch_size=None)).plan.global_batch_size == 2049
+    # the search with the global batch free: every interleaved plan's micro-batches are a multiple of its stages
+    ctx = build_context(scen(nodes=12))[0]
+    p = enumerate_plans(ParallelismSpec(auto=True, tensor=8), ctx.arch, ctx.gpus, ctx.nvlink_domain)
+    m = p["gbs"] // (p["dp"] * p["mb"])
+    inter = p["vp"] > 1
+    assert inter.any() and np.all(m[inter] % p["pp"][inter] == 0)
+    assert np.any(m[~inter] % p["pp"][~inter] != 0)  # 1F1B plans keep the plain default (e.g. 2,049 on DP3)
+
+
 def test_plan_search_tries_only_interleavings_with_equal_chunks():
     s = scen("llama3-70b", nodes=64, accelerator="h100-sxm5-80gb", gbps=400)
     ctx = build_context(s)[0]

@@ -108,6 +108,21 @@ def attention_kernels() -> dict[str, str]:
     return {k: str(v["name"]) for k, v in load_table()["attention_kernels"].items()}
 
 
+def vendor_check(accelerator: dict[str, Any], kernel: str, kernels: dict[str, Any]) -> None:
+    """A ``ScenarioError`` naming ``training.attention_kernel`` when the kernel is one vendor's library
+    (``vendor`` of data/efficiency.yaml ``attention_kernels``: cuDNN, NVIDIA's) and the accelerator is another
+    vendor's (data/accelerators.csv ``vendor``; an accelerator without one is not refused)."""
+    need = kernels[kernel].get("vendor")
+    have = str(accelerator.get("vendor") or "").strip()
+    if need is None or not have or have.split()[0].lower() == str(need).lower():
+        return
+    others = ", ".join(k for k, v in kernels.items() if v.get("vendor") is None)
+    name = accelerator.get("name") or accelerator.get("id")
+    raise ScenarioError("training.attention_kernel",
+                        f"{kernels[kernel]['name']} is {need}'s library and runs only on {need} GPUs, but the {name} "
+                        f"is made by {have}; choose {' or '.join(others.split(', '))}")
+
+
 def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None,
                     attention_kernel: str = DEFAULT_ATTENTION_KERNEL) -> Efficiency:
     """The efficiency set for an accelerator row and attention kernel, with scenario overrides applied.
@@ -120,6 +135,7 @@ def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | N
     if attention_kernel not in kernels:
         raise ScenarioError("training.attention_kernel", "unknown attention kernel; valid: "
                             + ", ".join(f"{k} ({v['name']})" for k, v in kernels.items()))
+    vendor_check(accelerator, attention_kernel, kernels)
     # the GPU's own measured values inside its generation (``accelerators`` of data/efficiency.yaml)
     own = dict((table.get("accelerators") or {}).get(str(accelerator.get("id") or ""), {}))
     kern = {**kernels[attention_kernel][gen], **own.pop("attention_kernels", {}).get(attention_kernel, {})}

@@ -201,6 +201,18 @@ def interleavings(stages: tuple[int, ...] | list[int], embedding_slot: bool = Fa
     return [v for v in range(1, min(slots) + 1) if all(n % v == 0 for n in slots)]
 
 
+def interleaved_micro_batches_ok(micro_batches, pp):
+    """Whether Megatron-Core's interleaved schedule runs ``micro_batches`` per step on ``pp`` stages
+    [bool, elementwise]: only a multiple of the pipeline stages. core_r0.8.0
+    ``forward_backward_pipelining_with_interleaving`` raises "number of microbatches ... is not divisible by
+    pipeline-model-parallel-size when using interleaved schedule" (megatron/core/pipeline_parallel/schedules.py
+    line 614); from core_r0.10.0 its default ``microbatch_group_size_per_vp_stage`` (the pipeline size,
+    model_parallel_config.py) refuses a remainder below the pipeline size ("The remainder of M (the total
+    micro-batches) divided by N (number of contiguous micro-batches in a virtual pipeline stage) should be 0, or
+    larger than or equal to the pipeline-parallel size"), i.e. any remainder. 6 micro-batches on 4 stages: no."""
+    return (micro_batches % pp) == 0
+
+
 def slot_flags(spec: ParallelismSpec) -> tuple[bool, bool]:
     """Whether the stage layout of ``spec`` counts the embedding and the output layer and loss as one layer
     slot of the first and the last stage: only a layout made from ``embedding_in_pipeline_split`` /
@@ -212,9 +224,11 @@ def slot_flags(spec: ParallelismSpec) -> tuple[bool, bool]:
             bool(spec.loss_in_pipeline_split) and not explicit)
 
 
-def default_global_batch(seq_length: int, dp: int, mb: int) -> int:
-    """About 4M tokens, rounded up to a multiple of ``dp x mb`` [sequences]."""
-    unit = dp * mb
+def default_global_batch(seq_length: int, dp: int, mb: int, pp_interleaved: int = 1) -> int:
+    """About 4M tokens, rounded up to a multiple of ``dp x mb`` [sequences], and of ``dp x mb x p`` for an
+    interleaved plan of ``pp_interleaved`` = p stages (its micro-batches a multiple of p:
+    :func:`interleaved_micro_batches_ok`)."""
+    unit = dp * mb * pp_interleaved
     target = max(1, round(DEFAULT_BATCH_TOKENS / seq_length))
     return unit * max(1, math.ceil(target / unit))
 
@@ -282,11 +296,13 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
                                 f"last {st[-1]}) allow {_choices(valid)}; choose one of those, or stages whose "
                                 f"layers {vp} divides")
     mb = spec.micro_batch_size or 1
-    gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb)
+    gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb, pp if vp > 1 else 1)
     if gbs % (dp * mb):
         raise ScenarioError("parallelism.global_batch_size",
                             f"{gbs} is not divisible by data parallelism x micro-batch size = {dp} x {mb} = {dp * mb}; "
                             f"use a multiple of {dp * mb}, e.g. {dp * mb * max(1, round(gbs / (dp * mb)))}")
+    if vp > 1 and not interleaved_micro_batches_ok(gbs // (dp * mb), pp):
+        raise _interleaved_batch_error(vp, pp, gbs, dp, mb)
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
     tpo = bool(spec.tp_comm_overlap) if spec.tp_comm_overlap is not None else default_tp_overlap
     if spec.tp_comm_overlap and not (sp and tp > 1):
@@ -300,6 +316,16 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
                 distributed_optimizer=bool(spec.distributed_optimizer), tp_comm_overlap=tpo and sp and tp > 1,
                 pipeline_layers=stages)
+
+
+def _interleaved_batch_error(vp: int, pp: int, gbs: int, dp: int, mb: int) -> ScenarioError:
+    unit = dp * mb * pp
+    return ScenarioError("parallelism.virtual_stages",
+                         f"{vp} model chunks per stage (the interleaved schedule) need the micro-batches per step to "
+                         f"be a multiple of the {pp} pipeline stages, but a global batch of {gbs:,} sequences over "
+                         f"data parallelism {dp} x micro-batch size {mb} gives {gbs // (dp * mb):,}; use a global "
+                         f"batch that is a multiple of {unit:,} (data parallelism x micro-batch size x pipeline "
+                         f"stages), e.g. {unit * max(1, round(gbs / unit)):,}, or no interleaving")
 
 
 def _tp_overlap_error(tp_is_one: bool) -> ScenarioError:
@@ -338,13 +364,18 @@ def tp_overlap_reach(nvlink_domain: int) -> int:
 def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_domain: int | None = None) -> None:
     """Raise the message of the rule that leaves the plan search nothing to try (an empty plan
     space): a stage layout no pipeline size allows, TP overlap without TP and sequence
-    parallelism or with a tensor-parallel group beyond the NVLink domain, ZeRO-3 with a fixed
+    parallelism or with a tensor-parallel group beyond the NVLink domain, an interleaved schedule whose
+    fixed batch gives micro-batches that are not a multiple of the fixed pipeline, ZeRO-3 with a fixed
     pipeline. Returns when no single rule explains it."""
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
     if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
         raise _tp_overlap_domain_error(spec.tensor, nvlink_domain)
     fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
+    vp, gbs, dp, mb = spec.virtual_stages, spec.global_batch_size, spec.data, spec.micro_batch_size
+    if vp and vp > 1 and fixed_pp and gbs and dp and mb and gbs % (dp * mb) == 0 \
+            and not interleaved_micro_batches_ok(gbs // (dp * mb), fixed_pp):
+        raise _interleaved_batch_error(vp, fixed_pp, gbs, dp, mb)
     if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
         raise ScenarioError("parallelism.zero_stage", f"3 is tried only without pipelining (ZeRO-3 re-gathers every "
                             f"parameter for each micro-batch), but the pipeline is fixed at {fixed_pp} stages; lower "
@@ -585,11 +616,12 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
         pp = pipe[cols["pipe"], 0]
         vp = pipe[cols["pipe"], 5]
         m = cols["gbs"] // (cols["dp"] * cols["mb"])
-        # interleaved schedules need the micro-batch count to be a multiple of PP (Megatron-LM)
-        cols = _keep(cols, (vp == 1) | ((m % pp) == 0))
-    else:
+        cols = _keep(cols, (vp == 1) | interleaved_micro_batches_ok(m, pp))
+    else:  # default_global_batch: an interleaved plan's micro-batches a multiple of PP (interleaved_micro_batches_ok)
         target = max(1, round(DEFAULT_BATCH_TOKENS / arch.seq_length))
-        cols["gbs"] = dpmb * np.maximum(1, -(-target // dpmb))
+        pp, vp = pipe[cols["pipe"], 0], pipe[cols["pipe"], 5]
+        unit = dpmb * np.where(vp > 1, pp, 1)
+        cols["gbs"] = unit * np.maximum(1, -(-target // unit))
 
     # the remaining switches as one table of valid combinations, expanded once
     dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
