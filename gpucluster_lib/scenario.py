@@ -294,7 +294,9 @@ class TrainingSpec:
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "
                   "being kept beside it (Transformer Engine's weight workspace, two bytes per weight element "
                   "of the layers), and the data-parallel parameter all-gathers move those weights in one byte; "
-                  "default: the framework's (Megatron-LM false; NeMo true, as its FP8 recipes)")
+                  "read only by the frameworks with an FP8-weight path (Megatron-LM, NeMo; TorchTitan, whose "
+                  "torchao float8 all-gather of FSDP2 weights it stands for), else a warning; default: the "
+                  "framework's (NeMo true, as its FP8 recipes; the others false)")
     zero3_max_live_parameters: float | None = f(
         None, gt=0, le=1e15, unit="parameters",
         doc="DeepSpeed ZeRO-3's stage3_max_live_parameters: no parameter prefetch is issued while this many "

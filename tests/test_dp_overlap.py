@@ -142,3 +142,28 @@ def test_fp8_params_shrink_zero3_gathers():
     on = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": True}, **fsdp))
     off = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": False}, **fsdp))
     assert on.time_breakdown_s["dp_comm"] < off.time_breakdown_s["dp_comm"]
+
+
+def test_fp8_params_ignored_on_frameworks_without_an_fp8_weight_path():
+    # DeepSpeed (no FP8 path read; ZeRO gathers 16-bit parameters) and Composer's FSDP (the units gather in the
+    # mixed-precision param_dtype, 16 bits): data/training_frameworks.yaml has no fp8_param_gather for them, so
+    # FP8 weights change nothing and the setting gets the ignored-setting warning (the review found DeepSpeed
+    # ZeRO-3 16% faster with it)
+    z3 = {"zero_stage": 3, "distributed_optimizer": False}
+    for fw in ("deepspeed", "fsdp"):
+        on = estimate(_llama7b({"precision": "fp8", "framework": fw, "fp8_params": True}, **z3))
+        off = estimate(_llama7b({"precision": "fp8", "framework": fw, "fp8_params": False}, **z3))
+        assert not build_context(_llama7b({"precision": "fp8", "framework": fw, "fp8_params": True}, **z3))[0].fp8_params
+        assert on.step_time_s == off.step_time_s and on.memory_per_gpu_bytes == off.memory_per_gpu_bytes
+        (f,) = [f for f in on.findings if f.field == "training.fp8_params"]
+        assert f.code == "training-setting-ignored" and f.severity == "warning"
+        assert f.message.endswith("has no FP8-weight path: it keeps 16-bit weights and gathers them in 16 bits, so "
+                                  "the setting has no effect")
+        assert "Megatron-LM / Megatron-Core, NVIDIA NeMo (Megatron-Core), TorchTitan (FSDP2)" in f.fix
+        assert not [f for f in off.findings if f.field == "training.fp8_params"]  # off is what they do anyway
+    # TorchTitan gathers FP8 weights with torchao's enable_fsdp_float8_all_gather (torchao/float8/fsdp_utils.py
+    # fsdp_pre_all_gather, v0.11.0): read, no warning
+    on = estimate(_llama7b({"precision": "fp8", "framework": "torchtitan", "fp8_params": True}, **z3))
+    off = estimate(_llama7b({"precision": "fp8", "framework": "torchtitan", "fp8_params": False}, **z3))
+    assert on.time_breakdown_s["dp_comm"] < off.time_breakdown_s["dp_comm"]
+    assert not [f for f in on.findings if f.field == "training.fp8_params"]

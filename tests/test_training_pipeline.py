@@ -582,6 +582,18 @@ def test_a_typo_in_a_framework_schedule_key_is_refused_naming_the_framework_and_
         assert framework_from_rows(name, framework_rows()).id == name
 
 
+def test_fp8_weights_by_default_need_an_fp8_weight_path():
+    # a framework row that keeps FP8 weights by default (fp8_params) but has no FP8-weight path (fp8_param_gather)
+    # would have its default silently dropped: refused when loaded
+    rows = {"deepspeed": {**framework_rows()["deepspeed"], "fp8_params": True}}
+    with pytest.raises(CatalogError, match=r"^training_frameworks\.yaml: framework deepspeed, fp8_params: FP8 weights "
+                                           r"by default need an FP8-weight path \(fp8_param_gather: true\)$"):
+        framework_from_rows("deepspeed", rows)
+    # the shipped rows: Megatron-LM, NeMo (its own FP8 weights by default) and TorchTitan have the path
+    assert [n for n in framework_rows() if framework(n).fp8_param_gather] == ["megatron", "nemo", "torchtitan"]
+    assert framework("nemo").fp8_params and not framework("megatron").fp8_params
+
+
 def test_zero3_buffers_are_their_own_lines_in_the_app_and_report_memory_charts():
     # GPT 530B at micro-batch 4 on 640 A100 with DeepSpeed ZeRO-3: FC1 gathered, 4/12 of a 5,033,431,040-parameter
     # layer in 16 bits = 3.36e9 B, and the gradients of QKV, FC2 and FC1, 11/12 = 9.23e9 B, each its own bar

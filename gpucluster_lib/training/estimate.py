@@ -49,7 +49,7 @@ from gpucluster_lib.training.efficiency import (
     generation_of,
 )
 from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
-from gpucluster_lib.training.framework import fp8_recipes
+from gpucluster_lib.training.framework import fp8_recipes, framework_ids
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.memory import StateBytes
@@ -247,7 +247,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile),
                   states=states, fp8_saved_inputs=fp8_inputs,
                   distribute_saved_activations=tr.distribute_saved_activations,
-                  fp8_params=tr.precision == "fp8" and (fw.fp8_params if tr.fp8_params is None else tr.fp8_params))
+                  fp8_params=fp8_weights(tr, fw))
     return ctx, hw, eff
 
 
@@ -343,6 +343,14 @@ MASTER_BYTES = {"fp32": 4.0, "bf16": 2.0, "remainders": 2.0, "none": 0.0}
 MOMENT_BYTES = {"fp32": 4.0, "bf16": 2.0}
 
 
+def fp8_weights(tr: Any, fw: Any) -> bool:
+    """Whether the run keeps FP8 primary weights: FP8 training on a framework with an FP8-weight path
+    (``fp8_param_gather``: Megatron-LM, NeMo, TorchTitan) and ``training.fp8_params``, default the framework's.
+    DeepSpeed and Composer's FSDP gather 16-bit parameters: there the setting is ignored (a warning)."""
+    return tr.precision == "fp8" and fw.fp8_param_gather and (fw.fp8_params if tr.fp8_params is None
+                                                              else bool(tr.fp8_params))
+
+
 def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
     """Bytes per parameter of the model states and whether the linear layers save FP8 inputs, from
     the scenario's training section ``tr`` and the framework's terms ``fw`` (the run's reduction
@@ -359,8 +367,7 @@ def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
       transpose beside every 16-bit GEMM weight of the layers (2 bytes per element) unless the weights
       are FP8 themselves (``training.fp8_params``, default the framework's)."""
     fp8 = tr.precision == "fp8"
-    fp8_params = fw.fp8_params if tr.fp8_params is None else tr.fp8_params
-    copies = 2.0 if (fp8 and fw.fp8_weight_copies and not fp8_params) else 0.0
+    copies = 2.0 if (fp8 and fw.fp8_weight_copies and not fp8_weights(tr, fw)) else 0.0
     if fw.grad_buffer_in_reduce_precision:
         grad = fw.grad_reduce_bytes if (tr.grad_reduce_precision is not None or tr.precision != "fp16") else 2.0
     else:
@@ -904,7 +911,8 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
     gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
     distributed optimizer gather 16-bit parameters), the FP8 recipe without FP8 training, the gradient
-    reduction precision without data parallelism (nothing is reduced) and FP8 weights outside FP8 training."""
+    reduction precision without data parallelism (nothing is reduced) and FP8 weights outside FP8 training or
+    on a framework without an FP8-weight path (``fp8_param_gather``: DeepSpeed, Composer's FSDP)."""
     tr, fw = scenario.training, ctx.framework
     out = []
     if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
@@ -944,6 +952,13 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"FP8 weights are set, but the training precision is {tr.precision}: only FP8 training "
                            "keeps FP8 weights, so it has no effect",
                            fix="remove it, or train in FP8", field="training.fp8_params"))
+    elif tr.fp8_params and not fw.fp8_param_gather:
+        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).fp8_param_gather]
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"FP8 weights are set, but {fw.name} has no FP8-weight path: it keeps 16-bit weights and "
+                           "gathers them in 16 bits, so the setting has no effect",
+                           fix=f"remove it, or choose a framework that gathers FP8 weights ({', '.join(able)})",
+                           field="training.fp8_params"))
     return out
 
 

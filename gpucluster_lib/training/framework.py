@@ -63,6 +63,9 @@ class Framework:
     #: FP8 primary weights (Megatron ``--fp8-param-gather``, NeMo ``fp8_params``): the FP8 weight and its
     #: transpose replace the 16-bit weight, no extra copy
     fp8_params: bool = False
+    #: the framework has an FP8-weight path (Megatron-Core ``fp8_param_gather``, torchao's float8 FSDP2
+    #: all-gather): ``training.fp8_params`` is read only then
+    fp8_param_gather: bool = False
     #: the gradient buffer is held in the data-parallel reduction precision (Megatron-Core's
     #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
     #: false: 16-bit gradients
@@ -159,7 +162,7 @@ def framework(name: str = "megatron") -> Framework:
 
 
 #: Keys that are true or false (anything else is refused when loaded).
-BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params",
+BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
                 "grad_buffer_in_reduce_precision")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
@@ -183,6 +186,10 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         if not isinstance(row.get(key, False), bool):
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be true or false, got {row[key]!r}")
+    if row.get("fp8_params", False) and not row.get("fp8_param_gather", False):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                           f"framework {name}, fp8_params: FP8 weights by default need an FP8-weight path "
+                           "(fp8_param_gather: true)")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
     fp8 = _fp8_terms(name, row)
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
