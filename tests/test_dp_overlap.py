@@ -141,7 +141,19 @@ def test_fp8_params_shrink_zero3_gathers():
     fsdp = {"zero_stage": 3, "distributed_optimizer": False}
     on = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": True}, **fsdp))
     off = estimate(_llama7b({"precision": "fp8", "framework": "nemo", "fp8_params": False}, **fsdp))
-    assert on.time_breakdown_s["dp_comm"] < off.time_breakdown_s["dp_comm"]
+    # ZeRO-3 gathers the parameters twice per micro-batch (m = 64 / (DP16 x mb1) = 4): each pass moves the
+    # 6,476,005,376 GEMM weight elements in one byte less, 15/16 x 6,476,005,376 / 320e9 = 18.9727 ms over the
+    # ring (the DP test above), 4 x 2 x 18.9727 = 151.78 ms of gathers less. NeMo hides the fitted share
+    # zero3_overlap 0.6 of the compute (data/efficiency.yaml): the gathers (0.48 s) are shorter than 0.6 of the
+    # 0.89 s of compute, so 1 - 0.6 = 40% of them is exposed: 0.4 x 151.78 = 60.713 ms
+    assert off.time_breakdown_s["dp_comm"] - on.time_breakdown_s["dp_comm"] == pytest.approx(
+        0.4 * 4 * 2 * 15 / 16 * 6_476_005_376 / 320e9, rel=1e-9)
+    # memory: the gathered parameters of two layers follow the one-byte weights too (as the timing moves them):
+    # 2 layers x 202,375,168 GEMM weight elements x 1 byte less = 404,750,336 B; of 2 x 2 x 202,383,360 (the
+    # layer with its two RMSNorms of 4,096) = 809,533,440 B
+    assert off.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(809_533_440, rel=1e-12)
+    assert off.memory_per_gpu_bytes["gather_buffers"] - on.memory_per_gpu_bytes["gather_buffers"] == pytest.approx(
+        404_750_336, rel=1e-12)
 
 
 def test_fp8_params_ignored_on_frameworks_without_an_fp8_weight_path():

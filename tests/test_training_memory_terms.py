@@ -67,12 +67,12 @@ def test_interleaved_in_flight_chunks_follow_megatron_core_warmup_on_every_stage
     assert float(in_flight_factor(4, 4, 3, 3)) == pytest.approx(4.0)
 
 
-def _llama70(training=None, **par):
+def _llama70(training=None, accelerator="h100-sxm5-80gb", **par):
     from gpucluster_lib.scenario import from_dict
 
     base = {"tensor": 8, "pipeline": 4, "micro_batch_size": 1, "global_batch_size": 64, "recompute": "selective",
             "sequence_parallel": True, "distributed_optimizer": True}
-    return from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"accelerator": "h100-sxm5-80gb", "nodes": 8},
+    return from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"accelerator": accelerator, "nodes": 8},
                       "network": {"inter_node_gbps_per_gpu": 400}, "parallelism": {**base, **par},
                       "training": {"framework": "megatron", **(training or {})}})
 
@@ -117,6 +117,31 @@ def test_fp8_weight_copies_unless_fp8_primary_weights():
     # FP8 weights outside FP8 training are a setting with no effect
     est = estimate(_llama70({"fp8_params": True}))
     assert any(f.code == "training-setting-ignored" and f.field == "training.fp8_params" for f in est.findings)
+
+
+def test_fp8_weights_on_blackwell_take_one_byte_with_per_tensor_scales():
+    from gpucluster_lib.training import estimate
+
+    # Blackwell reads FP8 tensors column-wise without a transpose ("Blackwell: supports columnwise access natively,
+    # so no transpose is needed", TE performance_considerations.rst; data/training_frameworks.yaml fp8_recipes
+    # columnwise_copy blackwell 0 for delayed and current scaling): Transformer Engine's FP8 weight copy, and an FP8
+    # primary weight, are 1 byte per element; MXFP8 keeps a row-wise and a column-wise copy with an E8M0 scale per 32
+    # elements of each (csrc/quantizer.cpp MXFP8Quantizer::create_tensor): 1 + 1 + 2/32 = 2.0625 bytes. Llama 3 70B on
+    # B200, stage 0 of TP8 PP4: 20 x 106,954,752 = 2,139,095,040 GEMM weight elements per GPU
+    g = 20 * 106_954_752
+
+    def weights(training):
+        return estimate(_llama70(training, "b200-sxm-180gb")).memory_per_gpu_bytes["weights"]
+
+    bf16 = weights({})
+    assert weights({"precision": "fp8"}) - bf16 == pytest.approx(1 * g, rel=1e-12)  # delayed scaling: 1-byte copy
+    assert weights({"precision": "fp8", "fp8_params": True}) - bf16 == pytest.approx(-1 * g, rel=1e-12)  # 1 for 2
+    assert weights({"precision": "fp8", "fp8_recipe": "mxfp8"}) - bf16 == pytest.approx(2.0625 * g, rel=1e-12)
+    assert weights({"precision": "fp8", "fp8_recipe": "mxfp8", "fp8_params": True}) - bf16 == pytest.approx(
+        0.0625 * g, rel=1e-12)  # 2.0625 in place of 2
+    # Hopper keeps the transpose: 2 bytes either way (test above)
+    assert estimate(_llama70({"precision": "fp8"})).memory_per_gpu_bytes["weights"] - estimate(
+        _llama70()).memory_per_gpu_bytes["weights"] == pytest.approx(2 * g, rel=1e-12)
 
 
 #: Nemotron-4 340B as NVIDIA's dgxc-benchmarking v24.11.1 nemotron/nemotron4-340b-synth.yaml configures it

@@ -1255,6 +1255,9 @@ class MemoryCommon:
         # Transformer Engine's FP8 weight and transpose beside each 16-bit GEMM weight of the layers; none
         # under ZeRO-3, which holds no whole weight between micro-batches [20]
         self.fp8_copies = np.where(zero >= 3, 0.0, lp_gemm * ctx.states.fp8_weight_copies)
+        # FP8 primary weights in place of the 16-bit GEMM weights (as many bytes as the copy; sharded by ZeRO-3) [20]
+        self.fp8_copies = self.fp8_copies + lp_gemm * (ctx.states.gemm_weight - ctx.states.weight) / np.where(
+            zero >= 3, n_dp, 1.0)
         self.zero, self.dopt, self.n_dp = zero, dopt, n_dp
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
         self.per_layer, self.rebuilt = per_layer, rebuilt
@@ -1267,7 +1270,13 @@ class MemoryCommon:
             g_el, r_el = deepspeed_zero3_buffers(ctx, lp)
         else:
             g_el, r_el = gather_buffer_layers(ctx) * lp, 0.0 * lp
-        self.gather = np.where(zero == 3, g_el * ctx.framework.zero3_gather_bytes, 0.0)
+        zgb = ctx.framework.zero3_gather_bytes
+        if ctx.fp8 and ctx.fp8_params:  # the layers' GEMM weights gathered in one byte, as timing moves them [24]
+            gemm_share = np.asarray(lp_gemm, dtype=float) / np.maximum(np.asarray(lp, dtype=float), 1.0)
+            g_bytes = g_el * (zgb - (zgb - 1.0) * gemm_share)
+        else:
+            g_bytes = g_el * zgb
+        self.gather = np.where(zero == 3, g_bytes, 0.0)
         self.unreduced = np.where(zero == 3, r_el * BYTES_16, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
         self.frag = e.fragmentation

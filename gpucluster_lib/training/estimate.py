@@ -227,14 +227,14 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.zero3_max_live_parameters is not None:  # the run's DeepSpeed stage3_max_live_parameters
         fw = dataclasses.replace(fw, zero3_max_live_params=float(tr.zero3_max_live_parameters))
     par = scenario.parallelism
-    states, fp8_inputs = memory_terms(tr, fw)
+    # FP8 training: the cast traffic of the run's recipe (else the framework's) on this GPU generation
+    fp8_casts = fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe) if tr.precision == "fp8" else None
+    states, fp8_inputs = memory_terms(tr, fw, fp8_casts)
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
     peak16 = peak_tflops(acc, "fp16" if tr.precision == "fp16" else "bf16") * TERA \
         if tr.precision in ("fp8", "bf16", "fp16") else peak
     n = gpus if gpus is not None else hw.gpus
-    # FP8 training: the cast traffic of the run's recipe (else the framework's) on this GPU generation
-    fp8_casts = fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe) if tr.precision == "fp8" else None
     ctx = Context(arch=arch, gpus=n, gpus_per_node=hw.gpus_per_node, nvlink_domain=hw.nvlink_domain_gpus,
                   peak_flops=peak, peak16_flops=peak16, memory_bw=float(acc["memory_bandwidth_gb_per_s"]) * GB,
                   memory_capacity=float(acc["memory_gib"]) * GIB, nvlink_bw=nvlink_bw, nic_bw=nic_bw, eff=eff,
@@ -351,7 +351,7 @@ def fp8_weights(tr: Any, fw: Any) -> bool:
                                                               else bool(tr.fp8_params))
 
 
-def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
+def memory_terms(tr: Any, fw: Any, casts: Any = None) -> tuple[StateBytes, bool]:
     """Bytes per parameter of the model states and whether the linear layers save FP8 inputs, from
     the scenario's training section ``tr`` and the framework's terms ``fw`` (the run's reduction
     precision already in ``fw.grad_reduce_bytes``) (core.py [20, 21]).
@@ -364,16 +364,23 @@ def memory_terms(tr: Any, fw: Any) -> tuple[StateBytes, bool]:
     * Optimizer: the master copy (``training.master_weights``: fp32 4, bf16 2, Apex's remainders 2, none 0)
       and two moments (``training.optimizer_state_precision``: fp32 4 + 4, bf16 2 + 2): 12 by default.
     * In FP8 a framework running Transformer Engine (``fp8_weight_copies``) keeps an FP8 weight and its
-      transpose beside every 16-bit GEMM weight of the layers (2 bytes per element) unless the weights
-      are FP8 themselves (``training.fp8_params``, default the framework's)."""
+      transpose beside every 16-bit GEMM weight of the layers unless the weights are FP8 themselves
+      (``training.fp8_params``, default the framework's), when they take its place: ``casts.weight_bytes``
+      per element (``casts``: the run's :class:`~.framework.Fp8Casts`; Hopper 1 + 1, Blackwell per-tensor 1,
+      MXFP8 1 + 1 + 0.0625; 2 without it)."""
     fp8 = tr.precision == "fp8"
-    copies = 2.0 if (fp8 and fw.fp8_weight_copies and not fp8_weights(tr, fw)) else 0.0
+    te = fp8 and fw.fp8_weight_copies  # Transformer Engine's FP8 weights (TorchTitan keeps bf16 shards)
+    fp8_bytes = casts.weight_bytes if casts is not None else 2.0
+    primary = te and fp8_weights(tr, fw)
+    copies = fp8_bytes if te and not primary else 0.0
+    gemm_weight = fp8_bytes if primary else StateBytes.gemm_weight
     if fw.grad_buffer_in_reduce_precision:
         grad = fw.grad_reduce_bytes if (tr.grad_reduce_precision is not None or tr.precision != "fp16") else 2.0
     else:
         grad = 2.0
     optimizer = MASTER_BYTES[tr.master_weights or "fp32"] + 2.0 * MOMENT_BYTES[tr.optimizer_state_precision or "fp32"]
-    return StateBytes(grad=grad, optimizer=optimizer, fp8_weight_copies=copies), fp8 and fw.fp8_saved_inputs
+    return (StateBytes(grad=grad, optimizer=optimizer, fp8_weight_copies=copies, gemm_weight=gemm_weight),
+            fp8 and fw.fp8_saved_inputs)
 
 
 # --------------------------------------------------------------------------- search

@@ -121,11 +121,20 @@ class Fp8Casts:
     norm_fc1: bool
     weight_cast_per_step: bool
     gemm_rate: float
+    #: block scales per element (MXFP8: one E8M0 byte per 32 elements for each copy, 0.0625) [bytes]
+    scales: float = 0.0
 
     @property
     def quantize(self) -> float:
         """Bytes per element of a 16-bit tensor cast on its own [bytes]."""
         return self.cast + self.columnwise
+
+    @property
+    def weight_bytes(self) -> float:
+        """Bytes per element of an FP8 weight as Transformer Engine keeps it (its weight copy, or an FP8 primary
+        weight): the row-wise copy, the column-wise copy where the GEMMs need one, the block scales [bytes].
+        Hopper 1 + 1 = 2; Blackwell per-tensor 1 (columnwise_copy 0: no transpose); MXFP8 1 + 1 + 0.0625."""
+        return 1.0 + self.columnwise + self.scales
 
 
 @dataclass(frozen=True)
@@ -292,7 +301,8 @@ def fp8_casts(fw: Framework, generation: str, recipe: str | None = None) -> Fp8C
                     norm_fusion=bool(r["norm_fusion"]), amax_in_norm=bool(r.get("amax_in_norm", False)),
                     gather_quantized=bool(r["gather_quantized"]),
                     norm_qkv="qkv" in fw.fp8_norm_fused, norm_fc1="fc1" in fw.fp8_norm_fused,
-                    weight_cast_per_step=fw.fp8_weight_cast == "step", gemm_rate=float(r["gemm_rate"]))
+                    weight_cast_per_step=fw.fp8_weight_cast == "step", gemm_rate=float(r["gemm_rate"]),
+                    scales=float(r["scale_bytes"]))
 
 
 @lru_cache(maxsize=1)

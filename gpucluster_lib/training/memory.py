@@ -36,7 +36,12 @@ References
        persistent workspace (``get_fp8_workspace(..., cache_name="weight", with_transpose=...)``):
        two bytes per weight element beside the 16-bit weight; FP8 primary weights (``Float8Tensor``,
        NeMo ``fp8_params``, Megatron ``--fp8-param-gather``) keep one byte and a transposed copy
-       (``transpose_2d(fill_cache=True)``) in place of the 16-bit weight.
+       (``transpose_2d(fill_cache=True)``) in place of the 16-bit weight. On Blackwell per-tensor scales need
+       no transpose ("Blackwell: supports columnwise access natively, so no transpose is needed", TE
+       docs/features/low_precision_training/performance_considerations/performance_considerations.rst): one
+       byte; MXFP8 keeps a row-wise and a column-wise copy with one E8M0 scale per 32 elements each
+       (MXFP8Quantizer::create_tensor, csrc/quantizer.cpp): 2 + 2/32 bytes (data/training_frameworks.yaml
+       fp8_recipes, columnwise_copy and scale_bytes).
 .. [6] Megatron-Core ``forward_backward_pipelining_with_interleaving`` (core_v0.8.0,
        megatron/core/pipeline_parallel/schedules.py): pipeline rank i runs
        ``(p - i - 1) * 2 + (v - 1) * p`` warm-up forward passes of model chunks (at most ``m v``)
@@ -68,13 +73,17 @@ class StateBytes:
     (12 for fp32 master weights and moments; Apex's ``store_param_remainders`` keeps 2 bytes of
     the master copy, a bf16 optimizer keeps 2 + 2 for the moments); ``fp8_weight_copies``: the
     FP8 weight and its transpose that Transformer Engine keeps beside each 16-bit weight of a
-    layer's matrix multiplications (2; 0 with FP8 primary weights or without FP8).
+    layer's matrix multiplications (2 on Hopper, 1 on Blackwell with per-tensor scales, which needs no
+    transpose, 2.0625 with MXFP8's two copies and block scales; 0 with FP8 primary weights or without
+    FP8); ``gemm_weight``: the bytes of each of those weights themselves (2; an FP8 primary weight, which
+    replaces the 16-bit one, as many as the copy would take) [5].
     """
 
     weight: float = float(WEIGHT_BYTES)
     grad: float = float(GRAD_BYTES)
     optimizer: float = float(OPTIMIZER_BYTES)
     fp8_weight_copies: float = 0.0
+    gemm_weight: float = float(WEIGHT_BYTES)
 
 
 def model_state_bytes(params, dp, zero_stage, distributed_optimizer=False,
