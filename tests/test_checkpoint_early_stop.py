@@ -72,10 +72,13 @@ def test_one_mpt_block_recompute_with_and_without_early_stop_by_hand():
     down_proj = 2 * M * F * H / (P * E_GEMM)
     assert gemm == pytest.approx(3.593e-4, rel=1e-3)
     assert down_proj == pytest.approx(gemm / 3)            # 8 M h^2 of 24 M h^2: a third of the block's GEMMs
-    # element-wise forward: (22 h + 4 F) bytes per token (GELU reads 2 writes 2 per FFN element) at 2.85 TB/s
-    elementwise = M * (22 * H + 4 * F) / B
-    residual = M * 7 * H / B                               # the last dropout-residual-add: 7 h bytes per token
-    assert elementwise == pytest.approx(5.598e-5, rel=1e-3)  # 159.4 MB
+    # element-wise forward: (20 h + 4 F) bytes per token (GELU reads 2 writes 2 per FFN element) at 2.85 TB/s: the
+    # 22 h of two LayerNorms (4 h each) and two dropout-residual-adds (7 h each) less the two one-byte dropout
+    # masks, which MPT's resid_pdrop 0.0 does not write (data/models.yaml mpt-1b hidden_dropout 0.0)
+    assert full.arch.hidden_dropout == 0.0
+    elementwise = M * (20 * H + 4 * F) / B
+    residual = M * 6 * H / B                               # the last residual add: 6 h bytes per token, no mask
+    assert elementwise == pytest.approx(5.3027e-5, rel=1e-4)  # 150,994,944 B
     # the attention forward (llm-foundry's Triton kernel, rerun either way): 4 s^2 h FLOPs halved for the causal mask,
     # 17.18 GFLOP at 0.193 x 989.4 TFLOP/s x (1 + 319 / 2048) (data/efficiency.yaml attention_kernels.triton.hopper)
     attn = 0.5 * 4 * S**2 * H / (P * 0.193) * (1 + 319 / S)
@@ -83,8 +86,19 @@ def test_one_mpt_block_recompute_with_and_without_early_stop_by_hand():
     assert _recompute(full) == pytest.approx(gemm + elementwise + attn, rel=1e-9)
     # what early stop leaves out is down_proj and the residual add
     assert _recompute(full) - _recompute(early) == pytest.approx(down_proj + residual, rel=1e-9)
-    assert down_proj + residual == pytest.approx(1.3006e-4, rel=1e-3)  # 0.11975 ms + 10.31 us
+    assert down_proj + residual == pytest.approx(1.2859e-4, rel=1e-4)  # 0.11975 ms + 8.84 us
     assert _recompute(early) == pytest.approx(2 / 3 * gemm + elementwise - residual + attn, rel=1e-9)
+
+
+def test_a_hidden_dropout_adds_its_masks_to_the_element_wise_traffic():
+    # with a hidden dropout above 0 each dropout-residual-add also writes its one-byte mask: 22 h (data/efficiency.yaml
+    # elementwise_bytes_per_hidden) and the last add 7 h of them; at 0, 20 h and 6 h (test above)
+    zero = _ctx(early=True)
+    drop = dataclasses.replace(zero, arch=dataclasses.replace(zero.arch, hidden_dropout=0.1))
+    # forward + backward + full recomputation without the last add: (3 + 1) x 2 h - 1 h more bytes per token, at B
+    assert float(sum(layer_terms(drop, tp=1, cp=1, ep=1, mb=1, rc=2, sp=False, tpo=0)[:2])) - float(
+        sum(layer_terms(zero, tp=1, cp=1, ep=1, mb=1, rc=2, sp=False, tpo=0)[:2])) == pytest.approx(
+        S * (4 * 2 - 1) * H / B, rel=1e-9)
 
 
 def test_selective_and_no_recompute_do_not_change():
@@ -97,8 +111,8 @@ def test_swiglu_block_leaves_out_w2_only():
     arch = dataclasses.replace(ctx.arch, ffn_type="swiglu", ffn_hidden_size=5632)
     on = dataclasses.replace(ctx, arch=arch)
     off = dataclasses.replace(on, framework=dataclasses.replace(on.framework, checkpoint_early_stop=False))
-    # w2: 2 M f h at 0.58 x 989.4 TFLOP/s, plus the residual add's 7 h bytes per token
-    w2 = 2 * S * 5632 * H / (P * E_GEMM) + S * 7 * H / B
+    # w2: 2 M f h at 0.58 x 989.4 TFLOP/s, plus the residual add's 6 h bytes per token (no dropout mask at MPT's 0.0)
+    w2 = 2 * S * 5632 * H / (P * E_GEMM) + S * 6 * H / B
     assert _recompute(off) - _recompute(on) == pytest.approx(w2, rel=1e-9)
 
 

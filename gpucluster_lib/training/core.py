@@ -43,7 +43,9 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   kernel and GPU generation, fitted to the kernel's published benchmark, data/efficiency.yaml) [5,
   23]; or unfused: batched GEMMs plus the s x s score traffic at memory bandwidth [3].
 * Element-wise (norms, dropout, residuals, activation): bytes at memory bandwidth; the
-  norm/residual part is split by TP only with sequence parallelism [3].
+  norm/residual part is split by TP only with sequence parallelism [3]; a hidden dropout of 0 writes
+  and reads no dropout mask (``elementwise_terms``: 20 of the 22 bytes per hidden element). The
+  attention dropout is not read: the unfused attention's bytes per score are a fitted value.
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
   layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
   to it [2, 3, 8]:
@@ -311,6 +313,24 @@ GRAD_REDUCE_BYTES_FP32 = 4
 #: 4h bytes and two dropout-residual-adds of 7h, data/efficiency.yaml) in the block's last op, the
 #: second dropout-residual-add: 7 of 22.
 RESIDUAL_ADD_SHARE = 7.0 / 22.0
+#: The bytes per hidden element that data/efficiency.yaml counts in ``elementwise_bytes_per_hidden`` (22), and
+#: of them the one-byte dropout mask each dropout-residual-add writes (read 2 + residual 2, write 2, mask 1):
+#: a hidden dropout of 0 writes no mask (PyTorch's dropout returns its input at p = 0, memory.py [4]), so
+#: the two adds move 6h each, 20 of the 22, the second one 6 of those 20.
+ELEMENTWISE_COUNTED = 22.0
+DROPOUT_MASK_BYTES = 1.0
+
+
+def elementwise_terms(ctx: Context) -> tuple[float, float]:
+    """Element-wise forward traffic per hidden element of a layer [bytes] and the share of it in the
+    block's last op, the second (dropout-)residual-add: ``elementwise_bytes_per_hidden`` and 7/22 with a
+    hidden dropout above 0, else without the two one-byte masks, the value scaled by 20/22 (22 -> 20)
+    and 6/20."""
+    ew = ctx.eff.elementwise_bytes_per_hidden
+    if ctx.arch.hidden_dropout > 0:
+        return ew, RESIDUAL_ADD_SHARE
+    kept = ELEMENTWISE_COUNTED - 2.0 * DROPOUT_MASK_BYTES
+    return ew * kept / ELEMENTWISE_COUNTED, (RESIDUAL_ADD_SHARE * ELEMENTWISE_COUNTED - DROPOUT_MASK_BYTES) / kept
 
 #: Plan arrays. ``tpo``: TP communication overlap (0/1); ``lf``/``ll``: layers on the first and
 #: the last pipeline stage; ``lm``: the most layers on a middle stage; ``l1``: layers on stage 1
@@ -629,7 +649,8 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
         attn_recompute = np.where(full | sel, 1.0, 0.0)
 
     act_bytes = e.activation_bytes_per_ffn_swiglu if a.ffn_type == "swiglu" else e.activation_bytes_per_ffn_gelu
-    ew_bytes = M * (e.elementwise_bytes_per_hidden * h / np.where(sp, tp, 1.0) + act_bytes * f_act / tp)
+    ew_h, last_add_share = elementwise_terms(ctx)  # no dropout masks at hidden dropout 0
+    ew_bytes = M * (ew_h * h / np.where(sp, tp, 1.0) + act_bytes * f_act / tp)
     t_ew_fwd = ew_bytes / (B * em)
 
     # FP8 training: the casts of the GEMM inputs (forward) and output gradients (backward) [21]
@@ -642,7 +663,7 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     # and the residual add after it are left out (MoE layers: nothing of the FFN, the routed combine saves
     # the experts' outputs).
     early = ctx.framework.checkpoint_early_stop
-    skipped = (dense_frac * g_fc2 + cast_fc2 + RESIDUAL_ADD_SHARE * M * e.elementwise_bytes_per_hidden * h
+    skipped = (dense_frac * g_fc2 + cast_fc2 + last_add_share * M * ew_h * h
                / np.where(sp, tp, 1.0) / (B * em)) if early else 0.0
     recompute = (np.where(full, t_gemm_layer + t_ew_fwd + cast_fwd + e.layer_overhead_s - skipped, 0.0)
                  + attn_recompute * t_attn_fwd)
