@@ -288,7 +288,8 @@ class TrainingSpec:
     distribute_saved_activations: bool = f(
         False, doc="under full recomputation without sequence parallelism, each layer's saved input is split over "
                    "the tensor-parallel ranks (Megatron-LM --distribute-saved-activations, metaseq "
-                   "--distribute-checkpointed-activations) instead of held whole on each")
+                   "--distribute-checkpointed-activations) instead of held whole on each; read only with full "
+                   "recomputation, tensor parallelism and no sequence parallelism, else a warning")
     fp8_params: bool | None = f(
         None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "

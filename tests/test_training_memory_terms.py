@@ -217,6 +217,74 @@ def test_distributed_saved_activations_split_the_checkpoints_over_the_tensor_ran
     assert (float(whole), float(split)) == pytest.approx((402_653_184, 50_331_648), rel=1e-12)
 
 
+def _gpt175(distribute=True, **par):
+    from gpucluster_lib.scenario import from_dict
+
+    base = {"tensor": 8, "pipeline": 1, "micro_batch_size": 8, "global_batch_size": 8, "recompute": "full",
+            "sequence_parallel": False}
+    return from_dict({"model": {"preset": "gpt3-175b"}, "hardware": {"accelerator": "a100-sxm4-80gb", "nodes": 1},
+                      "network": {"inter_node_gbps_per_gpu": 200}, "parallelism": {**base, **par},
+                      "training": {"distribute_saved_activations": distribute}})
+
+
+def test_distribute_saved_activations_through_a_scenario():
+    from gpucluster_lib.training import build_context, estimate
+    from gpucluster_lib.training.core import layer_memory
+
+    # training.distribute_saved_activations reaches the memory: GPT-3 175B on TP8 without sequence parallelism,
+    # micro-batch 8, full recomputation: each layer's saved input 2 x 2048 x 8 x 12288 = 402,653,184 B whole, / 8 =
+    # 50,331,648 B split over the tensor ranks (the memory engineer's worked case above)
+    on, off = build_context(_gpt175())[0], build_context(_gpt175(False))[0]
+    assert on.distribute_saved_activations and not off.distribute_saved_activations
+    assert float(layer_memory(on, 8, 2048, 8, False, 2, 49152.0)[0]) == pytest.approx(50_331_648, rel=1e-12)
+    assert float(layer_memory(off, 8, 2048, 8, False, 2, 49152.0)[0]) == pytest.approx(402_653_184, rel=1e-12)
+    # one pipeline stage, one micro-batch in flight: 96 layers x (402,653,184 - 50,331,648) = 33,822,867,456 B less
+    est_on, est_off = estimate(_gpt175()), estimate(_gpt175(False))
+    assert est_off.memory_per_gpu_bytes["activations"] - est_on.memory_per_gpu_bytes["activations"] == pytest.approx(
+        33_822_867_456, rel=1e-12)
+    assert not [f for f in est_on.findings if f.field == "training.distribute_saved_activations"]
+
+
+@pytest.mark.parametrize(("par", "why"), [
+    ({"sequence_parallel": True}, "sequence parallelism already splits them"),
+    ({"recompute": "selective"}, "the plan recomputes only the attention, so no layer input is saved for a "
+                                 "recomputation"),
+    ({"recompute": "none"}, "the plan recomputes nothing, so no layer input is saved for a recomputation"),
+    ({"tensor": 1, "pipeline": 8}, "the plan has no tensor parallelism to split them over"),
+])
+def test_distribute_saved_activations_read_by_nothing_is_a_warning(par, why):
+    from gpucluster_lib.training import estimate
+
+    est = estimate(_gpt175(**par))
+    (f,) = [f for f in est.findings if f.field == "training.distribute_saved_activations"]
+    assert f.code == "training-setting-ignored" and f.severity == "warning"
+    assert f.message == ("splitting full recomputation's saved layer inputs over the tensor-parallel ranks is set, "
+                         f"but {why}: it has no effect")
+    # and it changes nothing
+    assert est.memory_per_gpu_bytes == estimate(_gpt175(False, **par)).memory_per_gpu_bytes
+
+
+@pytest.mark.parametrize(("section", "key", "value", "message"), [
+    ("model", "attention_dropout", 1.0, "model.attention_dropout: must be less than 1, got 1.0"),
+    ("model", "attention_dropout", -0.1, "model.attention_dropout: must be at least 0, got -0.1"),
+    ("training", "master_weights", "fp16", "training.master_weights: must be one of fp32, bf16, remainders or none, "
+                                           "not 'fp16'"),
+    ("training", "optimizer_state_precision", "fp8", "training.optimizer_state_precision: must be one of fp32 or "
+                                                     "bf16, not 'fp8'"),
+    ("training", "optimizer_state_precision", False, "training.optimizer_state_precision: must be one of fp32 or "
+                                                     "bf16, not false"),
+])
+def test_bad_dropout_and_optimizer_precisions_are_refused_naming_the_field(section, key, value, message):
+    import re
+
+    from gpucluster_lib.scenario import from_dict
+
+    d = {"model": {"preset": "gpt3-175b"}, "training": {}}
+    d[section][key] = value
+    with pytest.raises(ScenarioError, match="^" + re.escape(message)):
+        resolve_transformer(from_dict({"name": "bad value", **d}).model)
+
+
 def test_last_stage_of_an_interleaved_pipeline_against_megatron_lm_measured_peak():
     from gpucluster_lib.scenario import from_dict
     from gpucluster_lib.training import estimate

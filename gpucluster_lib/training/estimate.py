@@ -918,8 +918,10 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
     gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
     distributed optimizer gather 16-bit parameters), the FP8 recipe without FP8 training, the gradient
-    reduction precision without data parallelism (nothing is reduced) and FP8 weights outside FP8 training or
-    on a framework without an FP8-weight path (``fp8_param_gather``: DeepSpeed, Composer's FSDP)."""
+    reduction precision without data parallelism (nothing is reduced), FP8 weights outside FP8 training or
+    on a framework without an FP8-weight path (``fp8_param_gather``: DeepSpeed, Composer's FSDP), and the split
+    of full recomputation's saved inputs without full recomputation, with sequence parallelism (which splits
+    them already) or without tensor parallelism."""
     tr, fw = scenario.training, ctx.framework
     out = []
     if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
@@ -966,6 +968,17 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            "gathers them in 16 bits, so the setting has no effect",
                            fix=f"remove it, or choose a framework that gathers FP8 weights ({', '.join(able)})",
                            field="training.fp8_params"))
+    if tr.distribute_saved_activations and (plan.recompute != "full" or plan.sequence_parallel or plan.tensor == 1):
+        rc = {"none": "recomputes nothing", "selective": "recomputes only the attention"}.get(plan.recompute, "")
+        why = (f"the plan {rc}, so no layer input is saved for a recomputation" if plan.recompute != "full" else
+               "sequence parallelism already splits them" if plan.sequence_parallel
+               else "the plan has no tensor parallelism to split them over")
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"splitting full recomputation's saved layer inputs over the tensor-parallel ranks is set, "
+                           f"but {why}: it has no effect",
+                           fix="remove it; it is read only with full recomputation, tensor parallelism and no "
+                               "sequence parallelism",
+                           field="training.distribute_saved_activations"))
     return out
 
 
