@@ -54,6 +54,30 @@ def format_value(v: Any, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def number_words(v: int | float) -> str:
+    """A number as a person writes it in a sentence: whole numbers with thousands separators and no ".0"
+    (0, 16,777,216), 10^12 and above, and below 10^-4, as a power of ten ("10^15", "2 x 10^15", "1.5 x 10^-5"),
+    others as written (0.5, 0.001)."""
+    if isinstance(v, int) and not isinstance(v, bool):
+        if abs(v) < 10**12:
+            return f"{v:,}"
+        if v.bit_length() > 1000:  # beyond a float: only its size
+            return f"an integer of about {int(v.bit_length() * 0.30103) + 1:,} digits"
+        v = float(v)
+    if math.isnan(v):
+        return "not a number"
+    if math.isinf(v):
+        return "infinity" if v > 0 else "minus infinity"
+    a = abs(v)
+    if a != 0 and (a >= 1e12 or a < 1e-4):
+        mantissa, exp = f"{v:.3g}".split("e")
+        power = f"10^{int(exp)}"
+        return {"1": power, "-1": f"-{power}"}.get(mantissa, f"{mantissa} x {power}")
+    if v.is_integer():
+        return f"{int(v):,}"
+    return f"{v:g}"
+
+
 def plural(n: int | float, word: str, many: str | None = None) -> str:
     """``n`` with thousands separators and ``word`` in the number it takes: "1 rack",
     "1,024 racks", "0 hot spares" (``many``: an irregular plural, "switches")."""

@@ -41,6 +41,7 @@ import yaml
 
 from gpucluster_lib.checks import decode_text
 from gpucluster_lib.errors import ScenarioError, excerpt, one_of, yaml_value
+from gpucluster_lib.formatting import number_words
 
 #: Engine token budget per step when ``inference.max_num_tokens`` is absent [tokens]: TensorRT-LLM's
 #: default ``max_num_tokens`` (``trtllm-build --max_num_tokens``, 8192), raised to one whole prompt when it is longer.
@@ -674,8 +675,9 @@ def _check_rules(fld: dataclasses.Field, value: Any, path: str) -> None:
 
 
 def _bound(v: float) -> str:
-    """A range bound in words: whole numbers with thousands separators (16,777,216), others as written (0.5)."""
-    return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+    """A range bound or value in words: whole numbers with thousands separators and no ".0" (16,777,216, 0),
+    powers of ten from 10^12 (10^15), others as written (0.5) (:func:`~gpucluster_lib.formatting.number_words`)."""
+    return number_words(v)
 
 
 def _check_keyed(rules: dict[str, dict[str, Any]], key: str, value: Any, path: str) -> None:
@@ -695,7 +697,7 @@ def _check_keyed(rules: dict[str, dict[str, Any]], key: str, value: Any, path: s
         span = f"from {_bound(md['ge'])} to {_bound(md['le'])}" if "ge" in md and "le" in md else f"{low} and {high}"
         unit = f" {md['unit']}" if md.get("unit") else ""
         what = f" ({md['what']})" if md.get("what") else ""
-        raise ScenarioError(path, f"must be {span}{unit}{what}, got {excerpt(value)}")
+        raise ScenarioError(path, f"must be {span}{unit}{what}, got {_bound(value)}")
 
 
 def _check_value(md: Any, value: Any, path: str) -> None:
@@ -707,18 +709,18 @@ def _check_value(md: Any, value: Any, path: str) -> None:
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
         return
     unit = f" {md['unit']}" if md.get("unit") else ""
-    shown = excerpt(value)
+    shown = _bound(value)
     if "gt" in md and not value > md["gt"]:
         if md["gt"] == 0:
             what = "a positive integer" if isinstance(value, int) else "a positive number"
             raise ScenarioError(path, f"must be {what}, got {shown}")
-        raise ScenarioError(path, f"must be greater than {md['gt']:g}{unit}, got {shown}")
+        raise ScenarioError(path, f"must be greater than {_bound(md['gt'])}{unit}, got {shown}")
     if "ge" in md and not value >= md["ge"]:
-        raise ScenarioError(path, f"must be at least {md['ge']}{unit}, got {shown}")
+        raise ScenarioError(path, f"must be at least {_bound(md['ge'])}{unit}, got {shown}")
     if "le" in md and not value <= md["le"]:
-        raise ScenarioError(path, f"must be at most {md['le']:,}{unit}, got {shown}")
+        raise ScenarioError(path, f"must be at most {_bound(md['le'])}{unit}, got {shown}")
     if "lt" in md and not value < md["lt"]:
-        raise ScenarioError(path, f"must be less than {md['lt']}{unit}, got {shown}")
+        raise ScenarioError(path, f"must be less than {_bound(md['lt'])}{unit}, got {shown}")
 
 
 @functools.cache

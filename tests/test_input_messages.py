@@ -216,7 +216,7 @@ def test_a_checkpoint_target_below_a_second_is_refused():
     # 1 ns for a checkpoint sized the storage as about 10^8 appliances, racked one by one (minutes, gigabytes)
     with pytest.raises(ScenarioError) as err:
         from_dict({"hardware": {"server": "dgx-h100", "nodes": 2}, "reliability": {"checkpoint_target_s": 1e-9}})
-    assert str(err.value) == "reliability.checkpoint_target_s: must be at least 1 s, got 1e-09"
+    assert str(err.value) == "reliability.checkpoint_target_s: must be at least 1 s, got 10^-9"
 
 
 def test_a_tab_in_the_indentation_says_so():
@@ -292,17 +292,17 @@ GPT3_FSDP = {"model": {"preset": "gpt3-175b"}, "hardware": {"server": "dgx-h100"
                            "communication hidden behind compute), got -0.1"),
     # 0 of the peak: every time divided by zero (was IndexError / ZeroDivisionError)
     ({"memory_efficiency": 0}, "training.efficiency.memory_efficiency: must be greater than 0 and at most 1 "
-                               "(a fraction of the datasheet peak), got 0.0"),
+                               "(a fraction of the datasheet peak), got 0"),
     ({"gemm_efficiency": 0}, "training.efficiency.gemm_efficiency: must be greater than 0 and at most 1 "
-                             "(a fraction of the datasheet peak), got 0.0"),
+                             "(a fraction of the datasheet peak), got 0"),
     ({"network_efficiency": 0}, "training.efficiency.network_efficiency: must be greater than 0 and at most 1 "
-                                "(a fraction of the datasheet peak), got 0.0"),
+                                "(a fraction of the datasheet peak), got 0"),
     ({"nvlink_efficiency": 1.2}, "training.efficiency.nvlink_efficiency: must be greater than 0 and at most 1 "
                                  "(a fraction of the datasheet peak), got 1.2"),
-    ({"cuda_context_gib": -1}, "training.efficiency.cuda_context_gib: must be from 0 to 1,024 GiB, got -1.0"),
+    ({"cuda_context_gib": -1}, "training.efficiency.cuda_context_gib: must be from 0 to 1,024 GiB, got -1"),
     # the bound 2^24 = 16,777,216 tokens written out, not in Python's float format (1.67772e+07)
     ({"attention_half_rate_tokens": -1}, "training.efficiency.attention_half_rate_tokens: must be from 0 to "
-                                         "16,777,216 tokens, got -1.0"),
+                                         "16,777,216 tokens, got -1"),
     ({"zero3_overlp": 0.5}, "training.efficiency.zero3_overlp: unknown efficiency parameter; did you mean 'zero3_overlap'?"),
 ])
 def test_training_efficiency_override_out_of_its_range_is_refused_at_load(efficiency, message):

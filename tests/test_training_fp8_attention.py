@@ -247,8 +247,20 @@ def test_fp8_recipe_is_validated_on_load():
     # MXFP8 needs Blackwell ("MXFP8 and NVFP4 require Blackwell", gemm_profiling.rst)
     with pytest.raises(ScenarioError) as exc:
         build_context(_scenario(GPT5B, precision="fp8", fp8_recipe="mxfp8"))
-    assert str(exc.value).startswith("training.fp8_recipe: mxfp8 (MXFP8 block scaling")
-    assert "needs a blackwell GPU" in str(exc.value) and "choose one of delayed, current" in str(exc.value)
+    assert str(exc.value) == ("training.fp8_recipe: MXFP8 block scaling needs a Blackwell GPU; the NVIDIA H100 SXM5 "
+                              "80GB is a Hopper GPU; choose delayed or current scaling")
+    # another vendor's accelerator (the "default" generation) is named, not its generation key
+    with pytest.raises(ScenarioError) as exc:
+        build_context(_scenario(GPT5B, accelerator="mi300x", precision="fp8", fp8_recipe="mxfp8"))
+    assert str(exc.value) == ("training.fp8_recipe: MXFP8 block scaling needs a Blackwell GPU; the AMD Instinct MI300X "
+                              "is not one; choose delayed or current scaling")
+    # a recipe the table does not know, asked for by name (the scenario's own key refuses it on load, above)
+    from gpucluster_lib.training.framework import fp8_casts, framework
+
+    with pytest.raises(ScenarioError) as exc:
+        fp8_casts(framework("megatron"), "hopper", "tensorwise")
+    assert str(exc.value) == ("training.fp8_recipe: tensorwise is not an FP8 scaling recipe; choose delayed, current "
+                              "or mxfp8")
     assert build_context(_scenario(GPT5B, accelerator="b200-sxm-180gb", precision="fp8",
                                    fp8_recipe="mxfp8"))[0].fp8_casts.recipe == "mxfp8"
 

@@ -265,7 +265,7 @@ def test_distribute_saved_activations_read_by_nothing_is_a_warning(par, why):
 
 
 @pytest.mark.parametrize(("section", "key", "value", "message"), [
-    ("model", "attention_dropout", 1.0, "model.attention_dropout: must be less than 1, got 1.0"),
+    ("model", "attention_dropout", 1.0, "model.attention_dropout: must be less than 1, got 1"),
     ("model", "attention_dropout", -0.1, "model.attention_dropout: must be at least 0, got -0.1"),
     ("training", "master_weights", "fp16", "training.master_weights: must be one of fp32, bf16, remainders or none, "
                                            "not 'fp16'"),

@@ -177,14 +177,28 @@ def test_blocked_prefetch_finding_names_the_cost_the_setting_and_its_memory():
     assert not [f for f in small.findings if f.code == "training-zero3-prefetch-blocked"]
 
 
+def test_blocked_prefetch_finding_counts_one_parameter_in_the_singular():
+    # a live limit of 1 element: no prefetch is issued at all, and the message reads "1 parameter"
+    (f,) = [f for f in estimate(scen(training={"zero3_max_live_parameters": 1})).findings
+            if f.code == "training-zero3-prefetch-blocked"]
+    assert "issues no parameter prefetch while 1 parameter or more are gathered" in f.message
+    assert "1 parameters" not in f.message
+
+
 # ----------------------------------------------------------------------------- the scenario key
 
 
 @pytest.mark.parametrize(("text", "match"), [
-    ("training: {zero3_max_live_parameters: 0}", r"^training\.zero3_max_live_parameters: must be a positive number"),
-    ("training: {zero3_max_live_parameters: -1e9}", r"^training\.zero3_max_live_parameters: must be a positive number"),
+    # numbers as a person writes them: 0, not 0.0; 10^15, not 1,000,000,000,000,000.0
+    ("training: {zero3_max_live_parameters: 0}", r"^training\.zero3_max_live_parameters: must be a positive number, "
+                                                 r"got 0$"),
+    ("training: {zero3_max_live_parameters: -1e9}", r"^training\.zero3_max_live_parameters: must be a positive number, "
+                                                    r"got -1,000,000,000$"),
     ("training: {zero3_max_live_parameters: many}", r"^training\.zero3_max_live_parameters: must be a number, got 'many'"),
-    ("training: {zero3_max_live_parameters: 1e16}", r"^training\.zero3_max_live_parameters: must be at most "),
+    ("training: {zero3_max_live_parameters: 1e16}", r"^training\.zero3_max_live_parameters: must be at most 10\^15 "
+                                                    r"parameters, got 10\^16$"),
+    ("training: {zero3_max_live_parameters: 2.5e15}", r"^training\.zero3_max_live_parameters: must be at most 10\^15 "
+                                                      r"parameters, got 2\.5 x 10\^15$"),
 ])
 def test_bad_live_limits_name_the_field_and_the_rule(text, match):
     with pytest.raises(ScenarioError, match=match):

@@ -27,7 +27,7 @@ publishes the request's "idle" status and flushes its output; a publish that pas
 thread's liveness check before the close sends on a closed pipe, and the ``ZMQError: Socket
 operation on non-socket`` is logged with its traceback by tornado on standard error, which the
 kernel shares with this command (``IOPubThread.schedule``, ``Kernel.process_control``; ipykernel
-pull request 1518 made the socket send itself quiet, not this pipe). It was seen 2 times in 67
+github.com/ipython/ipykernel/pull/1518 made the socket send itself quiet, not this pipe). It was seen 2 times in 67
 runs of a failing sweep report on a busy machine; holding the control thread for 0.8 s between
 that check and its send raises the error in every run (5 of 5). A killed kernel runs none of that
 code. The kernel runs under :class:`~.kernel_manager.ReportKernelManager`, which leaves out the

@@ -172,7 +172,7 @@ References
         during the recomputation ``_recomputation_hook``'s pack hook counts the tensors saved
         again and raises ``_StopRecomputationError`` once the count reaches the number the
         original forward saved (``set_checkpoint_early_stop``, default on; added by
-        pytorch/pytorch pull request 96866, merged 2023-03 after the v2.0.0 branch, so v2.0.0 and
+        github.com/pytorch/pytorch/pull/96866, merged 2023-03 after the v2.0.0 branch, so v2.0.0 and
         v1.13.1 rerun the whole function); autograd saves an op's inputs before running it, so
         the op whose input is the last saved tensor does not run. Megatron-LM's and DeepSpeed's
         ``CheckpointFunction`` (a reentrant ``torch.autograd.Function``) rerun the whole layer.

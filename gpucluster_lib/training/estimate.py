@@ -48,8 +48,8 @@ from gpucluster_lib.training.efficiency import (
     for_accelerator,
     generation_of,
 )
+from gpucluster_lib.training.framework import GENERATION_WORDS, fp8_recipes, framework_ids
 from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
-from gpucluster_lib.training.framework import fp8_recipes, framework_ids
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 from gpucluster_lib.training.memory import StateBytes
@@ -228,7 +228,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         fw = dataclasses.replace(fw, zero3_max_live_params=float(tr.zero3_max_live_parameters))
     par = scenario.parallelism
     # FP8 training: the cast traffic of the run's recipe (else the framework's) on this GPU generation
-    fp8_casts = fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe) if tr.precision == "fp8" else None
+    fp8_casts = (fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe, str(acc.get("name") or acc.get("id")))
+                 if tr.precision == "fp8" else None)
     states, fp8_inputs = memory_terms(tr, fw, fp8_casts)
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
@@ -758,13 +759,21 @@ MFU_PUBLISHED_CEILING = 0.65
 #: tokens per sequence (benchmarking README at b2a43a1), and the held-out MPT-1B / MPT-7B rows at 8,192 and
 #: 32,768 tokens (attention scores up to 71% of the model FLOPs) within the 15% target. FlashAttention-2:
 #: TorchTitan's Llama 3.1 8B on 32 and 64 H200 (PyTorch SDPA's flash backend, torchtitan e7c0cae) at 8,192
-#: tokens; cuDNN fused attention: NVIDIA's NeMo Llama 3.1 8B on 8 and 128 H100 (DGX Cloud benchmarks v24.11.1,
-#: NVTE_FUSED_ATTN=1) at 8,192 tokens. Llama 3 8B's attention scores are 22.2% of its forward FLOPs
+#: tokens, no context parallelism. Llama 3 8B's attention scores are 22.2% of its forward FLOPs
 #: (``flops.layer_matmul_flops_per_token()["scores"] / flops.forward_flops_per_token()``: 2 s heads (d_qk + d_v)
 #: = 2 x 8192 x 32 x 256 = 134.2M a layer and token, 32 layers, 4.295e9 of 19.30e9), the largest share of
-#: either kernel's published runs, so the bound is 22.5%, just above them; their rate beyond them rests on the
-#: kernel benchmarks alone (FlashAttention-2: Dao 2023 Fig. 4 and 7, up to 16,384 tokens; cuDNN: NVIDIA's
-#: cudnn-frontend files, up to 65,536 tokens on Hopper and 16,384 on Blackwell).
+#: either kernel's published runs, so the bound is 22.5%, just above them. cuDNN fused attention, counting the
+#: tokens each GPU's kernel sees (a sequence split by context parallelism runs in chunks): at 8,192 tokens per
+#: GPU the Megatron-Bridge 25.11 Llama 3 8B rows on B200, GB200 and GB300 (mb2511-*-llama3-8b-*, 22.2%, -3.2% to
+#: +8.0%); on Hopper the runs at 8,192 tokens per GPU are Llama 3 405B on 8,192 and 16,384 H100 (Llama Team 2024
+#: Table 4; llama3-405b-8k / -16k, 7.7%, -1.2% and +4.6%) and Megatron-Bridge's Llama 3 70B on 64 H100
+#: (mb2604-h100-llama3-70b-fp8, 13.4%, +13.9%), while NVIDIA's NeMo Llama 3.1 8B on 8 and 128 H100 (DGX Cloud
+#: benchmarks v24.11.1, NVTE_FUSED_ATTN=1; NeMo 24.07's LLAMA3-8B) run context parallelism 2, so their kernel saw
+#: 4,096-token chunks (22.2%, -10.8% to +7.0%). So the kernel's bound, 8,192 tokens and 22.5%, is reached on
+#: Blackwell; on Hopper the share at 8,192 tokens per GPU is validated to 13% only (the bound is the kernel's,
+#: not the generation's). Beyond them the rate rests on the kernel benchmarks alone (FlashAttention-2: Dao 2023
+#: Fig. 4 and 7, up to 16,384 tokens; cuDNN: NVIDIA's cudnn-frontend files, up to 65,536 tokens on Hopper and
+#: 16,384 on Blackwell).
 LONG_CONTEXT_VALIDATED = {  # kernel: (tokens per sequence, share of the attention scores in the FLOPs)
     "triton": (65536, 1.0),
     "flash-attention-2": (8192, 0.225),
@@ -778,9 +787,12 @@ LONG_CONTEXT_EVIDENCE = {
                          "(TorchTitan Llama 3.1 8B on H200); beyond them its speed rests on the kernel's published "
                          "benchmark (up to 16,384 tokens), while with llm-foundry's Triton kernel published MPT runs "
                          "are reproduced up to 65,536 tokens",
-    "cudnn": "published runs with this kernel reach 8,192 tokens and an attention share of 22% (NVIDIA's NeMo "
-             "Llama 3.1 8B on H100); beyond them its speed rests on NVIDIA's cuDNN benchmark files (up to 65,536 "
-             "tokens on Hopper, 16,384 on Blackwell)",
+    "cudnn": "published runs with this kernel reach 8,192 tokens per GPU and an attention share of 22% (NVIDIA's "
+             "Megatron-Bridge Llama 3 8B on B200, GB200 and GB300); on H100 the runs at 8,192 tokens per GPU (Llama 3 "
+             "405B on 8,192 and 16,384 GPUs, Megatron-Bridge Llama 3 70B on 64) reach a share of 13%, and NVIDIA's "
+             "NeMo Llama 3.1 8B reaches 22% at 4,096 tokens per GPU (its sequences split over 2 GPUs by context "
+             "parallelism); beyond them its speed rests on NVIDIA's cuDNN benchmark files (up to 65,536 tokens on "
+             "Hopper, 16,384 on Blackwell)",
 }
 
 
@@ -834,9 +846,11 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            field="model.seq_length"))
     if not eff.validated:
         why = f": {eff.evidence}" if eff.evidence else ""
+        gpus = (f"{GENERATION_WORDS[eff.generation]} GPUs" if eff.generation in GENERATION_WORDS
+                else "this accelerator (not an Ampere, Hopper or Blackwell data-centre GPU)")
         out.append(Finding("training-efficiency-unvalidated", "warning",
-                           f"efficiency parameters for the '{eff.generation}' generation are not validated against "
-                           f"published runs{why}; treat the estimate as indicative", field="hardware.accelerator"))
+                           f"efficiency parameters for {gpus} are not validated against published runs{why}; treat "
+                           "the estimate as indicative", field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:
         out.append(Finding("training-deadline-missed", "warning",
@@ -860,11 +874,16 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
 
 
 def _count_words(n: float) -> str:
-    """A count of parameters in words: 2e9 -> "2 billion", 1.678e9 -> "1.68 billion"."""
+    """A count in words: 2e9 -> "2 billion", 1.678e9 -> "1.68 billion"."""
     for scale, word in ((1e12, "trillion"), (1e9, "billion"), (1e6, "million")):
         if n >= scale:
             return f"{n / scale:.3g} {word}"
     return f"{n:,.0f}"
+
+
+def _params(n: float) -> str:
+    """A count of parameters in words, singular for one: "2 billion parameters", "1 parameter"."""
+    return f"{_count_words(n)} parameter{'' if _count_words(n) == '1' else 's'}"
 
 
 def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], step: float,
@@ -900,11 +919,11 @@ def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], s
     fits = "it still fits" if more <= cap else "which does not fit"
     return [Finding(
         "training-zero3-prefetch-blocked", "warning",
-        f"DeepSpeed ZeRO-3 issues no parameter prefetch while {_count_words(fw.zero3_max_live_params)} parameters "
+        f"DeepSpeed ZeRO-3 issues no parameter prefetch while {_params(fw.zero3_max_live_params)} "
         f"or more are gathered (its live-parameter limit), and this plan's largest weights hold "
-        f"{_count_words(max(module_shares(ctx)) * lp)} parameters per GPU, so in each layer the gathers of the "
+        f"{_params(max(module_shares(ctx)) * lp)} per GPU, so in each layer the gathers of the "
         f"{which} weights wait for the compute before them instead of running beside it{passes}: "
-        f"{exposed:.3g} s per step ({exposed / step:.0%} of the step). A limit of {_count_words(limit)} parameters "
+        f"{exposed:.3g} s per step ({exposed / step:.0%} of the step). A limit of {_params(limit)} "
         f"lets every gather be prefetched, for {(more - total) / GB:.2f} GB more memory per GPU "
         f"({more / GB:.1f} GB of {cap / GB:.1f} GB, {fits})",
         fix=f"raise DeepSpeed's maximum live parameters of stage 3 to {_count_words(limit)} if the memory allows, "

@@ -274,11 +274,17 @@ def _fp8_terms(name: str, row: dict[str, Any]) -> dict[str, Any]:
     return {"fp8_recipe": recipe, "fp8_norm_fused": tuple(fused), "fp8_weight_cast": cast}
 
 
-def fp8_casts(fw: Framework, generation: str, recipe: str | None = None) -> Fp8Casts:
+#: GPU generations (data/efficiency.yaml keys) in words; "default" is any other accelerator.
+GENERATION_WORDS = {"ampere": "Ampere", "hopper": "Hopper", "blackwell": "Blackwell"}
+
+
+def fp8_casts(fw: Framework, generation: str, recipe: str | None = None,
+              accelerator_name: str | None = None) -> Fp8Casts:
     """The FP8 cast traffic of framework ``fw`` on a GPU generation with ``recipe`` (default the
     framework's): see :class:`Fp8Casts` and data/training_frameworks.yaml ``fp8_recipes``. A
     ``ScenarioError`` naming ``training.fp8_recipe`` for an unknown recipe or one the generation lacks
-    (MXFP8 before Blackwell).
+    (MXFP8 before Blackwell), in words: "MXFP8 block scaling needs a Blackwell GPU; the NVIDIA H100 SXM5 80GB
+    is a Hopper GPU; choose delayed or current scaling" (``accelerator_name``: the GPU's name in the message).
 
     Delayed scaling on Hopper: quantize 2 + 1 + 1 = 4 bytes; a norm-written input -1 forward, +2
     backward. Current scaling on Hopper: 4 + 2 (amax pass) = 6; a norm-written input 4 (the norm takes
@@ -287,13 +293,19 @@ def fp8_casts(fw: Framework, generation: str, recipe: str | None = None) -> Fp8C
     recipes = _table()["fp8_recipes"]
     name = recipe or fw.fp8_recipe
     if name not in recipes:
-        raise ScenarioError("training.fp8_recipe", f"unknown FP8 recipe {name!r}; valid: {', '.join(recipes)}")
+        raise ScenarioError("training.fp8_recipe", f"{name} is not an FP8 scaling recipe; choose "
+                            f"{', '.join(list(recipes)[:-1])} or {list(recipes)[-1]}")
     r = recipes[name]
     gens = r.get("generations")
     if gens is not None and generation not in gens:
-        others = ", ".join(k for k, v in recipes.items() if v.get("generations") is None)
-        raise ScenarioError("training.fp8_recipe", f"{name} ({r['name']}) needs a {' or '.join(gens)} GPU, this "
-                                                   f"accelerator is {generation}; choose one of {others}")
+        others = [k for k, v in recipes.items() if v.get("generations") is None]
+        what = str(r["name"]).split(" (")[0]  # "MXFP8 block scaling"
+        need = " or ".join(GENERATION_WORDS.get(g, g) for g in gens)
+        gpu = f"the {accelerator_name}" if accelerator_name else "this accelerator"
+        have = (f"{gpu} is {'an' if generation == 'ampere' else 'a'} {GENERATION_WORDS[generation]} GPU"
+                if generation in GENERATION_WORDS else f"{gpu} is not one")
+        raise ScenarioError("training.fp8_recipe", f"{what} needs {'an' if need[0] in 'AEIOU' else 'a'} {need} GPU; "
+                                                   f"{have}; choose {' or '.join(others)} scaling")
     cols = r["columnwise_copy"]
     amax = float(r["amax_pass_bytes"])
     return Fp8Casts(recipe=name, cast=2.0 + 1.0 + amax + float(r["scale_bytes"]),

@@ -354,7 +354,7 @@ def tp_overlap_reach(nvlink_domain: int) -> int:
     examples/pytorch/comm_gemm_overlap/README.md, v2.2 to v2.18), "the comm+GEMM overlap is
     currently only possible with single-node tensor-parallelism ... there is currently no way to do
     this in Transformer Engine" for multi-node TP (github.com/NVIDIA/TransformerEngine/issues/1071, maintainer's
-    comment of 2024-08-02); TE v2.2 registers the buffers over multi-node NVLink (pull request 1470,
+    comment of 2024-08-02); TE v2.2 registers the buffers over multi-node NVLink (github.com/NVIDIA/TransformerEngine/pull/1470,
     "Support for TP across multi-node NVLINK", GB200 NVL72), so the reach is the NVLink domain, not
     the node. A group beyond it cannot use the overlap: a plan that asks for it is refused, and its
     collectives are charged as Megatron's default schedule."""
