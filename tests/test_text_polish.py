@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gpucluster_lib.design import Design
-from gpucluster_lib.formatting import humanize_key, plural, singular_where_one
+from gpucluster_lib.formatting import humanize_key, number_words, plural, singular_where_one
 from gpucluster_lib.report.document import document_html
 from gpucluster_lib.report.render import report_sections
 from gpucluster_lib.scenario import load_scenario
@@ -41,6 +41,16 @@ def test_report_text_separates_thousands_but_not_ids_or_versions():
     assert humanize_text("searched 406299 valid plans") == "searched 406,299 valid plans"
     for kept in ("RA-09950-001", "driver 550.127.08", "https://example.org/12345", "year 2024", "3.14159"):
         assert humanize_text(kept) == kept
+
+
+@pytest.mark.parametrize(("value", "text"), [
+    (0, "0"), (0.0, "0"), (1.0, "1"), (0.9, "0.9"), (-1.0, "-1"), (16_777_216, "16,777,216"),
+    (100_000_000.0, "100,000,000"), (1e15, "10^15"), (2.5e15, "2.5 x 10^15"), (10**21, "10^21"), (-1e15, "-10^15"),
+    (1e-9, "10^-9"), (3.35e-5, "3.35 x 10^-5"), (0.001, "0.001"), (float("inf"), "infinity"),
+])
+def test_numbers_in_messages_read_as_a_person_writes_them(value, text):
+    # range messages (scenario.py): no "0.0" for 0, no "1,000,000,000,000,000.0" for 10^15, no "1e-09"
+    assert number_words(value) == text
 
 
 def test_standard_numbers_keep_no_thousands_separator():
