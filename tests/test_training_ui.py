@@ -114,6 +114,10 @@ def test_panel_framework_and_tp_overlap_inputs():
     assert panel.state.scenario.parallelism.tp_comm_overlap is True
     assert "TP-overlap" in panel.summary.value
     assert panel.est.time_breakdown_s["tp_comm"] < tp_default  # the collectives run behind their GEMMs
+    # TP 1 on the same 1,024 GPUs makes DP 128: 12 micro-batches a step, not a multiple of the 8 stages, which the
+    # interleaved schedule refuses (Megatron-Core schedules.py, core_r0.8.0); without interleaving the overlap's own
+    # message shows
+    panel.vp.value = 1
     panel.tp.value = 1
     assert "tp_comm_overlap: needs tensor parallelism with sequence parallelism" in panel.msg.value
     assert "raise the tensor parallelism to 2 or more" in panel.msg.value  # the message names the fix
@@ -258,8 +262,8 @@ def test_panel_fp8_recipe_mxfp8_then_hopper():
     panel.accelerator.value = "h100-sxm5-80gb"
     # the engine's message, no number of the Blackwell design beside it; MXFP8 stays the choice shown, in a
     # dropdown that can still be changed
-    assert ("training.fp8_recipe: mxfp8 (MXFP8 block scaling (Transformer Engine MXFP8BlockScaling, Blackwell)) "
-            "needs a blackwell GPU, this accelerator is hopper; choose one of delayed, current") in panel.msg.value
+    assert ("training.fp8_recipe: MXFP8 block scaling needs a Blackwell GPU; the NVIDIA H100 SXM5 80GB is a Hopper "
+            "GPU; choose delayed or current scaling") in panel.msg.value
     assert panel.summary.value == panel.findings.value == ""
     assert panel.state.scenario.training.fp8_recipe == "mxfp8"
     assert panel.fp8_recipe.value == "mxfp8" and not panel.fp8_recipe.disabled
@@ -272,7 +276,7 @@ def test_panel_fp8_recipe_mxfp8_then_hopper():
     # a saved Hopper scenario with MXFP8 loads the same way: the message, and the recipe to change
     panel.state.update(training__fp8_recipe="mxfp8")
     panel.load()
-    assert "needs a blackwell GPU" in panel.msg.value and panel.fp8_recipe.value == "mxfp8"
+    assert "needs a Blackwell GPU" in panel.msg.value and panel.fp8_recipe.value == "mxfp8"
     panel.fp8_recipe.value = "current"
     assert panel.msg.value == "" and "FP8 current scaling" in panel.summary.value
 
