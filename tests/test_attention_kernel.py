@@ -108,7 +108,11 @@ def test_published_runs_name_their_kernel():
     runs = validation.load_runs()
     mpt = runs["run_id"].str.startswith("mpt-")
     assert (runs.loc[mpt, "attention_kernel"] == "triton").all()
-    assert (runs.loc[~mpt, "attention_kernel"] == "").all()
+    # NVIDIA's dgxc-benchmarking scripts switch cuDNN's fused attention off for Nemotron-4 340B and GPT-3 175B
+    # (nemotron/configure.sh, nemo_megatron/configure.sh: export NVTE_FUSED_ATTN=0): those rows name FlashAttention-2
+    fa2 = runs["run_id"].str.startswith(("dgxc-nemotron4-340b-", "dgxc-gpt3-175b-"))
+    assert fa2.sum() == 8 and (runs.loc[fa2, "attention_kernel"] == "flash-attention-2").all()
+    assert (runs.loc[~mpt & ~fa2, "attention_kernel"] == "").all()
     assert validation.scenario_for(runs[mpt].iloc[0].to_dict()).training.attention_kernel == "triton"
     # the others leave it to their framework (data/training_frameworks.yaml attention_kernel): Megatron-Core / NeMo
     # on H100 run cuDNN fused attention (Transformer Engine's choice on Hopper), Megatron-LM on A100 FlashAttention-2
