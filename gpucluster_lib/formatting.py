@@ -22,6 +22,13 @@ def is_number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not (isinstance(v, float) and math.isnan(v))
 
 
+def significant(v: float, digits: int) -> float:
+    """``v`` rounded to ``digits`` significant digits, as a float (the shortest decimal for it). Saved and
+    displayed fit results use it: a fit's last digits differ between CPUs (the SIMD paths of numpy's sums),
+    and the same fit should read the same wherever it ran."""
+    return float(f"{v:.{digits}g}")
+
+
 def format_value(v: Any, unit: str = "") -> str:
     """``v`` for a table or a sentence: 1,234 / 12.3 / 0.123 / 1.23e-05; yes/no; "–" for none.
 

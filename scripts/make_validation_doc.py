@@ -229,14 +229,7 @@ def efficiency_override_errors(accelerators: tuple[str, ...], overrides: dict[st
     """Every row on ``accelerators`` estimated again with ``overrides`` of its efficiency parameters
     (``training.efficiency``, on top of the row's own): the error of each row against its published step."""
     runs = validation.load_runs()
-    out = {}
-    for row in runs[runs["accelerator"].isin(accelerators)].to_dict(orient="records"):
-        sc = validation.scenario_for(row)
-        sc = dataclasses.replace(sc, training=dataclasses.replace(
-            sc.training, efficiency={**sc.training.efficiency, **overrides}))
-        est = training.estimate(sc)
-        out[row["run_id"]] = est.step_time_s / validation.published_step_time_s(row, est.assumptions["peak_tflops"]) - 1
-    return out
+    return _errors_with(runs[runs["accelerator"].isin(accelerators)].to_dict(orient="records"), efficiency=overrides)
 
 
 #: NVIDIA's own runs (NeMo / Megatron-Core with Transformer Engine) held out, by group: run-id prefixes and a test

@@ -61,6 +61,7 @@ from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, GemmCurve, gemm_curv
 from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
 from gpucluster_lib.errors import ScenarioError, excerpt
 from gpucluster_lib.findings import Finding
+from gpucluster_lib.formatting import significant
 from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import scenario_file
 from gpucluster_lib.units import GB
@@ -162,12 +163,8 @@ class CalibrationProfile:
 def _clean(d: dict[str, Any]) -> dict[str, Any]:
     """The profile's figures to six significant digits: a fit's last digits differ between CPUs (the
     SIMD paths of numpy's sums), and a saved profile should read the same wherever it was fitted."""
-    return {k: (_significant(v) if isinstance(v, float) else v) for k, v in d.items()
+    return {k: (significant(v, 6) if isinstance(v, float) else v) for k, v in d.items()
             if v is not None and v != ""}
-
-
-def _significant(v: float, digits: int = 6) -> float:
-    return float(f"{v:.{digits}g}")
 
 
 def _date(value: Any, where: str) -> str:

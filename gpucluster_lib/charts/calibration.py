@@ -6,6 +6,8 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
+from gpucluster_lib.formatting import significant
+
 
 def gemm_fit(table: pd.DataFrame, title: str = "GEMM: measured against fitted rate") -> alt.Chart:
     """Measured TFLOP/s against the fitted curve's, one point per shape, the identity line dashed.
@@ -63,8 +65,8 @@ def link_fit(test, fit, title: str | None = None) -> alt.Chart:
 
 
 def _round_sig(values, digits: int = 4) -> np.ndarray:
-    """``values`` rounded to ``digits`` significant digits (display only)."""
-    return np.array([float(f"{v:.{digits}g}") for v in np.asarray(values, dtype=float).ravel()])
+    """``values`` rounded to ``digits`` significant digits (display only; :func:`~gpucluster_lib.formatting.significant`)."""
+    return np.array([significant(v, digits) for v in np.asarray(values, dtype=float).ravel()])
 
 
 def calibration_charts(result) -> alt.Chart | None:
