@@ -9,7 +9,10 @@ Public API:
 * :class:`ReplicaCurve` -- what the queue needs from the timing model: the batch grid, the
   mixed-step time (TPOT) at each mean batch, the prefill of one prompt, input/output tokens,
   the memory-limited batch and the engine's token budget per step.
-* Helpers with their own tests: :func:`poisson_quantile`, :func:`erlang_c`, :func:`mg1_wait_quantile`.
+* :func:`last_request_latency` ``(curve, mean_batch, ttft_s)``: the latency of a request that arrives as
+  the arrivals stop (the replica drains under it), what MLPerf LoadGen's server metric waits for.
+* Helpers with their own tests: :func:`poisson_quantile`, :func:`erlang_c`, :func:`mg1_wait_quantile`,
+  :func:`gamma_length_pmf`.
 
 Model (per replica; rates in requests/s, times in s)
 ----------------------------------------------------
@@ -247,5 +250,55 @@ def max_rate(curve: ReplicaCurve, ttft_slo_s: float, tpot_slo_s: float, percenti
     return load_point(lo, curve, percentile)
 
 
-__all__ = ["LoadPoint", "ReplicaCurve", "erlang_c", "load_point", "max_rate",
-           "mg1_wait_quantile", "poisson_quantile"]
+def gamma_length_pmf(mean_tokens: float, cv: float, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
+    """Output lengths 1..``max_tokens`` [tokens] and their probabilities: a gamma density of mean
+    ``mean_tokens`` and spread ``cv`` (standard deviation over the mean; shape ``1 / cv^2``, scale
+    ``mean cv^2``) evaluated at the integers and normalised. ``cv = 0`` puts every request at the
+    mean (rounded). The gamma is an assumption: the published MLPerf logs give the spread (``cv``,
+    docs/inference.md), not the shape of the distribution."""
+    require_positive(mean_tokens=mean_tokens, max_tokens=max_tokens)
+    x = np.arange(1, int(max_tokens) + 1, dtype=float)
+    if cv <= 0:
+        p = (x == max(round(mean_tokens), 1)).astype(float)
+        return x, p
+    k = 1.0 / cv ** 2
+    theta = mean_tokens * cv ** 2
+    logp = (k - 1.0) * np.log(x) - x / theta - math.lgamma(k) - k * math.log(theta)
+    p = np.exp(logp - logp.max())
+    return x, p / p.sum()
+
+
+def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) -> float:
+    """Expected latency of a request that arrives as the arrivals stop [s], the replica at ``mean_batch``.
+
+    Why: MLPerf LoadGen's Server throughput divides every token by the time the *last scheduled*
+    query completes, ``tps_as_completed = token_count / final_query_all_samples_done_time``
+    (mlcommons/inference ``loadgen/results.cc``), with ``final_query_all_samples_done_time =
+    final_query.all_samples_done_time - start`` (``loadgen/loadgen.cc``), so the published
+    "Completed tokens per second" is the sustained rate times ``D / (D + this latency)``, ``D`` the
+    scheduled duration (:func:`gpucluster_lib.inference.validation.loadgen_completed_factor`).
+
+    How: no request arrives after it, so the batch it runs in drains. The sequences in flight at that
+    moment have the equilibrium residual life of the output lengths (Cox 1962, *Renewal Theory*,
+    the forward recurrence time): ``R(j) = E[(L - j)^+] / E[L]`` of them are still in flight ``j``
+    steps later. The request's own step ``j`` runs (``P(L > j)``) at ``T(b R(j) + 1)``, so the
+    latency is ``ttft_s + sum_{j >= 1} P(L > j) T(b R(j) + 1)``, ``L`` the gamma of
+    :func:`gamma_length_pmf` with the curve's mean and spread, up to 20 mean lengths. With a step
+    that does not depend on the batch, ``T``, it is ``ttft_s + T (E[L] - 1)``: the latency of a
+    mean request.
+    """
+    require_positive(mean_batch=mean_batch)
+    mean = float(curve.output_tokens)
+    x, p = gamma_length_pmf(mean, curve.service_cv, int(20 * mean))
+    el = float((x * p).sum())
+    # survival S(j) = P(L > j) and the integrated survival E[(L - j)^+] = sum_{i >= j} S(i), j = 0..n-1
+    surv = 1.0 - np.concatenate([[0.0], np.cumsum(p)[:-1]])     # P(L > j) for j = 0..n-1 (P(L > 0) = 1)
+    excess = np.cumsum(surv[::-1])[::-1]                         # E[(L - j)^+] for j = 0..n-1
+    j = np.arange(1, len(x))
+    residual = excess[j] / el
+    steps = np.interp(mean_batch * residual + 1.0, curve.batches, curve.tpot_s)
+    return float(ttft_s + (surv[j] * steps).sum())
+
+
+__all__ = ["LoadPoint", "ReplicaCurve", "erlang_c", "gamma_length_pmf", "last_request_latency", "load_point",
+           "max_rate", "mg1_wait_quantile", "poisson_quantile"]

@@ -58,6 +58,7 @@ from gpucluster_lib.inference.precision import (
 from gpucluster_lib.inference.queueing import (
     LoadPoint,
     ReplicaCurve,
+    last_request_latency,
     load_point,
     max_rate,
 )
@@ -426,7 +427,12 @@ def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int
                            "max_rate_per_s": (best.load.rate_per_s * max(gpus // best.tp, 1)
                                               if best.load else None),
                            "capacity_per_replica_per_s": best.curve.capacity_per_s,
-                           "at_max_rate": best.load.to_dict() if best.load else None, "at_target": None}
+                           "at_max_rate": best.load.to_dict() if best.load else None, "at_target": None,
+                           # a request arriving as the arrivals stop, at the max rate (queueing.last_request_latency:
+                           # what MLPerf LoadGen's server tokens/s waits for)
+                           "last_request_latency_s": (last_request_latency(best.curve, best.load.mean_batch,
+                                                                           best.load.ttft_p50_s)
+                                                      if best.load and best.load.stable else None)}
     if best.load is not None and target is not None and replicas:
         out["at_target"] = load_point(target / inf.output_tokens / replicas, best.curve, inf.slo_percentile).to_dict()
     return out

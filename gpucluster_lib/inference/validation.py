@@ -127,12 +127,38 @@ def mlperf_scenario(round_: str, system: str, scenario: str, path: str | Path | 
                       "inference": inf})
 
 
+def loadgen_completed_factor(duration_s: float, last_request_latency_s: float) -> float:
+    """LoadGen's Server "Completed tokens per second" over the sustained rate [dimensionless].
+
+    mlcommons/inference ``loadgen/results.cc`` (the Server summary): ``tps_as_completed = token_count /
+    final_query_all_samples_done_time``, and ``loadgen/loadgen.cc``: ``final_query_all_samples_done_time =
+    DurationToSeconds(final_query.all_samples_done_time - start)``, the time the last *scheduled* query
+    completes. The queries are scheduled over ``duration_s`` (``final_query_scheduled_time``, at least the
+    run's ``min_duration``), so the tokens of ``rate x duration_s`` requests are divided by ``duration_s +
+    last_request_latency_s`` [s]: the factor is ``D / (D + latency)``. E.g. D = 2,400 s and 24 s give
+    2400 / 2424 = 0.9901.
+    """
+    if duration_s <= 0 or last_request_latency_s < 0:
+        raise GpuClusterError(f"need a positive duration and a non-negative latency, got {duration_s!r}, "
+                              f"{last_request_latency_s!r}")
+    return duration_s / (duration_s + last_request_latency_s)
+
+
 def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | None = None,
                      engine: str = "generic") -> float:
     """The model's output tokens per second of the 8 GPUs for a published row, with the serving engine
-    profile ``engine`` (``generic``: no engine terms; the submitter's is the table's ``serving_engine``)."""
+    profile ``engine`` (``generic``: no engine terms; the submitter's is the table's ``serving_engine``).
+
+    Offline: the sustained rate. Server: the sustained rate at the max Poisson rate as LoadGen counts it,
+    times :func:`loadgen_completed_factor` of the run's scheduled duration (``benchmark.min_duration_s``) and
+    the latency of the last request (``ServingEstimate.load['last_request_latency_s']``,
+    :func:`~gpucluster_lib.inference.queueing.last_request_latency`)."""
     est = serve(mlperf_scenario(row.round, row.system, row.scenario, path, engine=engine), catalog)
-    return est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
+    tokens = est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
+    if row.scenario == "server" and est.load and est.load.get("last_request_latency_s") is not None:
+        tokens *= loadgen_completed_factor(float(load_mlperf(path)["benchmark"]["min_duration_s"]),
+                                           est.load["last_request_latency_s"])
+    return tokens
 
 
 # -- TensorRT-LLM's own throughput tables ------------------------------------------------------------
