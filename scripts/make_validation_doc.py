@@ -513,11 +513,9 @@ def serving_engine_section() -> str:
     import math
 
     from gpucluster_lib.inference.engines import engine_profile
-    from gpucluster_lib.inference.serve import serve
     from gpucluster_lib.inference.validation import (
         mlperf_predicted,
         mlperf_rows,
-        mlperf_scenario,
         trtllm_engine_per_gpu,
         trtllm_model_per_gpu,
         trtllm_rows,
@@ -530,8 +528,8 @@ def serving_engine_section() -> str:
     generic = [trtllm_model_per_gpu(r) / r.per_gpu - 1 for r in rows]
     lines, inside, inside_generic, inside_names = [], 0, 0, []
     for r in mlperf_rows():
-        est = serve(mlperf_scenario(r.round, r.system, r.scenario, engine="tensorrt-llm"))
-        e = est.tokens_per_s_per_gpu * 8 / r.tokens_per_s - 1
+        # both as the published figure counts (Server: LoadGen's completed rate, validation.mlperf_predicted)
+        e = mlperf_predicted(r, engine="tensorrt-llm") / r.tokens_per_s - 1
         g = mlperf_predicted(r) / r.tokens_per_s - 1
         inside += abs(e) <= 0.10
         if abs(e) <= 0.10:
