@@ -135,15 +135,17 @@ class StepTimes:
 def mixed_step_times(arch: TransformerArch, batch: np.ndarray, *, input_tokens: int, output_tokens: int,
                      weights_bytes_per_gpu: float, kv_bytes_per_token_per_gpu: float, hw: ReplicaHardware,
                      gemm_efficiency: float, eff: ServingEfficiency, output_tokens_cv: float = 0.0,
-                     host_time: Any = None) -> StepTimes:
+                     host_time: Any = None, prefill: bool = True) -> StepTimes:
     """One continuous-batching step with ``batch`` decode sequences and their share of prefills [s].
 
     ``output_tokens_cv`` is the spread of output lengths (module doc: the mean context in flight);
     ``host_time`` the engine's host time per iteration as a function of the batch [s]
-    (:meth:`.engines.EngineProfile.host_time`), added to the step; None for none.
+    (:meth:`.engines.EngineProfile.host_time`), added to the step; None for none. ``prefill=False``: a
+    decode-only step, no prompt joins (a replica draining after its arrivals stop,
+    :func:`~gpucluster_lib.inference.queueing.last_request_latency`), with the same mean context.
     """
     b = np.asarray(batch, dtype=float)
-    prompts_per_step = b / output_tokens
+    prompts_per_step = b / output_tokens if prefill else np.zeros_like(b)
     tokens = b + prompts_per_step * input_tokens
     compute = hw.peak_tflops * TERA * gemm_efficiency
     bw = hw.memory_bandwidth_gb_per_s * GB * eff.memory_bandwidth_efficiency

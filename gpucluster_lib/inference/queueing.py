@@ -136,6 +136,7 @@ class ReplicaCurve:
     max_batch: int               # KV-cache slots (memory-limited batch)
     token_budget: int = DEFAULT_MAX_NUM_TOKENS
     service_cv: float = 0.0      # spread of output lengths (standard deviation / mean) = the slot service spread
+    decode_s: np.ndarray | None = None   # decode-only step at each batch [s] (no prompt joins); None: tpot_s
 
     def step_s(self, batch: float) -> float:
         """Mixed-step time at a (possibly fractional) mean batch [s] (linear interpolation)."""
@@ -282,7 +283,8 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
     moment have the equilibrium residual life of the output lengths (Cox 1962, *Renewal Theory*,
     the forward recurrence time): ``R(j) = E[(L - j)^+] / E[L]`` of them are still in flight ``j``
     steps later. The request's own step ``j`` runs (``P(L > j)``) at ``T(b R(j) + 1)``, so the
-    latency is ``ttft_s + sum_{j >= 1} P(L > j) T(b R(j) + 1)``, ``L`` the gamma of
+    latency is ``ttft_s + sum_{j >= 1} P(L > j) T(b R(j) + 1)``, ``T`` the decode-only step (``curve.decode_s``:
+    no prompt joins a draining replica; the mixed step when the curve has none), ``L`` the gamma of
     :func:`gamma_length_pmf` with the curve's mean and spread, up to 20 mean lengths. With a step
     that does not depend on the batch, ``T``, it is ``ttft_s + T (E[L] - 1)``: the latency of a
     mean request.
@@ -296,7 +298,8 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
     excess = np.cumsum(surv[::-1])[::-1]                         # E[(L - j)^+] for j = 0..n-1
     j = np.arange(1, len(x))
     residual = excess[j] / el
-    steps = np.interp(mean_batch * residual + 1.0, curve.batches, curve.tpot_s)
+    step = curve.tpot_s if curve.decode_s is None else curve.decode_s
+    steps = np.interp(mean_batch * residual + 1.0, curve.batches, step)
     return float(ttft_s + (surv[j] * steps).sum())
 
 

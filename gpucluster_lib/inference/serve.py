@@ -377,8 +377,14 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
             grid_tpot = grid_parts.total
         else:
             grid_tpot = tpot
+        # decode-only steps (no prompt joins): the drain after the arrivals stop (queueing.last_request_latency)
+        grid_decode = mixed_step_times(arch, grid, input_tokens=inf.input_tokens, output_tokens=inf.output_tokens,
+                                       weights_bytes_per_gpu=mem.weights_bytes,
+                                       kv_bytes_per_token_per_gpu=mem.kv_bytes_per_token, hw=rhw,
+                                       gemm_efficiency=gemm_eff, eff=eff, output_tokens_cv=inf.output_tokens_cv,
+                                       host_time=host, prefill=False).total
         curve = ReplicaCurve(grid, grid_tpot, float(ttft[0] - tpot[0]), inf.input_tokens, inf.output_tokens, slots,
-                             token_budget=_token_budget(inf), service_cv=inf.output_tokens_cv)
+                             token_budget=_token_budget(inf), service_cv=inf.output_tokens_cv, decode_s=grid_decode)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
         chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
