@@ -239,7 +239,7 @@ MLPERF_MISSES = {
     "v4.0-dgx-h100-server": "+22.4%: TensorRT-LLM 0.9, and the model's server batch (980) is above the published "
                             "run's decode sequences (698)",
     "v4.0-dgx-h200-server": "+22.5%: TensorRT-LLM 0.9, and the server batch 763 against 542 published",
-    "v4.1-dgx-h100-server": "+16.5%: the model's server batch (980, where the p99 TTFT binds through the 1,024 slots, "
+    "v4.1-dgx-h100-server": "+16.4%: the model's server batch (980, where the p99 TTFT binds through the 1,024 slots, "
                             "at p99 TPOT 160 ms) is above the published run's 831 decode sequences at 175 ms",
     "v4.1-dgx-h200-server": "+11.0%: the model's server batch (763, where the p99 TPOT of 200 ms binds) is above the "
                             "published run's 447 at 146 ms; the step at 447 is within 2% of the published one",
