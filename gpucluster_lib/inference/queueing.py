@@ -274,8 +274,8 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
 
     Why: MLPerf LoadGen's Server throughput divides every token by the time the *last scheduled*
     query completes, ``tps_as_completed = token_count / final_query_all_samples_done_time``
-    (mlcommons/inference ``loadgen/results.cc``), with ``final_query_all_samples_done_time =
-    final_query.all_samples_done_time - start`` (``loadgen/loadgen.cc``), so the published
+    (mlcommons/inference ``loadgen/results.cc`` at 05a9cec, ``LogSummary``), with ``final_query_all_samples_done_time =
+    final_query.all_samples_done_time - start`` (``loadgen/loadgen.cc`` at 006f3a5, ``IssueQueries``), so the published
     "Completed tokens per second" is the sustained rate times ``D / (D + this latency)``, ``D`` the
     scheduled duration (:func:`gpucluster_lib.inference.validation.loadgen_completed_factor`).
 

@@ -130,8 +130,8 @@ def mlperf_scenario(round_: str, system: str, scenario: str, path: str | Path | 
 def loadgen_completed_factor(duration_s: float, last_request_latency_s: float) -> float:
     """LoadGen's Server "Completed tokens per second" over the sustained rate [dimensionless].
 
-    mlcommons/inference ``loadgen/results.cc`` (the Server summary): ``tps_as_completed = token_count /
-    final_query_all_samples_done_time``, and ``loadgen/loadgen.cc``: ``final_query_all_samples_done_time =
+    mlcommons/inference ``loadgen/results.cc`` at 05a9cec (the Server summary): ``tps_as_completed = token_count /
+    final_query_all_samples_done_time``, and ``loadgen/loadgen.cc`` at 006f3a5 (``IssueQueries``): ``final_query_all_samples_done_time =
     DurationToSeconds(final_query.all_samples_done_time - start)``, the time the last *scheduled* query
     completes. The queries are scheduled over ``duration_s`` (``final_query_scheduled_time``, at least the
     run's ``min_duration``), so the tokens of ``rate x duration_s`` requests are divided by ``duration_s +
