@@ -351,7 +351,6 @@ def test_loadgen_early_stopping_percentile_by_hand():
     assert _server_candidates().MIN_DURATION_S == 2_400
     # docs/inference.md: p99.05 for the four server runs (169,000-241,000 queries); at that percentile the
     # max rate moves by less than 0.1 point
-    row = next(r for r in mlperf_rows() if r.id == "v4.0-dgx-h100-server")
     base = serve(mlperf_scenario("v4.0", "dgx-h100", "server")).tokens_per_s_per_gpu * 8   # the max rate
     later = serve(mlperf_scenario("v4.0", "dgx-h100", "server", slo_percentile=99.056)).tokens_per_s_per_gpu * 8
     assert later == pytest.approx(base, rel=1e-3)
