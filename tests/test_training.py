@@ -461,3 +461,36 @@ def test_plan_ranking_ties_go_to_the_earlier_plan():
         assert t["tokens_per_s"].iloc[0] == t["tokens_per_s"].iloc[1]
         assert t["memory_gib"].iloc[0] == t["memory_gib"].iloc[1]
     assert best50.iloc[0].equals(best_all.iloc[0])
+
+
+def test_megatron_core_cross_entropy_bytes_per_logit():
+    """Megatron-Core's unfused vocab-parallel cross-entropy, counted per logit of the GPU's vocabulary shard
+    (megatron/core/tensor_parallel/cross_entropy.py at core_r0.8.0 = baf94af3c6; data/training_frameworks.yaml)."""
+    import dataclasses
+
+    from gpucluster_lib.training import validation
+    from gpucluster_lib.training.estimate import build_context
+    from gpucluster_lib.training.framework import framework
+
+    # forward: .float() 2 + 4, max 4, in-place -= 4 + 4, exp 4 + 4, sum 4, div_ 4 + 4 = 38;
+    # backward: mul_ 4 + 4, the fp32 gradient cast back to bf16 4 + 2 = 14; 52 in all
+    assert framework("megatron").cross_entropy_bytes_per_logit == (2 + 4) + 4 + 8 + 8 + 4 + 8 + 8 + 6 == 52
+    # NeMo (1.x unfused, 2.x fused by default) and the PyTorch frameworks keep data/efficiency.yaml's value
+    assert framework("nemo").cross_entropy_bytes_per_logit is None
+    assert framework("fsdp").cross_entropy_bytes_per_logit is None
+    row = validation.load_runs().set_index("run_id").loc["mcore-1.7b"].to_dict() | {"run_id": "mcore-1.7b"}
+    row["mb"] = 4
+    sc = validation.scenario_for(row)
+    ctx = build_context(sc)[0]
+    assert ctx.eff.cross_entropy_bytes_per_logit == 52.0
+    # a scenario's own value wins over the framework's
+    sc12 = dataclasses.replace(sc, training=dataclasses.replace(sc.training, efficiency={"cross_entropy_bytes_per_logit": 12.0}))
+    assert build_context(sc12)[0].eff.cross_entropy_bytes_per_logit == 12.0
+    # Megatron-Core weak-scaling GPT 1.7B (TP1, micro-batch 4 x 4,096 tokens, vocabulary 131,072) on H100
+    # (3,350 GB/s, data/accelerators.csv; memory efficiency 0.85, data/efficiency.yaml): the 40 bytes a logit
+    # above the generic 12 add 40 x 16,384 x 131,072 / (3.35e12 x 0.85) = 30.16 ms to the step's compute (one
+    # micro-batch per step: 192 / (48 x 4))
+    c52 = estimate(sc).to_dict()["time_breakdown_s"]["compute"]
+    c12 = estimate(sc12).to_dict()["time_breakdown_s"]["compute"]
+    assert c52 - c12 == pytest.approx(40 * 16384 * 131072 / (3.35e12 * 0.85), rel=1e-6)
+    assert c52 - c12 == pytest.approx(0.03016, abs=1e-5)

@@ -8,7 +8,7 @@ guards keep today's errors from growing. Every Narayanan row (Megatron-LM and De
 guarded so. External rows (never used for fitting; 126: MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
 weak scaling, 41 further llm-foundry MPT rows, and 70 rows of OPT-175B, GLM-130B, Megatron-LM's GPT-3 example and
 NVIDIA's own NeMo / Megatron-Core runs on H100, H200, B200, GB200 and GB300): the targets median <= 7% (measured
-5.3%) and every row <= 15% (measured 27.3%: seven rows beyond it, named in BEYOND_15, an expected failure); the eight
+5.3%) and every row <= 15% (measured 27.3%: six rows beyond it, named in BEYOND_15, an expected failure); the eight
 long-sequence MPT-1B / MPT-7B rows are within 15% (measured 6.6%).
 """
 
@@ -85,7 +85,6 @@ BEYOND_15 = {
     "mpt-a100-40-70b-s2048-g64-mb2",   # -27%: the same per-GPU work runs 35% faster on 32 A100 80GB; a second run of
                                        # that sweep (MPT-1B on 32 A100 40GB) is 18% slower than its siblings
     "nemo2502-b200-nemotron4-15b",     # -23%: NeMo 25.02 on B200, where 25.11 ran the same hardware 18% faster
-    "mcore-1.7b",                      # -20%: micro-batch not published, the search picks the fastest
     "nemo2407-gpt3-175b-512",          # +16%: TP overlap off in the launcher's default, recomputation not stated
     "mb2604-gb300-llama3-70b-mxfp8",   # +18%, +18%, +27%: the 2026 containers on GB300, whose H100 rows in the same
     "mb2606-gb300-llama31-405b-mxfp8",  # tables are too slow as well
@@ -93,8 +92,8 @@ BEYOND_15 = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="seven held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
-                   "B200 Nemotron-4 15B at -23%, Megatron-Core's 1.7B at -20%, NeMo 24.07's GPT-3 175B on 512 H100 at "
+@pytest.mark.xfail(strict=True, reason="six held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
+                   "B200 Nemotron-4 15B at -23%, NeMo 24.07's GPT-3 175B on 512 H100 at "
                    "+16%, three GB300 rows of the 2026 containers at +18% to +27%); no sourced mechanism puts them "
                    "within 15% without moving the others (docs/validation.md)")
 def test_external_every_row_within_15_percent(table):
@@ -104,7 +103,7 @@ def test_external_every_row_within_15_percent(table):
 
 
 def test_external_regression_guard(table):
-    # beyond the 15% target: the seven rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.3%.
+    # beyond the 15% target: the six rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.3%.
     # The long-sequence rows have their own test below
     ext = table[table["set"] == "external"]
     ext = ext[~ext["run_id"].isin(LONG_ROWS)]
@@ -112,8 +111,8 @@ def test_external_regression_guard(table):
     assert set(over["run_id"]) <= BEYOND_15, sorted(set(over["run_id"]) - BEYOND_15)
     assert over["error"].abs().max() < 0.28
     assert ext["error"].abs().median() < 0.06
-    # the 56 rows held out before this session's additions: median 3.7%, only MPT-70B on 64 A100 40GB and the
-    # Megatron-Core 1.7B row beyond 15%
+    # the 56 rows held out before this session's additions: median 3.7%, only MPT-70B on 64 A100 40GB beyond 15%
+    # (Megatron-Core's 1.7B at -13.5% with Megatron-Core's unfused cross-entropy counted, -20.4% before)
     older = ext[ext["run_id"].str.startswith(("mpt-", "mcore-", "mtnlg-", "bloom-", "llama3-"))]
     assert older["error"].abs().median() < 0.04
 

@@ -214,6 +214,9 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if scenario.parallelism.dp_overlap is not None:
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
     fw = framework_terms(tr.framework)
+    # the framework's own cross-entropy traffic (counted from its loss code), unless the scenario sets one
+    if fw.cross_entropy_bytes_per_logit is not None and "cross_entropy_bytes_per_logit" not in overrides:
+        overrides["cross_entropy_bytes_per_logit"] = fw.cross_entropy_bytes_per_logit
     # the run's fused attention kernel, else the framework's for this GPU generation
     kernel = tr.attention_kernel or fw.attention_kernel(generation_of(acc))
     eff = for_accelerator(acc, overrides, kernel)

@@ -50,6 +50,9 @@ class Framework:
     zero3_prefetch_params: float = 0.0
     #: fixed time per optimizer step [s] (host-side per-step work of the training loop)
     step_fixed_s: float = 0.0
+    #: memory traffic of the framework's cross-entropy over the vocabulary, forward + backward, per logit of
+    #: the GPU's vocabulary shard [bytes]; None: data/efficiency.yaml ``cross_entropy_bytes_per_logit``
+    cross_entropy_bytes_per_logit: float | None = None
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
@@ -216,6 +219,8 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
                      zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
+                     cross_entropy_bytes_per_logit=(None if row.get("cross_entropy_bytes_per_logit") is None
+                                                    else float(row["cross_entropy_bytes_per_logit"])),
                      attention_kernels=kernels, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 
