@@ -494,3 +494,30 @@ def test_megatron_core_cross_entropy_bytes_per_logit():
     c12 = estimate(sc12).to_dict()["time_breakdown_s"]["compute"]
     assert c52 - c12 == pytest.approx(40 * 16384 * 131072 / (3.35e12 * 0.85), rel=1e-6)
     assert c52 - c12 == pytest.approx(0.03016, abs=1e-5)
+
+
+def test_torchtitan_op_selective_checkpointing_reruns_every_second_matmul():
+    """TorchTitan's op-level selective activation checkpointing ("Saves output of all compute ops, except every
+    second mm", torchtitan/models/llama3/parallelize_llama.py at e7c0cae) on a Llama block, whose forward calls
+    wq, wk, wv, wo, w1, w3, w2 in that order (torchtitan/models/llama3/model.py, e7c0cae): wk, wo and w3 rerun."""
+    from gpucluster_lib.training import core, validation
+    from gpucluster_lib.training.estimate import build_context
+    from gpucluster_lib.training.framework import framework
+
+    assert framework("torchtitan").selective_recompute == "every_second_mm"
+    assert framework("megatron").selective_recompute == "attention"
+    assert framework("fsdp").selective_recompute == "attention"
+    row = validation.load_runs().set_index("run_id").loc["torchtitan-h200-llama31-8b-32"].to_dict()
+    sc = validation.scenario_for(row | {"run_id": "torchtitan-h200-llama31-8b-32"})
+    ctx = build_context(sc)[0]
+    # Llama 3.1 8B: h 4096, K 8 x 128 = 1024, output projection 4096 x 4096, w3 4096 x 14336; at 1e15 FLOP/s and
+    # 16,384 tokens: 2 x 16384 x 4096 x (1024 + 4096 + 14336) / 1e15 = 2.611340e-3 s
+    flops_only = lambda m, k, n: 2.0 * m * k * n / 1e15  # noqa: E731
+    assert core.every_second_mm_s(ctx, flops_only, 16384.0, 1.0) == pytest.approx(2.611340e-3, rel=1e-6)
+    # in the estimate: one micro-batch (64 / (32 x 2)) of 32 layers, each rerunning those three GEMMs
+    est = estimate(sc)
+    P, e = ctx.peak_flops, ctx.eff
+    eg = e.gemm_efficiency * e.fp8_gemm_factor * ctx.fp8_casts.gemm_rate
+    gemm = lambda m, k, n: core._gemm_time(m, k, n, P, eg, ctx.gemm, ctx.memory_bw, e.memory_efficiency)  # noqa: E731
+    assert est.time_breakdown_s["recompute"] == pytest.approx(32 * core.every_second_mm_s(ctx, gemm, 16384.0, 1.0),
+                                                              rel=1e-9)

@@ -23,6 +23,9 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   bytes per hidden element) and, with TP, the collective after it are not rerun. MoE layers
   rerun their FFN whole: the routed combine (outputs times router weights) saves the experts'
   outputs for the router's gradient, so the last saved tensor comes after the expert GEMMs.
+  Selective recomputation reruns the attention core (Megatron-LM; free with a fused kernel, which
+  recomputes internally) or, with TorchTitan's op-level policy, every second matmul of the block's
+  forward: K, the output projection and w3 of a Llama block (:func:`every_second_mm_s`, [25]).
 * FP8 training (precision fp8): the GEMMs at ``e_g f_8`` of the FP8 peak (``f_8`` = ``fp8_gemm_factor``,
   the FP8 kernels' share of the 16-bit efficiency measured in one harness, times the recipe's kernel rate),
   the output layer at the 16-bit rate (no framework here runs it in FP8), and the casts to FP8 as memory
@@ -272,6 +275,15 @@ References
         gradient), ``is_first_microbatch`` weight caching; csrc/quantizer.cpp (current scaling's amax pass,
         MXFP8's row- and column-wise copies); docs performance_considerations.rst (Hopper transposes, Blackwell
         does not); docs/examples/gemm_profiling/gemm_profiling.rst (FP8 / BF16 kernel ratio, H200 NVL, B300).
+.. [25] TorchTitan op-level selective activation checkpointing (``activation_checkpoint.mode = "selective"``,
+        ``selective_ac_option = "op"``, torchtitan/models/llama3/train_configs/llama3_8b.toml at e7c0cae):
+        ``_custom_policy`` (torchtitan/models/llama3/parallelize_llama.py, e7c0cae) counts ``aten.mm`` per block
+        ("Saves output of all compute ops, except every second mm"), returning ``PREFER_RECOMPUTE`` for the
+        even-numbered ones and for every op outside ``_save_list`` (mm, SDPA, reduce-scatter, max); a block calls
+        wq, wk, wv, wo, w1, w3, w2 in that order (torchtitan/models/llama3/model.py, e7c0cae). torchao's
+        Float8Linear issues its forward GEMM as ``torch.mm`` on float8 tensors (torchao/float8/float8_linear.py,
+        0afa4c1, line 120). Under torch.compile the partitioner treats ``PREFER_RECOMPUTE`` as must-recompute
+        (``must_recompute``, torch/_functorch/partitioners.py, pytorch c28ba8e58, one stored version).
 """
 
 from __future__ import annotations
@@ -581,6 +593,22 @@ def fp8_weight_cast_s(ctx: Context, tp, ep, m):
     return t_w / m if casts.weight_cast_per_step else t_w + 0.0 * m
 
 
+def every_second_mm_s(ctx: Context, gemm, M, tp):
+    """Forward time of the matmuls that TorchTitan's op-level selective activation checkpointing reruns in the
+    backward, per dense layer and micro-batch [s] [25]. The policy counts the ``aten.mm`` calls of a block's
+    forward (the count restarts in each block) and saves the odd-numbered ones; a Llama block calls them in the
+    order Q, K, V, output projection, w1, w3, w2, so K, the output projection and w3 are rerun (a GELU FFN: K,
+    the output projection and FC2). ``gemm(M, K, N)``: one GEMM's time [s]; ``M``: tokens per micro-batch per
+    GPU; ``tp``: tensor-parallel ranks. The element-wise ops and FP8 casts the policy also leaves to the
+    recomputation are not counted (a lower bound). Elementwise over arrays that broadcast."""
+    a = ctx.arch
+    h, f = float(a.hidden_size), float(a.ffn_hidden_size)
+    t_k = gemm(M, h, a.kv_dim / tp)
+    t_o = gemm(M, float(a.attention_output_dim()) / tp, h)
+    t_ffn = gemm(M, h, f / tp) if a.ffn_type == "swiglu" else gemm(M, f / tp, h)
+    return t_k + t_o + t_ffn
+
+
 def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     """Per transformer layer, per micro-batch, forward + backward [s]: GEMM/attention/element-wise
     compute, recomputation, exposed TP / CP / EP communication.
@@ -667,6 +695,8 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
                / np.where(sp, tp, 1.0) / (B * em)) if early else 0.0
     recompute = (np.where(full, t_gemm_layer + t_ew_fwd + cast_fwd + e.layer_overhead_s - skipped, 0.0)
                  + attn_recompute * t_attn_fwd)
+    if ctx.framework.selective_recompute == "every_second_mm":  # TorchTitan's op-level selective checkpointing [25]
+        recompute = recompute + np.where(sel, dense_frac * every_second_mm_s(ctx, gemm, M, tp), 0.0)
 
     # ---- tensor parallel -------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency

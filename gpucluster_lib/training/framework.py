@@ -53,6 +53,10 @@ class Framework:
     #: memory traffic of the framework's cross-entropy over the vocabulary, forward + backward, per logit of
     #: the GPU's vocabulary shard [bytes]; None: data/efficiency.yaml ``cross_entropy_bytes_per_logit``
     cross_entropy_bytes_per_logit: float | None = None
+    #: what selective recomputation reruns: "attention" (Megatron-LM's --recompute-granularity selective: the
+    #: attention core, free with a fused kernel) or "every_second_mm" (TorchTitan's op-level selective
+    #: checkpointing: every second matmul of a block's forward is recomputed in the backward)
+    selective_recompute: str = "attention"
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
@@ -178,7 +182,8 @@ BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies"
                 "grad_buffer_in_reduce_precision")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
-SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none")}
+SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
+                    "selective_recompute": ("attention", "every_second_mm")}
 
 
 def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
@@ -221,6 +226,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
                      cross_entropy_bytes_per_logit=(None if row.get("cross_entropy_bytes_per_logit") is None
                                                     else float(row["cross_entropy_bytes_per_logit"])),
+                     selective_recompute=str(row.get("selective_recompute", "attention")),
                      attention_kernels=kernels, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 
