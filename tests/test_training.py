@@ -521,3 +521,35 @@ def test_torchtitan_op_selective_checkpointing_reruns_every_second_matmul():
     gemm = lambda m, k, n: core._gemm_time(m, k, n, P, eg, ctx.gemm, ctx.memory_bw, e.memory_efficiency)  # noqa: E731
     assert est.time_breakdown_s["recompute"] == pytest.approx(32 * core.every_second_mm_s(ctx, gemm, 16384.0, 1.0),
                                                               rel=1e-9)
+
+
+def test_last_gradient_bucket_holds_the_input_embedding():
+    """The backward computes the input embedding's gradient last, so the step's last data-parallel reduction holds
+    it whole (Megatron-Core ParamAndGradBuffer, megatron/core/distributed/param_and_grad_buffer.py at core_r0.8.0:
+    parameters in reverse order, never split, a bucket closed at >= max(40M, 1M x DP) parameters)."""
+    import dataclasses
+
+    from gpucluster_lib.training import core, validation
+    from gpucluster_lib.training.estimate import build_context
+
+    # GPT 1.7B of the Megatron-Core weak-scaling table on 48 GPUs: max(4e7, 48 x 1e6) = 4.8e7 against the embedding
+    # 131,072 x 2,048 = 268,435,456
+    assert core.last_bucket_params(4e7, 1e6, 48.0, 131072 * 2048) == 268435456
+    assert core.last_bucket_params(4e7, 1e6, 48.0, 1.0e7) == 4.8e7  # a small embedding: the bucket size
+    row = validation.load_runs().set_index("run_id").loc["mcore-1.7b"].to_dict() | {"run_id": "mcore-1.7b"}
+    row["mb"] = 4
+    sc = validation.scenario_for(row)
+    ctx = build_context(sc)[0]
+    one = np.array([1.0])
+    emb_p = float(core.embedding_params(ctx, one)[0][0])
+    # vocabulary 131,072 x hidden 2,048 + learned positions 4,096 x 2,048 (the megatron-1.7b preset)
+    assert emb_p == 131072 * 2048 + 4096 * 2048
+    # one micro-batch a step (192 / (48 x 4)): the backward is far longer than the reduction, so what stays exposed
+    # is the last bucket's share of the reduce-scatter and of the all-gather, the embedding's: emb_p / p_gpu of
+    # (t_grad + t_param); against the no-overlap step (the whole reduction exposed) that is emb_p / p_gpu of it
+    est = estimate(sc)
+    full = estimate(dataclasses.replace(sc, parallelism=dataclasses.replace(sc.parallelism, overlap_grad_reduce=False,
+                                                                            overlap_param_gather=False)))
+    p_gpu = (ctx.arch.layers * float(core.layer_params(ctx, one, one)[0]) + emb_p
+             + float(np.ravel(core.final_norm_params(ctx, one))[0]))
+    assert est.time_breakdown_s["dp_comm"] == pytest.approx(emb_p / p_gpu * full.time_breakdown_s["dp_comm"], rel=1e-9)

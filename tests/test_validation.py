@@ -2,7 +2,7 @@
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100 at 2,048 tokens and 17 MPT-3B / MPT-13B
 rows at 4,096 to 65,536 tokens; the efficiency set in data/efficiency.yaml was fitted on them): the targets are
-median |step-time error| <= 4% and every row <= 10% (measured 3.5% and 9.2%, docs/validation.md; met since full
+median |step-time error| <= 4% and every row <= 10% (measured 3.6% and 9.2%, docs/validation.md; met since full
 recomputation on PyTorch 2.1 stops before the FFN output projection, training.checkpoint_early_stop); regression
 guards keep today's errors from growing. Every Narayanan row (Megatron-LM and DeepSpeed ZeRO-3) is within 10% and
 guarded so. External rows (never used for fitting; 126: MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
@@ -58,7 +58,7 @@ def test_narayanan_rows_within_10_percent(table):
 
 
 def test_calibration_regression_guard(table):
-    # today: median 3.5%, the worst row 530B ZeRO-3 on 1120 A100 (DeepSpeed, Table 2) at +9.2%; the rows with full recomputation
+    # today: median 3.6%, the worst row 530B ZeRO-3 on 1120 A100 (DeepSpeed, Table 2) at +9.2%; the rows with full recomputation
     # of MPT (FSDP) are within 9.1% (MPT-13B at 4,096 tokens on 8 A100 80GB, +9.1%; it was +15.6% with a whole forward
     # recomputed)
     runs = validation.load_runs().set_index("run_id")
@@ -84,7 +84,7 @@ def test_external_runs_within_target(table):
 BEYOND_15 = {
     "mpt-a100-40-70b-s2048-g64-mb2",   # -27%: the same per-GPU work runs 35% faster on 32 A100 80GB; a second run of
                                        # that sweep (MPT-1B on 32 A100 40GB) is 18% slower than its siblings
-    "nemo2502-b200-nemotron4-15b",     # -23%: NeMo 25.02 on B200, where 25.11 ran the same hardware 18% faster
+    "nemo2502-b200-nemotron4-15b",     # -21%: NeMo 25.02 on B200, where 25.11 ran the same hardware 18% faster
     "nemo2407-gpt3-175b-512",          # +16%: TP overlap off in the launcher's default, recomputation not stated
     "mb2604-gb300-llama3-70b-mxfp8",   # +18%, +18%, +27%: the 2026 containers on GB300, whose H100 rows in the same
     "mb2606-gb300-llama31-405b-mxfp8",  # tables are too slow as well
@@ -93,7 +93,7 @@ BEYOND_15 = {
 
 
 @pytest.mark.xfail(strict=True, reason="six held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
-                   "B200 Nemotron-4 15B at -23%, NeMo 24.07's GPT-3 175B on 512 H100 at "
+                   "B200 Nemotron-4 15B at -21%, NeMo 24.07's GPT-3 175B on 512 H100 at "
                    "+16%, three GB300 rows of the 2026 containers at +18% to +27%); no sourced mechanism puts them "
                    "within 15% without moving the others (docs/validation.md)")
 def test_external_every_row_within_15_percent(table):
@@ -112,7 +112,8 @@ def test_external_regression_guard(table):
     assert over["error"].abs().max() < 0.28
     assert ext["error"].abs().median() < 0.06
     # the 56 rows held out before this session's additions: median 3.7%, only MPT-70B on 64 A100 40GB beyond 15%
-    # (Megatron-Core's 1.7B at -13.5% with Megatron-Core's unfused cross-entropy counted, -20.4% before)
+    # (Megatron-Core's 1.7B at -12.6% with Megatron-Core's unfused cross-entropy and the embedding's gradient in the
+    # last reduction counted, -20.4% before)
     older = ext[ext["run_id"].str.startswith(("mpt-", "mcore-", "mtnlg-", "bloom-", "llama3-"))]
     assert older["error"].abs().median() < 0.04
 

@@ -49,6 +49,11 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   norm/residual part is split by TP only with sequence parallelism [3]; a hidden dropout of 0 writes
   and reads no dropout mask (``elementwise_terms``: 20 of the 22 bytes per hidden element). The
   attention dropout is not read: the unfused attention's bytes per score are a fitted value.
+* Output layer and loss (last stage): the logits GEMM at the 16-bit rate and the cross-entropy as
+  ``x`` bytes per logit of the GPU's vocabulary shard at memory bandwidth, ``x`` the framework's count
+  from its loss code (Megatron-LM's unfused vocab-parallel cross-entropy: 52 = forward 38 + backward
+  14, data/training_frameworks.yaml ``cross_entropy_bytes_per_logit``) or data/efficiency.yaml's
+  generic value.
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
   layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
   to it [2, 3, 8]:
@@ -73,7 +78,8 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   (``training.fp8_params``) the layers' GEMM weights are gathered in one byte [24]. With
   gradient-reduce overlap and one model chunk per stage the buckets are reduced during the
   backward of the last micro-batch and what does not fit behind it is exposed,
-  ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P parameters is never hidden); the
+  ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P parameters is never hidden; it holds at least
+  the input embedding, whose gradient the backward computes last: :func:`last_bucket_params`); the
   parameter all-gather likewise behind the first forward [11]. With the interleaved schedule
   (v chunks) each chunk's reduction starts when its last backward is done, beside the
   cool-down's remaining backwards of the chunks after it, so ``max(t_rs / v, t_rs - (v-1) p
@@ -813,6 +819,26 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     return out
 
 
+def last_bucket_params(bucket_params, per_dp_rank, n_dp, emb_p):
+    """Parameters in the last gradient reduction of a step with overlapped data-parallel reduction [parameters]
+    [11]: ``max(bucket_params, per_dp_rank x n_dp, emb_p)``.
+
+    Megatron-Core's ``ParamAndGradBuffer`` fills buckets with the parameters in reverse order ("to roughly follow
+    backprop order"), never splits a parameter and closes a bucket once it holds at least ``bucket_size``
+    (max(40M, 1M x DP)) parameters (megatron/core/distributed/param_and_grad_buffer.py, core_r0.8.0), so the
+    input embedding, the model's first parameter, ends in the last bucket whole; Apex's DistributedFusedAdam
+    (NeMo 1.x) splits parameters into fragments across fixed-size buckets ("Each fragment resides within a
+    bucket", apex/contrib/optimizers/distributed_fused_adam.py ``_init_param_state``, 6424da3b), but a bucket
+    is reduced once all of its gradients are ready, and the embedding's gradient is the backward's last
+    (its lookup is the forward's first op), so its buckets are reduced after the backward either way.
+    ``emb_p``: the input embedding's parameters on the stage [parameters] (a tied output layer shares that
+    weight, and its gradient is complete only then too). Elementwise over arrays that broadcast.
+
+    Worked case (by hand): Megatron-Core GPT, vocabulary 131,072, hidden 2,048, TP 1, DP 48: bucket
+    max(4e7, 48 x 1e6) = 4.8e7 against the embedding's 131,072 x 2,048 = 268,435,456: 268,435,456."""
+    return np.maximum(np.maximum(bucket_params, per_dp_rank * n_dp), emb_p)
+
+
 def dp_exposed(t_grad, t_param, t_max, bucket, pp, vp):
     """Exposed data-parallel gradient reduction and parameter all-gather with Megatron-Core's overlap
     (``overlap_grad_reduce``, ``overlap_param_gather``) [s]: ``(grad, param)``.
@@ -944,7 +970,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     if e.dp_overlap is not None:  # a fixed hidden fraction (parallelism.dp_overlap)
         exposed_grad = (1.0 - e.dp_overlap) * (t_grad + t_param)
     else:
-        bucket = np.minimum(1.0, np.maximum(fw.bucket_params, fw.bucket_params_per_dp_rank * n_dp) / p_gpu)
+        # the last reduction holds at least the input embedding, whose gradient the backward computes last [11]
+        bucket = np.minimum(1.0, last_bucket_params(fw.bucket_params, fw.bucket_params_per_dp_rank, n_dp, emb_p) / p_gpu)
         ex_grad, ex_param = dp_exposed(t_grad, t_param, t_max, bucket, pp, vp)
         exposed_grad = ((ex_grad if ctx.overlap_grad_reduce else t_grad)
                         + (ex_param if ctx.overlap_param_gather else t_param))
