@@ -299,6 +299,17 @@ class TrainingSpec:
                   "read only by the frameworks with an FP8-weight path (Megatron-LM, NeMo; TorchTitan, whose "
                   "torchao float8 all-gather of FSDP2 weights it stands for), else a warning; default: the "
                   "framework's (NeMo true, as its FP8 recipes; the others false)")
+    defer_output_wgrad: bool | None = f(
+        None, doc="the last pipeline stage defers the output layer's weight-gradient GEMMs of the first "
+                  "wgrad_deferral_limit micro-batches to the pipeline flush, where they run while the other stages "
+                  "finish their backwards (Megatron-Core defer_embedding_wgrad_compute, NeMo / Megatron-Bridge "
+                  "CommOverlapConfig); read only with pipeline parallelism and a framework with the deferral path "
+                  "(Megatron-LM, NeMo), else a warning; default: the framework's (off)")
+    wgrad_deferral_limit: int | None = f(
+        None, ge=0, le=1_000_000, unit="micro-batches",
+        doc="with defer_output_wgrad: how many micro-batches of a step have their output-layer weight gradient "
+            "deferred, 0 = all (Megatron-Core wgrad_deferral_limit; NeMo's recipes use 22 or 50); default: the "
+            "framework's (0)")
     zero3_max_live_parameters: float | None = f(
         None, gt=0, le=1e15, unit="parameters",
         doc="DeepSpeed ZeRO-3's stage3_max_live_parameters: no parameter prefetch is issued while this many "

@@ -72,7 +72,10 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   [i=p-1] t_out + t_p2p)`` per micro-batch (``phi`` the framework's pipeline-slot factor);
   1F1B step ``T = (m - 1) max t_i + sum t_i`` [2, 10]; interleaved with v chunks
   ``T = m max t_i + (sum t_i - max t_i) / v``, which is Narayanan's ``t (m + (p-1)/v)`` for
-  equal stages [2] and the 1F1B form for v = 1.
+  equal stages [2] and the 1F1B form for v = 1. With Megatron-Core's ``defer_embedding_wgrad_compute``
+  (``training.defer_output_wgrad``) the last stage skips the output layer's weight-gradient GEMM in the
+  backward of the first ``k`` micro-batches and runs the k GEMMs after its last backward, in the flush,
+  where only what outlasts its cool-down idle time is exposed (:func:`output_wgrad_deferral`) [26].
 * Data parallel: gradient all-reduce or reduce-scatter + parameter all-gather (ZeRO-1/2,
   distributed optimizer) in the framework's reduction precision; with FP8 primary weights
   (``training.fp8_params``) the layers' GEMM weights are gathered in one byte [24]. With
@@ -290,6 +293,20 @@ References
         Float8Linear issues its forward GEMM as ``torch.mm`` on float8 tensors (torchao/float8/float8_linear.py,
         0afa4c1, line 120). Under torch.compile the partitioner treats ``PREFER_RECOMPUTE`` as must-recompute
         (``must_recompute``, torch/_functorch/partitioners.py, pytorch c28ba8e58, one stored version).
+.. [26] Megatron-Core output-layer weight-gradient deferral, NVIDIA/Megatron-LM core_v0.8.0 (same code paths to
+        core_v0.18.0): megatron/core/model_parallel_config.py ``defer_embedding_wgrad_compute`` ("defers the
+        embedding WGRAD GEMMs while pipeline flush is taking place enabling us to hide pipeline flush latency")
+        and ``wgrad_deferral_limit`` ("the number of micro-batches for which the embedding weight gradient compute
+        needs to be deferred to pipeline flush ... 0, which means all micro-batches are deferred");
+        megatron/core/tensor_parallel/layers.py: the output ``ColumnParallelLinear`` appends its input to
+        ``embedding_activation_buffer`` in the forward and ``LinearWithGradAccumulationAndAsyncCommunication.backward``
+        its output gradient to ``grad_output_buffer`` "if wgrad_deferral_limit == 0 or len(grad_output_buffer) <
+        wgrad_deferral_limit", skipping the weight-gradient GEMM (the data-gradient GEMM still runs), i.e. the first
+        ``limit`` micro-batches of a step; megatron/core/pipeline_parallel/schedules.py: both pipelined schedules
+        call ``finish_embedding_wgrad_compute`` on the last pipeline rank after their cool-down loop (after that
+        rank's last backward) and before ``finalize_model_grads_func``, which runs ``drain_embedding_wgrad_compute``
+        (megatron/core/utils.py): one weight-gradient GEMM per buffered micro-batch, accumulated into main_grad;
+        ``forward_backward_no_pipelining`` does not drain (no deferral without pipeline parallelism).
 """
 
 from __future__ import annotations
@@ -407,6 +424,11 @@ class Context:
     #: FP8 primary weights (``training.fp8_params``, with FP8 training): the parameter all-gathers move the
     #: layers' GEMM weights in one byte [24]
     fp8_params: bool = False
+    #: the last pipeline stage defers the output layer's weight-gradient GEMMs to the flush
+    #: (``training.defer_output_wgrad``, Megatron-Core ``defer_embedding_wgrad_compute``) [26]
+    defer_output_wgrad: bool = False
+    #: micro-batches deferred, 0 = all (``training.wgrad_deferral_limit``, Megatron-Core ``wgrad_deferral_limit``)
+    wgrad_deferral_limit: int = 0
 
 
 def _gemm_time(M, K, N, P, e, curve, B, em):
@@ -787,8 +809,8 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     # llmfoundry/models/layers/custom_embedding.py, b2a43a1), TorchTitan leaves the output layer out of its float8
     # conversion (torchtitan/models/llama3/train_configs/llama3_8b.toml at e7c0cae: filter_fqns = ["output"])
     t_emb = 3.0 * BYTES_16 * M * h / (B * em)
-    t_out = (3.0 * _gemm_time(M, h, V / tp, ctx.peak16_flops, e.gemm_efficiency, ctx.gemm, B, em)
-             + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em))
+    g_out = _gemm_time(M, h, V / tp, ctx.peak16_flops, e.gemm_efficiency, ctx.gemm, B, em)  # one output-layer GEMM
+    t_out = 3.0 * g_out + e.cross_entropy_bytes_per_logit * M * V / tp / (B * em)
 
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
     net_bw = ctx.nic_bw * e.network_efficiency
@@ -808,15 +830,66 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     t_max = phi * raw_max
     t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
     bubble = (t_sum - t_max) / vp
+    # the output layer's weight-gradient GEMMs deferred to the flush (Megatron-Core) [26]: the bottleneck's mean time
+    # per micro-batch drops by ``saved``, the flush grows by ``drain``
+    saved, drain = output_wgrad_deferral(ctx, g_out, m, t_first, t_mid, t_last, t_sum, phi, pp, vp)
+    t_max = phi * (raw_max - saved)
+    bubble = bubble + drain
     t_pipe = m * t_max + bubble
-    out = {"t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi, "raw_max": raw_max, "t_max": t_max,
+    out = {"t_emb": t_emb, "t_out": t_out, "t_p2p": t_p2p, "phi": phi, "raw_max": raw_max - saved, "t_max": t_max,
            "bubble": bubble, "t_pipe": t_pipe}
     if bottleneck:
         which = np.where(raw_max == t_last, 2, np.where(raw_max == t_first, 0, 1))  # 0 first, 1 middle, 2 last
         out["which"] = which
         out["n_b"] = np.where(which == 0, np.where(single, L, lf), np.where(which == 2, ll, lm))
-        out["extra_b"] = np.where(single, t_emb + t_out, np.where(which == 0, t_emb, np.where(which == 2, t_out, 0.0)))
+        out["extra_b"] = np.where(single, t_emb + t_out,
+                                  np.where(which == 0, t_emb, np.where(which == 2, t_out - saved, 0.0)))
     return out
+
+
+def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi, pp, vp):
+    """Megatron-Core's deferral of the output layer's weight-gradient GEMMs to the pipeline flush [26]:
+    ``(saved, drain)`` [s], the drop of the bottleneck stage's mean time per micro-batch (before the
+    framework's slot factor ``phi``) and the deferred GEMMs' time that the flush does not hide.
+
+    With ``ctx.defer_output_wgrad`` and pipeline parallelism, the last stage skips the weight-gradient GEMM
+    ``g`` [s] (one of the output layer's three GEMMs, M x h x V/t) in the backward of the first
+    ``k = min(m, limit)`` of the step's ``m`` micro-batches (``limit = ctx.wgrad_deferral_limit``, 0: k = m)
+    and runs the k GEMMs after its last backward, while the stages before it run their last backwards:
+    the idle time of the last stage at the end of the flush, the backward share 2/3 of the other stages'
+    time per micro-batch over the ``v = vp`` model chunks, ``i = 2/3 (t_sum - phi t_last) / v`` [s] (the
+    cool-down half of :func:`pipeline_schedule`'s bubble; the same 2/3 as :func:`dp_exposed`).
+
+    * ``saved = k / m (r - max(t_last - g, max(t_first, t_mid)))`` with ``r = max(t_first, t_mid, t_last)``:
+      a deferred micro-batch's step is set by the last stage without the GEMM or by the slowest other stage,
+      whichever is longer; nothing is saved when the last stage is not the bottleneck.
+    * ``drain = max(0, k g - i)``: the deferred GEMMs run back to back (drain_embedding_wgrad_compute) and
+      only their excess over the idle time delays the step.
+
+    So when the last stage stays the bottleneck the step changes by ``drain - phi k g`` (``-min(k g, i)`` for
+    phi = 1), and when it is not the bottleneck it can only lengthen (by ``drain``). ``t_first``, ``t_mid``,
+    ``t_last``: the stages' times per micro-batch before ``phi`` [s]; ``t_sum``: all stages' with ``phi`` [s];
+    ``m``: micro-batches per step. The sequence-parallel all-gather of the GEMM's input runs in the drain as
+    it would in the backward (double-buffered behind the previous GEMM) and is not moved. Elementwise over
+    arrays that broadcast; ``(0, 0)`` without deferral.
+
+    Worked case (by hand): p = 8, v = 5, m = 128, k = 22 (NeMo's limit), phi = 1, t_first = t_mid = 0.1480 s,
+    t_last = 0.1717 s, g = 0.0080 s, t_sum = 7 x 0.1480 + 0.1717 = 1.2077 s: deferred micro-batches at
+    max(0.1637, 0.1480) = 0.1637 s, saved = 22 / 128 x 0.0080 = 0.001375 s per micro-batch (0.176 s a step);
+    i = 2/3 x 1.036 / 5 = 0.13813 s against k g = 0.176 s: drain = 0.03787 s; the step shortens by
+    0.176 - 0.03787 = 0.13813 s = i.
+    """
+    if not ctx.defer_output_wgrad:
+        return 0.0, 0.0
+    m = np.asarray(m, dtype=float)
+    limit = float(ctx.wgrad_deferral_limit)
+    k = np.where(pp > 1, m if limit <= 0.0 else np.minimum(m, limit), 0.0)
+    others = np.maximum(t_first, t_mid)
+    r = np.maximum(others, t_last)
+    saved = k / m * (r - np.maximum(t_last - g, others))
+    idle = (2.0 / 3.0) * (t_sum - phi * t_last) / vp
+    drain = np.maximum(0.0, k * g - idle)
+    return saved, drain
 
 
 def last_bucket_params(bucket_params, per_dp_rank, n_dp, emb_p):
@@ -1048,7 +1121,7 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
-                           vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep))
+                           vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep), q["sp"])
     return common, ((np.where(single, L, q["lf"]), 0.0, True, single), (q["l1"], 1.0, False, False),
                     (q["ll"], pp - 1.0, False, True))
 
@@ -1322,12 +1395,31 @@ def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
     return per_layer, rebuilt
 
 
+def deferred_wgrad_bytes(ctx: Context, tp, pp, mb, s_loc, m, sp):
+    """What the last pipeline stage holds until the flush when it defers the output layer's weight gradient
+    [B] [26]: for each of the ``k = min(m, limit)`` deferred micro-batches (``limit`` 0: k = m) the output
+    layer's 16-bit input (``embedding_activation_buffer``: ``input_parallel``, the 1/t sequence shard with
+    sequence parallelism ``sp``, else whole) and its 16-bit output gradient over the vocabulary shard
+    (``grad_output_buffer``), ``k mb s_loc (h / t_sp + V / t) x 2``. 0 without deferral or pipeline parallelism.
+    Elementwise over arrays that broadcast.
+
+    Worked case (by hand): Llama 3 70B (h 8,192, V 128,256), t = 4 with sequence parallelism, mb 1, s_loc
+    8,192, k = 22: 22 x 8,192 x (2,048 + 32,064) x 2 = 12,295,602,176 B (11.45 GiB)."""
+    if not ctx.defer_output_wgrad:
+        return 0.0
+    m = np.asarray(m, dtype=float)
+    limit = float(ctx.wgrad_deferral_limit)
+    k = np.where(pp > 1, m if limit <= 0.0 else np.minimum(m, limit), 0.0)
+    h, V = float(ctx.arch.hidden_size), float(ctx.arch.vocab_size)
+    return k * mb * s_loc * (h / np.where(sp, tp, 1.0) + V / tp) * BYTES_16
+
+
 class MemoryCommon:
     """Per-plan terms shared by the memory of every pipeline stage [B]; :meth:`stage` gives one
     stage's memory per GPU by part."""
 
     def __init__(self, ctx, tp, pp, mb, s_loc, zero, n_dp, dopt, m, vp, lp, emb_p, out_last, per_layer, rebuilt,
-                 lp_gemm=0.0):
+                 lp_gemm=0.0, sp=False):
         e = ctx.eff
         self.ctx, self.pp, self.m, self.vp = ctx, pp, m, vp
         # Transformer Engine's FP8 weight and transpose beside each 16-bit GEMM weight of the layers; none
@@ -1340,6 +1432,7 @@ class MemoryCommon:
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
         self.per_layer, self.rebuilt = per_layer, rebuilt
         self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
+        self.logits = self.logits + deferred_wgrad_bytes(ctx, tp, pp, mb, s_loc, m, sp)  # held to the flush [26]
         # ZeRO-3 keeps the gathered parameters of the current and the prefetched unit [4]: two layers
         # (FSDP wraps each layer), or for DeepSpeed the module computing and those prefetched [12], in the gather
         # precision (``zero3_gather_bytes``: 4 for FSDP's fp32 gathers, param_dtype None [16]); DeepSpeed
@@ -1415,6 +1508,7 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
     per_layer, rebuilt = layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
     common = MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
-                           m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep))
+                           m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep),
+                           rep["sp"].astype(bool))
     mem = common.stage(n, idx, first, last)
     return {"layers": n.astype(int), "time_s": t, "memory": mem}

@@ -251,7 +251,11 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   gemm=gemm_curve(GEMM_DTYPE.get(tr.precision, "bf16"), profile),
                   states=states, fp8_saved_inputs=fp8_inputs,
                   distribute_saved_activations=tr.distribute_saved_activations,
-                  fp8_params=fp8_weights(tr, fw))
+                  fp8_params=fp8_weights(tr, fw),
+                  defer_output_wgrad=fw.output_wgrad_deferral and (fw.defer_output_wgrad if tr.defer_output_wgrad is None
+                                                                   else bool(tr.defer_output_wgrad)),
+                  wgrad_deferral_limit=(fw.wgrad_deferral_limit if tr.wgrad_deferral_limit is None
+                                        else int(tr.wgrad_deferral_limit)))
     return ctx, hw, eff
 
 
@@ -990,6 +994,18 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            "gathers them in 16 bits, so the setting has no effect",
                            fix=f"remove it, or choose a framework that gathers FP8 weights ({', '.join(able)})",
                            field="training.fp8_params"))
+    if tr.defer_output_wgrad and not fw.output_wgrad_deferral:
+        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).output_wgrad_deferral]
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the output layer's weight gradient is set to be deferred, but {fw.name} has no such "
+                           "path: it computes it in every backward, so the setting has no effect",
+                           fix=f"remove it, or choose a framework that defers it ({', '.join(able)})",
+                           field="training.defer_output_wgrad"))
+    elif tr.defer_output_wgrad and plan.pipeline == 1:
+        out.append(Finding("training-setting-ignored", "warning",
+                           "the output layer's weight gradient is set to be deferred, but the plan has no pipeline "
+                           "parallelism: Megatron-Core defers it only to a pipeline flush, so it has no effect",
+                           fix="remove it, or train with pipeline parallelism", field="training.defer_output_wgrad"))
     if tr.distribute_saved_activations and (plan.recompute != "full" or plan.sequence_parallel or plan.tensor == 1):
         rc = {"none": "recomputes nothing", "selective": "recomputes only the attention"}.get(plan.recompute, "")
         why = (f"the plan {rc}, so no layer input is saved for a recomputation" if plan.recompute != "full" else

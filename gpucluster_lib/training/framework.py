@@ -77,6 +77,15 @@ class Framework:
     #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
     #: false: 16-bit gradients
     grad_buffer_in_reduce_precision: bool = False
+    #: the framework can defer the output layer's weight-gradient GEMMs of the last pipeline stage to the
+    #: pipeline flush (Megatron-Core ``defer_embedding_wgrad_compute``): ``training.defer_output_wgrad`` is
+    #: read only then
+    output_wgrad_deferral: bool = False
+    #: default of ``training.defer_output_wgrad`` (Megatron-Core's ``defer_embedding_wgrad_compute``)
+    defer_output_wgrad: bool = False
+    #: default of ``training.wgrad_deferral_limit``: micro-batches whose output-layer weight gradient is
+    #: deferred, 0 = all (Megatron-Core's ``wgrad_deferral_limit``)
+    wgrad_deferral_limit: int = 0
     #: the fused attention kernel run on each GPU generation unless ``training.attention_kernel`` names
     #: one: ``(generation, kernel)`` pairs (a tuple, so that the framework stays hashable)
     attention_kernels: tuple[tuple[str, str], ...] = (("ampere", "flash-attention-2"),
@@ -179,7 +188,7 @@ def framework(name: str = "megatron") -> Framework:
 
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
-                "grad_buffer_in_reduce_precision")
+                "grad_buffer_in_reduce_precision", "output_wgrad_deferral", "defer_output_wgrad")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
@@ -207,6 +216,9 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                            f"framework {name}, fp8_params: FP8 weights by default need an FP8-weight path "
                            "(fp8_param_gather: true)")
+    if row.get("defer_output_wgrad", False) and not row.get("output_wgrad_deferral", False):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                           f"framework {name}, defer_output_wgrad: needs the deferral path (output_wgrad_deferral: true)")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
     fp8 = _fp8_terms(name, row)
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
@@ -227,6 +239,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      cross_entropy_bytes_per_logit=(None if row.get("cross_entropy_bytes_per_logit") is None
                                                     else float(row["cross_entropy_bytes_per_logit"])),
                      selective_recompute=str(row.get("selective_recompute", "attention")),
+                     wgrad_deferral_limit=int(row.get("wgrad_deferral_limit", 0)),
                      attention_kernels=kernels, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 

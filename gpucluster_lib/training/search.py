@@ -102,6 +102,7 @@ def _memory_fits(ctx: Context, b, lk, lk_of, tp_k, cp_k, mb_k, zd, zd_of, rs, rs
     q3 = {k: v.reshape(1, 1, nb) for k, v in b.items()}
     q3["zero"] = zd[:, 0].reshape(-1, 1, 1)
     q3["dopt"] = zd[:, 1].astype(bool).reshape(-1, 1, 1)
+    q3["sp"] = rs[:, 1].astype(bool).reshape(1, -1, 1) & (q3["tp"] > 1)  # the deferred output-layer inputs' shard
     # the plan's memory is the largest stage total (plan_memory): it fits when every stage does. A
     # stage's total is its model states and activations plus what comes on top of them, which does
     # not decrease as they grow: it fits when they are at most the largest amount that fits.

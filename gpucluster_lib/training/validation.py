@@ -93,6 +93,10 @@ def scenario_for(row: dict[str, Any]) -> Any:
         training["distribute_saved_activations"] = True
     if _flag(row, "fp8_params") is not None:  # the run's FP8 primary weights (NeMo fp8_params, --fp8-param-gather)
         training["fp8_params"] = _flag(row, "fp8_params")
+    if _flag(row, "defer_output_wgrad") is not None:  # Megatron-Core defer_embedding_wgrad_compute as the run set it
+        training["defer_output_wgrad"] = _flag(row, "defer_output_wgrad")
+    if str(row.get("wgrad_deferral_limit", "")).strip():  # its wgrad_deferral_limit (0 = all micro-batches)
+        training["wgrad_deferral_limit"] = int(row["wgrad_deferral_limit"])
     if str(row.get("zero3_max_live_params", "")).strip():  # the run's DeepSpeed stage3_max_live_parameters
         training["zero3_max_live_parameters"] = float(row["zero3_max_live_params"])
     return from_dict({
