@@ -346,7 +346,12 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   plan is PP8 with 5 virtual stages and no pipeline split for the output layer (Megatron-Bridge's llama3_70b
   recipe sets no account_for_loss_in_pipeline_split, src/megatron/bridge/recipes/llama/llama3.py at v0.4.0), so
   the last stage carries the 16-bit output layer on top of its 10 layers; how NVIDIA's run absorbs that is not
-  established.
+  established. It is not Megatron-Core's output-layer weight-gradient deferral (defer_embedding_wgrad_compute,
+  read by the model from the runs that set it: `training.defer_output_wgrad`): Megatron-Bridge's Llama pre-training
+  recipes and performance configs leave it at CommOverlapConfig's default, off (v0.4.0 / v0.5.0; only its finetune
+  configs and gpt3_175b set it), and it could hide no more than the last stage's idle time in the flush, 2/3 of the
+  other stages' chunk time, about 0.14 s of the 20 s step, against an imbalance that grows with the 128
+  micro-batches (with it on, the H100 row would be +13.2%).
 * In one release and plan GB200 runs Llama 3 8B 31,357 / 29,994 = 1.045x (25.09) and 31,508 / 30,624 = 1.029x
   (25.11) as fast as B200, the model {gb200_b200:.3f}x: the Blackwell efficiencies of data/efficiency.yaml agree
   with NVIDIA's own ratio, and the 6-27% lead per GPU of the 25.04 GB200 table over the 25.02 B200 table on the
@@ -370,6 +375,7 @@ def nvidia_section(df) -> str:
     fa2 = _errors_with(rows, attention_kernel="flash-attention-2")
     fp8_rows = [r for r in rows if r["precision"] == "fp8"]
     old_fp8 = _errors_with(fp8_rows, efficiency={"fp8_gemm_factor": 0.62})
+    no_defer = _errors_with(rows, defer_output_wgrad=False)
 
     def stats(ids, errors):
         e = np.array([errors[i] for i in ids if i in errors])
@@ -377,7 +383,8 @@ def nvidia_section(df) -> str:
             return "-"
         return f"{np.median(np.abs(e)):.1%} / {np.max(np.abs(e)):.1%} / {e.mean():+.1%}"
 
-    lines = [f"| {label} | {len(ids)} | {stats(ids, err)} | {stats(ids, fa2)} | {stats(ids, old_fp8)} |"
+    lines = [f"| {label} | {len(ids)} | {stats(ids, err)} | {stats(ids, fa2)} | {stats(ids, old_fp8)} "
+             f"| {stats(ids, no_defer)} |"
              for label, ids in members.items() if ids]
     return f"""## NVIDIA's own runs: cuDNN attention, FP8 and the memory of Transformer Engine
 
@@ -411,13 +418,21 @@ or the frameworks' source and none fitted on these rows, account for most of it:
   micro-batch and gradient precision are not published).
 * **Blackwell** takes its own efficiencies from one-harness microbenchmark ratios against Hopper (docs/training.md,
   "Blackwell"); they are not fitted on these rows and stay marked unvalidated.
+* **Output-layer weight gradient in the flush.** Megatron-Core's `defer_embedding_wgrad_compute` skips the output
+  layer's weight-gradient GEMM on the last pipeline stage for the first `wgrad_deferral_limit` micro-batches and
+  runs them after that stage's last backward, where it would idle while the other stages finish theirs
+  (`training.defer_output_wgrad`, core.py `output_wgrad_deferral`). Read from the runs that set it (column
+  `defer_output_wgrad`): dgxc-benchmarking v24.11.1's Llama 3.1 70B (limit 22), 405B (50) and Nemotron-4 340B (22)
+  yaml files and NeMo 2.2 / 2.3's performance recipes (GPT-3 175B and Llama 3.1 405B 50, Llama 3 70B and
+  Nemotron-4 340B 22); off in the NeMo 24.07 launcher's configs, dgxc's GPT-3 175B and Megatron-Bridge's Llama
+  pre-training recipes (the 2025-2026 rows). It saves at most the last stage's idle time in the flush.
 
 Errors per group, median / largest absolute / mean (positive: too slow), as the model is now, and with one mechanism
-switched back (recomputed with each row's `training.attention_kernel: flash-attention-2`, or FP8 GEMMs at the old
-0.62 of the 16-bit efficiency):
+switched back (recomputed with each row's `training.attention_kernel: flash-attention-2`, FP8 GEMMs at the old
+0.62 of the 16-bit efficiency, or `training.defer_output_wgrad: false`):
 
-| group | rows | now | with FlashAttention-2 | FP8 GEMMs at 0.62 |
-|---|---:|---|---|---|
+| group | rows | now | with FlashAttention-2 | FP8 GEMMs at 0.62 | without the wgrad deferral |
+|---|---:|---|---|---|---|
 {chr(10).join(lines)}
 
 What is left: the newest tables (NeMo 26.04 / 26.06 containers: GB300, GB200 and their H100 control rows) are

