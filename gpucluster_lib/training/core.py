@@ -51,8 +51,10 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   attention dropout is not read: the unfused attention's bytes per score are a fitted value.
 * Output layer and loss (last stage): the logits GEMM at the 16-bit rate and the cross-entropy as
   ``x`` bytes per logit of the GPU's vocabulary shard at memory bandwidth, ``x`` the framework's count
-  from its loss code (Megatron-LM's unfused vocab-parallel cross-entropy: 52 = forward 38 + backward
-  14, data/training_frameworks.yaml ``cross_entropy_bytes_per_logit``) or data/efficiency.yaml's
+  from its loss code (data/training_frameworks.yaml ``cross_entropy_losses``: Megatron-LM's unfused
+  vocab-parallel cross-entropy 52 = forward 38 + backward 14; Megatron-Core's torch.compile'd fused loss
+  40 = 22 + 18, NeMo's default; flash-attn 1.0.9's xentropy kernel 8, llm-foundry; F.cross_entropy
+  under torch.compile 8, TorchTitan; Transformer Engine's Triton kernel 6) or data/efficiency.yaml's
   generic value.
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
   layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
