@@ -276,7 +276,7 @@ class TrainingSpec:
                   "its kernels: data/training_frameworks.yaml cross_entropy_losses): megatron_unfused (Megatron's "
                   "vocab-parallel loss in eager PyTorch, 52 bytes), megatron_fused (Megatron-Core "
                   "cross_entropy_loss_fusion, torch.compile'd, 40), flash_attn_xentropy (flash-attn 1.x "
-                  "CrossEntropyLoss, 8), torch_compile (F.cross_entropy under torch.compile, 8), te_triton (Transformer Engine's Triton kernel, 6); default: the "
+                  "CrossEntropyLoss, 8), torch_compile (F.cross_entropy under torch.compile, 8), te_triton (Transformer Engine's Triton kernel, 10); default: the "
                   "framework's (Megatron-LM, DeepSpeed: megatron_unfused; NeMo: megatron_fused; FSDP "
                   "(llm-foundry): flash_attn_xentropy; TorchTitan: torch_compile)")
     param_gather_precision: Literal["fp32", "bf16", "fp16"] | None = f(

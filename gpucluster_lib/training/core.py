@@ -54,8 +54,8 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   from its loss code (data/training_frameworks.yaml ``cross_entropy_losses``: Megatron-LM's unfused
   vocab-parallel cross-entropy 52 = forward 38 + backward 14; Megatron-Core's torch.compile'd fused loss
   40 = 22 + 18, NeMo's default; flash-attn 1.0.9's xentropy kernel 8, llm-foundry; F.cross_entropy
-  under torch.compile 8, TorchTitan; Transformer Engine's Triton kernel 6) or data/efficiency.yaml's
-  generic value.
+  under torch.compile 8, TorchTitan; Transformer Engine's Triton kernel 10, the Megatron-Bridge
+  performance runs) or data/efficiency.yaml's generic value.
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
   layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
   to it [2, 3, 8]:
