@@ -48,7 +48,12 @@ from gpucluster_lib.training.efficiency import (
     for_accelerator,
     generation_of,
 )
-from gpucluster_lib.training.framework import GENERATION_WORDS, cross_entropy_bytes, fp8_recipes, framework_ids
+from gpucluster_lib.training.framework import (
+    GENERATION_WORDS,
+    cross_entropy_bytes,
+    fp8_recipes,
+    framework_ids,
+)
 from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
