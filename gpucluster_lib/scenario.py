@@ -206,6 +206,10 @@ class ParallelismSpec:
                                      "tensor-parallel group inside one NVLink domain)")
     overlap_grad_reduce: bool | None = f(None, doc="reduce gradients during the last backward (framework default)")
     overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
+    overlap_p2p_comm: bool | None = f(None, doc="interleaved pipeline schedule: each chunk's send and receive run "
+                                      "behind the next chunk of the other direction in the steady state "
+                                      "(Megatron-Core overlap_p2p_comm; read only with virtual stages); "
+                                      "default: the framework's (NeMo: true; Megatron-LM, others: false)")
 
 
 _PEAK = {"gt": 0, "le": 1, "what": "a fraction of the datasheet peak"}

@@ -333,6 +333,18 @@ rows are -6.9% / -8.5% (-12.3% / -13.8% while its op-level selective checkpointi
 attention-only recomputation): the model now reruns every second matmul of each block (K, the output projection,
 w3), a lower bound, since that policy also leaves the element-wise ops and the FP8 casts to the recomputation.
 
+Every framework's cross-entropy is now counted from the loss it runs (data/training_frameworks.yaml
+`cross_entropy_losses`, bytes a logit forward + backward): Megatron's unfused vocab-parallel loss 52 (Megatron-LM,
+Megatron-DeepSpeed, metaseq's OPT, NeMo 1.x configs without `cross_entropy_loss_fusion`: NeMo 24.07's GPT-3 and
+Llama 2, dgxc GPT-3), Megatron-Core's torch.compile'd fused loss 40 (NeMo's default), flash-attn 1.0.9's xentropy
+kernel 8 (llm-foundry's MPT), F.cross_entropy under torch.compile 8 (TorchTitan), Transformer Engine's Triton kernel
+10 (the Megatron-Bridge performance runs). The interleaved schedule's point-to-point overlap (`overlap_p2p_comm`, on
+in NeMo's interleaved configs) now hides the steady state's transfers behind the other direction's chunks, the
+warm-up and cool-down keeping them (core.py [26]): NeMo 24.07's GPT-3 175B on 512 H100 goes from +16.8% to +11.7%
+(its 128-GPU sibling, micro-batch 1, to -1.0%: the 12-point gap between micro-batch 2 and 1 remains), NeMo's
+H100 BF16 interleaved rows lose their +4-9% bias, while the FP8 GPT-3 175B on 2,048 H100 (-14.3%) and NeMo 25.02's
+B200 Nemotron-4 340B (-19.1%) become too fast.
+
 """
 
 

@@ -233,6 +233,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
+    if scenario.parallelism.overlap_p2p_comm is not None:  # the run's interleaved-schedule p2p overlap (core.py [26])
+        fw = dataclasses.replace(fw, overlap_p2p_comm=scenario.parallelism.overlap_p2p_comm)
     if tr.checkpoint_early_stop is not None:  # the run's PyTorch checkpoint (before 2.1: the whole layer reruns)
         fw = dataclasses.replace(fw, checkpoint_early_stop=tr.checkpoint_early_stop)
     if tr.param_gather_precision is not None:  # Composer's DEFAULT before 0.14 gathers fp32 parameters

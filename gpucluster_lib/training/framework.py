@@ -60,6 +60,9 @@ class Framework:
     #: attention core, free with a fused kernel) or "every_second_mm" (TorchTitan's op-level selective
     #: checkpointing: every second matmul of a block's forward is recomputed in the backward)
     selective_recompute: str = "attention"
+    #: the interleaved pipeline schedule issues its point-to-point transfers asynchronously and waits for them
+    #: one chunk later (Megatron-Core ``overlap_p2p_comm``; core.py [26]); read only with virtual stages
+    overlap_p2p_comm: bool = False
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
@@ -182,7 +185,7 @@ def framework(name: str = "megatron") -> Framework:
 
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
-                "grad_buffer_in_reduce_precision")
+                "grad_buffer_in_reduce_precision", "overlap_p2p_comm")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),

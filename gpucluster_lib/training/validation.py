@@ -68,7 +68,7 @@ def scenario_for(row: dict[str, Any]) -> Any:
         else:
             par["auto"] = True
     par.update(_overrides(row.get("pipeline_layout", "")))
-    for key in ("tp_comm_overlap", "distributed_optimizer"):
+    for key in ("tp_comm_overlap", "distributed_optimizer", "overlap_p2p_comm"):
         if _flag(row, key) is not None:
             par[key] = _flag(row, key)
     if _flag(row, "dp_overlap") is not None:
