@@ -75,11 +75,12 @@ def test_report_step_chart_of_an_fsdp_design_shows_no_raw_key():
 
 def test_assumptions_show_the_zero3_hidden_share_only_for_frameworks_that_read_it():
     assert "zero3_overlap" in estimate(scen("megatron")).assumptions["efficiency"]
-    for fw in ("fsdp", "torchtitan", "deepspeed"):  # they schedule their gathers (core.py [12], [13])
+    for fw in ("fsdp", "torchtitan", "deepspeed", "nemo"):  # they schedule their gathers (core.py [12], [13];
+        # NeMo's Megatron-FSDP one layer ahead, data/training_frameworks.yaml)
         assert "zero3_overlap" not in estimate(scen(fw)).assumptions["efficiency"]
 
 
-@pytest.mark.parametrize("fw", ["fsdp", "torchtitan", "deepspeed"])
+@pytest.mark.parametrize("fw", ["fsdp", "torchtitan", "deepspeed", "nemo"])
 def test_zero3_hidden_share_set_for_a_framework_that_schedules_its_gathers_is_warned_about(fw):
     est = estimate(scen(fw, training={"efficiency": {"zero3_overlap": 0.9}}))
     (f,) = codes(est, "training-setting-ignored")

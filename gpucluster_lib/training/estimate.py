@@ -949,8 +949,8 @@ def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], s
 def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Finding]:
     """A warning for each training setting the chosen framework and plan do not read (it is set
     and has no effect): the hidden share of ZeRO-3 communication (only frameworks with
-    ``zero3_prefetch: fraction``, Megatron-LM and NeMo, read it; FSDP and DeepSpeed schedule their
-    gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
+    ``zero3_prefetch: fraction``, Megatron-LM, read it; FSDP, NeMo's Megatron-FSDP and DeepSpeed schedule
+    their gathers, core.py [12, 13]), the parameter gather precision below ZeRO-3 (ZeRO-1/2 and the
     distributed optimizer gather 16-bit parameters), the FP8 recipe without FP8 training, the gradient
     reduction precision without data parallelism (nothing is reduced), FP8 weights outside FP8 training or
     on a framework without an FP8-weight path (``fp8_param_gather``: DeepSpeed, Composer's FSDP), and the split
@@ -964,7 +964,7 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"the hidden share of ZeRO-3 communication is set, but {fw.name} prefetches its parameter "
                            f"gathers {how} and what stays exposed follows from that schedule: the setting has no "
                            "effect",
-                           fix="remove it; only Megatron-LM and NeMo read it",
+                           fix="remove it; only Megatron-LM reads it",
                            field="training.efficiency.zero3_overlap"))
     if tr.param_gather_precision is not None and plan.zero_stage != 3:
         out.append(Finding("training-setting-ignored", "warning",
