@@ -206,6 +206,10 @@ class ParallelismSpec:
                                      "tensor-parallel group inside one NVLink domain)")
     overlap_grad_reduce: bool | None = f(None, doc="reduce gradients during the last backward (framework default)")
     overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
+    overlap_p2p_comm: bool | None = f(None, doc="interleaved pipeline schedule: each chunk's send and receive run "
+                                      "behind the next chunk of the other direction in the steady state "
+                                      "(Megatron-Core overlap_p2p_comm; read only with virtual stages); "
+                                      "default: the framework's (NeMo: true; Megatron-LM, others: false)")
 
 
 _PEAK = {"gt": 0, "le": 1, "what": "a fraction of the datasheet peak"}
@@ -270,6 +274,15 @@ class TrainingSpec:
                   "back, so the layer's last projection (the FFN output) is not rerun (PyTorch 2.1 and later, "
                   "non-reentrant checkpoint); default: the framework's (FSDP, TorchTitan: true; Megatron-LM, "
                   "NeMo, DeepSpeed: false)")
+    cross_entropy_loss: Literal["megatron_unfused", "megatron_fused", "flash_attn_xentropy",
+                                "torch_compile", "te_triton"] | None = f(
+        None, doc="the cross-entropy implementation over the vocabulary (its memory traffic per logit, counted from "
+                  "its kernels: data/training_frameworks.yaml cross_entropy_losses): megatron_unfused (Megatron's "
+                  "vocab-parallel loss in eager PyTorch, 52 bytes), megatron_fused (Megatron-Core "
+                  "cross_entropy_loss_fusion, torch.compile'd, 40), flash_attn_xentropy (flash-attn 1.x "
+                  "CrossEntropyLoss, 8), torch_compile (F.cross_entropy under torch.compile, 8), te_triton (Transformer Engine's Triton kernel, 10); default: the "
+                  "framework's (Megatron-LM, DeepSpeed: megatron_unfused; NeMo: megatron_fused; FSDP "
+                  "(llm-foundry): flash_attn_xentropy; TorchTitan: torch_compile)")
     param_gather_precision: Literal["fp32", "bf16", "fp16"] | None = f(
         None, doc="precision of the ZeRO-3 / FSDP parameter all-gathers and of the gathered parameters held in "
                   "memory (not read below ZeRO-3: a warning); default: the framework's (16-bit; "

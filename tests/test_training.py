@@ -463,6 +463,49 @@ def test_plan_ranking_ties_go_to_the_earlier_plan():
     assert best50.iloc[0].equals(best_all.iloc[0])
 
 
+def test_fused_cross_entropy_bytes_per_logit_by_framework():
+    """The fused losses the other frameworks run, counted per logit of the GPU's vocabulary shard, forward +
+    backward (data/training_frameworks.yaml cross_entropy_losses, where each line names its source)."""
+    import dataclasses
+
+    from gpucluster_lib.training import validation
+    from gpucluster_lib.training.estimate import build_context
+    from gpucluster_lib.training.framework import cross_entropy_bytes, framework
+
+    # Megatron-Core cross_entropy_loss_fusion (megatron/core/fusions/fused_cross_entropy.py core_r0.8.0, four
+    # torch.compile'd graphs): cast + max in one kernel 2 + 4, in-place exp with the row sum 4 + 4, in-place div_
+    # 4 + 4; backward: the functionalised scatter's copy 4 + 4, then read 4, write back the fp32 softmax 4 and the
+    # bf16 gradient 2
+    assert cross_entropy_bytes("megatron_fused") == (2 + 4) + 8 + 8 + 8 + (4 + 4 + 2) == 40
+    assert framework("nemo").cross_entropy_bytes_per_logit == 40  # NeMo 2.x GPTConfig: fusion on (v2.0.0)
+    # flash-attn 1.0.9 xentropy (llm-foundry's MPT default): two reads of the bf16 row forward, read 2 write 2 back
+    assert cross_entropy_bytes("flash_attn_xentropy") == (2 + 2) + (2 + 2) == 8
+    assert framework("fsdp").cross_entropy_bytes_per_logit == 8
+    # TorchTitan's compiled F.cross_entropy (torch 2.6 Inductor): two bf16 reads forward, one read and one bf16 write back
+    assert cross_entropy_bytes("torch_compile") == (2 + 2) + (2 + 2) == 8
+    assert framework("torchtitan").cross_entropy_bytes_per_logit == 8
+    # Transformer Engine's Triton kernel (v2.9-v2.17): the online-softmax read, the forward's gradient written in
+    # place (read 2, write 2), the backward's in-place multiplication by the per-token gradient (read 2, write 2)
+    assert cross_entropy_bytes("te_triton") == 2 + (2 + 2) + (2 + 2) == 10
+    # rows whose config runs another loss name it: NeMo 24.07's GPT-3 config has no cross_entropy_loss_fusion
+    # (NeMo-Framework-Launcher 8325688d8345 gpt3/175b.yaml), so Megatron-Core's unfused loss runs
+    runs = validation.load_runs().set_index("run_id")
+    row = runs.loc["nemo2407-gpt3-175b-128"].to_dict() | {"run_id": "nemo2407-gpt3-175b-128"}
+    assert build_context(validation.scenario_for(row))[0].eff.cross_entropy_bytes_per_logit == 52.0
+    row = runs.loc["nemo2407-llama3-8b-8"].to_dict() | {"run_id": "nemo2407-llama3-8b-8"}
+    sc = validation.scenario_for(row)
+    ctx = build_context(sc)[0]
+    assert ctx.eff.cross_entropy_bytes_per_logit == 40.0
+    # NeMo 24.07 Llama 3 8B on 8 H100 (TP1 CP2, micro-batch 1 of 8,192 tokens: 4,096 tokens per GPU, vocabulary
+    # 128,256) at 3,350 GB/s x 0.85: the fused loss's 28 bytes above the generic 12 add
+    # 28 x 4,096 x 128,256 / (3.35e12 x 0.85) = 5.16 ms per micro-batch
+    sc12 = dataclasses.replace(sc, training=dataclasses.replace(sc.training, efficiency={"cross_entropy_bytes_per_logit": 12.0}))
+    from gpucluster_lib.training.estimate import estimate
+    m = 128 // (8 // 2)  # micro-batches per step: global batch 128 over DP 4
+    d = estimate(sc).to_dict()["time_breakdown_s"]["compute"] - estimate(sc12).to_dict()["time_breakdown_s"]["compute"]
+    assert d == pytest.approx(m * 28 * 4096 * 128256 / (3.35e12 * 0.85), rel=1e-3)
+
+
 def test_megatron_core_cross_entropy_bytes_per_logit():
     """Megatron-Core's unfused vocab-parallel cross-entropy, counted per logit of the GPU's vocabulary shard
     (megatron/core/tensor_parallel/cross_entropy.py at core_r0.8.0 = baf94af3c6; data/training_frameworks.yaml)."""
@@ -475,9 +518,8 @@ def test_megatron_core_cross_entropy_bytes_per_logit():
     # forward: .float() 2 + 4, max 4, in-place -= 4 + 4, exp 4 + 4, sum 4, div_ 4 + 4 = 38;
     # backward: mul_ 4 + 4, the fp32 gradient cast back to bf16 4 + 2 = 14; 52 in all
     assert framework("megatron").cross_entropy_bytes_per_logit == (2 + 4) + 4 + 8 + 8 + 4 + 8 + 8 + 6 == 52
-    # NeMo (1.x unfused, 2.x fused by default) and the PyTorch frameworks keep data/efficiency.yaml's value
-    assert framework("nemo").cross_entropy_bytes_per_logit is None
-    assert framework("fsdp").cross_entropy_bytes_per_logit is None
+    # Megatron-DeepSpeed calls the same unfused loss on .float() logits (megatron/model/gpt_model.py, 070c64b)
+    assert framework("deepspeed").cross_entropy_bytes_per_logit == 52
     row = validation.load_runs().set_index("run_id").loc["mcore-1.7b"].to_dict() | {"run_id": "mcore-1.7b"}
     row["mb"] = 4
     sc = validation.scenario_for(row)

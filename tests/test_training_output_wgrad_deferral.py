@@ -1,6 +1,6 @@
 """Megatron-Core's deferral of the output layer's weight-gradient GEMMs to the pipeline flush.
 
-Source (core.py [26]): NVIDIA/Megatron-LM core_v0.8.0 (the same code paths at 3cdfd613, the commit NeMo v2.3.0 pins,
+Source (core.py [27]): NVIDIA/Megatron-LM core_v0.8.0 (the same code paths at 3cdfd613, the commit NeMo v2.3.0 pins,
 and at core_v0.18.0): megatron/core/model_parallel_config.py ``defer_embedding_wgrad_compute`` ("defers the embedding
 WGRAD GEMMs while pipeline flush is taking place enabling us to hide pipeline flush latency") and
 ``wgrad_deferral_limit`` ("Defaults to 0, which means all micro-batches are deferred"); megatron/core/tensor_parallel/

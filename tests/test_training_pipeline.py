@@ -365,13 +365,16 @@ def test_deepspeed_pipeline_factor_from_the_published_comparison():
     nemo, mega = framework("nemo").to_dict(), framework("megatron").to_dict()  # NeMo runs Megatron-Core
     # but its FP8 recipes keep FP8 primary weights (NeMo v2.3.0 bf16_with_fp8_mixed: fp8_param_gather = True)
     assert nemo["fp8_params"] and not mega["fp8_params"]
-    # and its cross-entropy: NeMo 2.x fuses it by default (GPTConfig cross_entropy_loss_fusion = True, v2.0.0), so
-    # NeMo keeps the generic value while Megatron-LM's unfused default is counted (52 bytes a logit)
-    assert nemo["cross_entropy_bytes_per_logit"] is None and mega["cross_entropy_bytes_per_logit"] == 52.0
+    # and its cross-entropy: NeMo 2.x fuses it by default (GPTConfig cross_entropy_loss_fusion = True, v2.0.0): 40
+    # bytes a logit against Megatron-LM's unfused default, 52 (data/training_frameworks.yaml cross_entropy_losses)
+    assert nemo["cross_entropy_bytes_per_logit"] == 40.0 and mega["cross_entropy_bytes_per_logit"] == 52.0
+    # and its interleaved schedule overlaps the p2p transfers (NeMo 2.x MegatronCommOverlapCallback, vp > 1)
+    assert nemo["overlap_p2p_comm"] and not mega["overlap_p2p_comm"]
     # and its ZeRO-3 is Megatron-Core's custom FSDP, one layer ahead (NeMo v2.3.0 use_custom_fsdp;
     # tests/test_training_megatron_fsdp.py), where Megatron-LM's row (core_r0.8.0, no ZeRO-3) keeps the fitted share
     assert (nemo["zero3_prefetch"], nemo["backward_prefetch"]) == ("unit", "pre")
-    own = ("id", "name", "fp8_params", "cross_entropy_bytes_per_logit", "zero3_prefetch", "backward_prefetch")
+    own = ("id", "name", "fp8_params", "cross_entropy_bytes_per_logit", "cross_entropy_loss", "overlap_p2p_comm",
+           "zero3_prefetch", "backward_prefetch")
     assert {k: v for k, v in nemo.items() if k not in own} == {k: v for k, v in mega.items() if k not in own}
 
 
@@ -636,3 +639,30 @@ def test_deepspeed_zero3_buckets_that_span_modules_and_layers_by_hand():
     gathered, grads = deepspeed_zero3_buffers(dataclasses.replace(ctx, framework=fw), np.array([12e8]))
     assert grads[0] == pytest.approx(28e8, rel=1e-12)
     assert gathered[0] == pytest.approx(8e8, rel=1e-12)
+
+
+def test_interleaved_schedule_hides_steady_state_p2p_with_overlap_p2p_comm():
+    """Megatron-Core's interleaved schedule with ``overlap_p2p_comm`` (schedules.py core_r0.8.0,
+    forward_backward_pipelining_with_interleaving; core.py [26]): each steady-state send/receive is waited one chunk
+    later, behind a chunk of the other direction; the warm-up and cool-down (the bubble) keep every transfer."""
+    import dataclasses
+
+    from gpucluster_lib.training import validation
+    from gpucluster_lib.training.estimate import estimate
+    from gpucluster_lib.training.framework import framework
+
+    # NeMo 2.x / Megatron-Bridge turn it on for vp > 1 (comm_overlap.py v0.2.0 line 453); Narayanan 2021's
+    # Megatron-LM predates it (added 2023-05-31, f9283c5a8a)
+    assert framework("nemo").overlap_p2p_comm and not framework("megatron").overlap_p2p_comm
+    row = validation.load_runs().set_index("run_id").loc["nemo2407-gpt3-175b-512"].to_dict()
+    sc = validation.scenario_for(row | {"run_id": "nemo2407-gpt3-175b-512"})
+    off = dataclasses.replace(sc, parallelism=dataclasses.replace(sc.parallelism, overlap_p2p_comm=False))
+    on_b, off_b = (estimate(s).to_dict()["time_breakdown_s"] for s in (sc, off))
+    # NeMo 24.07 GPT-3 175B on 512 H100, TP4 PP8 VP6, micro-batch 2 x 2,048 tokens, DP16: 2048 / (16 x 2) = 64
+    # micro-batches; one transfer: the boundary activation split over TP, 4,096 x 12,288 x 2 / 4 = 25,165,824 bytes
+    # at 50 GB/s x 0.8 (400 Gb/s, network efficiency) plus 8 us: 0.63715 ms; 2 x 6 transfers per micro-batch
+    x = 8e-6 + 4096 * 12288 * 2 / 4 / (50e9 * 0.8)
+    assert off_b["pp_comm"] == pytest.approx(64 * 2 * 6 * x, rel=1e-6)  # 0.4893 s
+    # a chunk is 12 / 6 = 2 layers of 175B per micro-batch (tens of ms), far longer than 0.64 ms: nothing left exposed
+    assert on_b["pp_comm"] == 0.0
+    assert on_b["bubble"] == pytest.approx(off_b["bubble"], rel=1e-12)  # warm-up and cool-down transfers stay

@@ -51,9 +51,11 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   attention dropout is not read: the unfused attention's bytes per score are a fitted value.
 * Output layer and loss (last stage): the logits GEMM at the 16-bit rate and the cross-entropy as
   ``x`` bytes per logit of the GPU's vocabulary shard at memory bandwidth, ``x`` the framework's count
-  from its loss code (Megatron-LM's unfused vocab-parallel cross-entropy: 52 = forward 38 + backward
-  14, data/training_frameworks.yaml ``cross_entropy_bytes_per_logit``) or data/efficiency.yaml's
-  generic value.
+  from its loss code (data/training_frameworks.yaml ``cross_entropy_losses``: Megatron-LM's unfused
+  vocab-parallel cross-entropy 52 = forward 38 + backward 14; Megatron-Core's torch.compile'd fused loss
+  40 = 22 + 18, NeMo's default; flash-attn 1.0.9's xentropy kernel 8, llm-foundry; F.cross_entropy
+  under torch.compile 8, TorchTitan; Transformer Engine's Triton kernel 10, the Megatron-Bridge
+  performance runs) or data/efficiency.yaml's generic value.
 * Tensor parallel, per layer and micro-batch, each all-gather / reduce-scatter ``c`` of the
   layer activation (ring ``(t-1)/t S / B + (t-1) alpha`` [6]) paired with the GEMM ``g`` next
   to it [2, 3, 8]:
@@ -72,10 +74,16 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   [i=p-1] t_out + t_p2p)`` per micro-batch (``phi`` the framework's pipeline-slot factor);
   1F1B step ``T = (m - 1) max t_i + sum t_i`` [2, 10]; interleaved with v chunks
   ``T = m max t_i + (sum t_i - max t_i) / v``, which is Narayanan's ``t (m + (p-1)/v)`` for
-  equal stages [2] and the 1F1B form for v = 1. With Megatron-Core's ``defer_embedding_wgrad_compute``
+  equal stages [2] and the 1F1B form for v = 1. With the interleaved schedule's point-to-point overlap
+  (the framework's ``overlap_p2p_comm``, ``parallelism.overlap_p2p_comm``) the steady state's ``2 v`` transfers
+  per micro-batch run behind the other direction's chunks: a forward chunk's transfer ``x`` behind a backward
+  chunk (``2/3`` of the stage's compute ``c`` over ``v``), a backward chunk's behind a forward chunk (``1/3``),
+  exposed ``v (max(0, x - 2c/3v) + max(0, x - c/3v))`` in ``max t_i``; the warm-up and cool-down, the bubble
+  term, keep every transfer exposed [26].
+  With Megatron-Core's ``defer_embedding_wgrad_compute``
   (``training.defer_output_wgrad``) the last stage skips the output layer's weight-gradient GEMM in the
   backward of the first ``k`` micro-batches and runs the k GEMMs after its last backward, in the flush,
-  where only what outlasts its cool-down idle time is exposed (:func:`output_wgrad_deferral`) [26].
+  where only what outlasts its cool-down idle time is exposed (:func:`output_wgrad_deferral`) [27].
 * Data parallel: gradient all-reduce or reduce-scatter + parameter all-gather (ZeRO-1/2,
   distributed optimizer) in the framework's reduction precision; with FP8 primary weights
   (``training.fp8_params``) the layers' GEMM weights are gathered in one byte [24]. With
@@ -293,7 +301,21 @@ References
         Float8Linear issues its forward GEMM as ``torch.mm`` on float8 tensors (torchao/float8/float8_linear.py,
         0afa4c1, line 120). Under torch.compile the partitioner treats ``PREFER_RECOMPUTE`` as must-recompute
         (``must_recompute``, torch/_functorch/partitioners.py, pytorch c28ba8e58, one stored version).
-.. [26] Megatron-Core output-layer weight-gradient deferral, NVIDIA/Megatron-LM core_v0.8.0 (same code paths to
+.. [26] Pipeline point-to-point overlap in the interleaved schedule (Megatron-Core ``overlap_p2p_comm``;
+        ``forward_backward_pipelining_with_interleaving``, megatron/core/pipeline_parallel/schedules.py,
+        core_r0.8.0 = baf94af3c6): in the steady state each forward chunk's send and receive are issued
+        asynchronously (``send_forward_recv_forward(..., overlap_p2p_comm=True)`` returns wait handles) and waited
+        only before the next forward, after a backward chunk has run; each backward chunk's before the next
+        backward, after a forward chunk. In the warm-up the handles are waited at the top of the next iteration
+        with no compute between, and the cool-down likewise: there the transfers stay exposed. Megatron-LM added
+        the option on 2023-05-31 (commit f9283c5a8a, "Add option to overlap p2p communication"), on by default for
+        interleaving since (``--no-overlap-p2p-communication``, store_false, megatron/training/arguments.py,
+        core_r0.8.0); NeMo 1.x configs set it (NeMo-Framework-Launcher 24.07 gpt3/175b.yaml, llama2_13b, llama2_70b,
+        llama3_70b, nemotron_22b: true; nemotron_340b: false, batch_p2p_comm true); NeMo 2.x's
+        MegatronCommOverlapCallback and Megatron-Bridge's CommOverlapConfig turn it on whenever the pipeline is
+        interleaved (src/megatron/bridge/training/comm_overlap.py v0.2.0 line 453: "if vp_size > 1:
+        comm_overlap_cfg.overlap_p2p_comm = True").
+.. [27] Megatron-Core output-layer weight-gradient deferral, NVIDIA/Megatron-LM core_v0.8.0 (same code paths to
         core_v0.18.0): megatron/core/model_parallel_config.py ``defer_embedding_wgrad_compute`` ("defers the
         embedding WGRAD GEMMs while pipeline flush is taking place enabling us to hide pipeline flush latency")
         and ``wgrad_deferral_limit`` ("the number of micro-batches for which the embedding weight gradient compute
@@ -425,7 +447,7 @@ class Context:
     #: layers' GEMM weights in one byte [24]
     fp8_params: bool = False
     #: the last pipeline stage defers the output layer's weight-gradient GEMMs to the flush
-    #: (``training.defer_output_wgrad``, Megatron-Core ``defer_embedding_wgrad_compute``) [26]
+    #: (``training.defer_output_wgrad``, Megatron-Core ``defer_embedding_wgrad_compute``) [27]
     defer_output_wgrad: bool = False
     #: micro-batches deferred, 0 = all (``training.wgrad_deferral_limit``, Megatron-Core ``wgrad_deferral_limit``)
     wgrad_deferral_limit: int = 0
@@ -786,8 +808,9 @@ PIPELINE_KEYS = ("t_emb", "t_out", "t_p2p", "phi", "raw_max", "which", "n_b", "e
 
 
 def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck: bool = True) -> dict[str, np.ndarray]:
-    """The pipeline schedule of one step [s]: embedding, output layer and point-to-point time per
-    micro-batch, the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
+    """The pipeline schedule of one step [s]: embedding, output layer and the point-to-point time a
+    steady-state slot spends per micro-batch (all ``2 v`` transfers, or what the interleaved schedule's
+    ``overlap_p2p_comm`` leaves exposed [26]; the bubble keeps them all), the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
     factor), which stage it is (0 first, 1 middle, 2 last) and its layers, the bubble and
     ``t_pipe = m t_max + bubble`` [2, 10] (see the module docstring).
 
@@ -823,14 +846,27 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
 
     single = pp == 1
     phi = np.where(single, 1.0, fw.pipeline_stage_factor)
-    t_first = np.where(single, L * t_layer + t_emb + t_out, lf * t_layer + t_emb + t_p2p)
-    t_last = np.where(single, t_first, ll * t_layer + t_out + t_p2p)
-    t_mid = np.where(pp > 2, lm * t_layer + t_p2p, 0.0)
+    # each stage's compute per micro-batch, without the transfers
+    c_first = np.where(single, L * t_layer + t_emb + t_out, lf * t_layer + t_emb)
+    c_last = np.where(single, c_first, ll * t_layer + t_out)
+    c_mid = np.where(pp > 2, lm * t_layer, 0.0)
+    c_max = np.maximum(np.maximum(c_first, c_last), c_mid)
+    # interleaved schedule with overlap_p2p_comm [26]: in the steady state a forward chunk's transfer runs behind a
+    # backward chunk (2/3 of c_max / vp), a backward chunk's behind a forward chunk (1/3); the bubble keeps them all
+    x = t_p2p / np.maximum(2.0 * vp, 1.0)
+    chunk = c_max / vp
+    hidden_p2p = vp * (np.maximum(0.0, x - 2.0 * chunk / 3.0) + np.maximum(0.0, x - chunk / 3.0))
+    t_slot = np.where(fw.overlap_p2p_comm & (vp > 1) & (pp > 1), hidden_p2p, t_p2p)
+    t_first = np.where(single, c_first, c_first + t_slot)
+    t_last = np.where(single, t_first, c_last + t_slot)
+    t_mid = np.where(pp > 2, c_mid + t_slot, 0.0)
     raw_max = np.maximum(np.maximum(t_first, t_last), t_mid)
     t_max = phi * raw_max
     t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
-    bubble = (t_sum - t_max) / vp
-    # the output layer's weight-gradient GEMMs deferred to the flush (Megatron-Core) [26]: the bottleneck's mean time
+    full_max = phi * np.where(single, c_max, c_max + t_p2p)  # the slot with every transfer exposed (fill, drain)
+    bubble = (t_sum - full_max) / vp
+    t_p2p = t_slot  # what a steady-state slot spends on transfers
+    # the output layer's weight-gradient GEMMs deferred to the flush (Megatron-Core) [27]: the bottleneck's mean time
     # per micro-batch drops by ``saved``, the flush grows by ``drain``
     saved, drain = output_wgrad_deferral(ctx, g_out, m, t_first, t_mid, t_last, t_sum, phi, pp, vp)
     t_max = phi * (raw_max - saved)
@@ -848,7 +884,7 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
 
 
 def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi, pp, vp):
-    """Megatron-Core's deferral of the output layer's weight-gradient GEMMs to the pipeline flush [26]:
+    """Megatron-Core's deferral of the output layer's weight-gradient GEMMs to the pipeline flush [27]:
     ``(saved, drain)`` [s], the drop of the bottleneck stage's mean time per micro-batch (before the
     framework's slot factor ``phi``) and the deferred GEMMs' time that the flush does not hide.
 
@@ -1397,7 +1433,7 @@ def layer_memory(ctx: Context, mb, s_loc, tp, sp, rc, f_act):
 
 def deferred_wgrad_bytes(ctx: Context, tp, pp, mb, s_loc, m, sp):
     """What the last pipeline stage holds until the flush when it defers the output layer's weight gradient
-    [B] [26]: for each of the ``k = min(m, limit)`` deferred micro-batches (``limit`` 0: k = m) the output
+    [B] [27]: for each of the ``k = min(m, limit)`` deferred micro-batches (``limit`` 0: k = m) the output
     layer's 16-bit input (``embedding_activation_buffer``: ``input_parallel``, the 1/t sequence shard with
     sequence parallelism ``sp``, else whole) and its 16-bit output gradient over the vocabulary shard
     (``grad_output_buffer``), ``k mb s_loc (h / t_sp + V / t) x 2``. 0 without deferral or pipeline parallelism.
@@ -1432,7 +1468,7 @@ class MemoryCommon:
         self.lp, self.emb_p, self.out_last = lp, emb_p, out_last
         self.per_layer, self.rebuilt = per_layer, rebuilt
         self.logits = 4.0 * mb * s_loc * ctx.arch.vocab_size / tp  # fp32 logits of one micro-batch
-        self.logits = self.logits + deferred_wgrad_bytes(ctx, tp, pp, mb, s_loc, m, sp)  # held to the flush [26]
+        self.logits = self.logits + deferred_wgrad_bytes(ctx, tp, pp, mb, s_loc, m, sp)  # held to the flush [27]
         # ZeRO-3 keeps the gathered parameters of the current and the prefetched unit [4]: two layers
         # (FSDP wraps each layer), or for DeepSpeed the module computing and those prefetched [12], in the gather
         # precision (``zero3_gather_bytes``: 4 for FSDP's fp32 gathers, param_dtype None [16]); DeepSpeed

@@ -48,7 +48,12 @@ from gpucluster_lib.training.efficiency import (
     for_accelerator,
     generation_of,
 )
-from gpucluster_lib.training.framework import GENERATION_WORDS, fp8_recipes, framework_ids
+from gpucluster_lib.training.framework import (
+    GENERATION_WORDS,
+    cross_entropy_bytes,
+    fp8_recipes,
+    framework_ids,
+)
 from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
 from gpucluster_lib.training.framework import framework as framework_terms
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
@@ -214,7 +219,12 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if scenario.parallelism.dp_overlap is not None:
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
     fw = framework_terms(tr.framework)
-    # the framework's own cross-entropy traffic (counted from its loss code), unless the scenario sets one
+    # the cross-entropy traffic of the loss the run names (training.cross_entropy_loss), else of the framework's
+    # (both counted from the loss code, data/training_frameworks.yaml cross_entropy_losses), unless the scenario
+    # sets the bytes themselves (training.efficiency cross_entropy_bytes_per_logit)
+    if tr.cross_entropy_loss is not None:
+        fw = dataclasses.replace(fw, cross_entropy_loss=tr.cross_entropy_loss,
+                                 cross_entropy_bytes_per_logit=cross_entropy_bytes(tr.cross_entropy_loss))
     if fw.cross_entropy_bytes_per_logit is not None and "cross_entropy_bytes_per_logit" not in overrides:
         overrides["cross_entropy_bytes_per_logit"] = fw.cross_entropy_bytes_per_logit
     # the run's fused attention kernel, else the framework's for this GPU generation
@@ -223,6 +233,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
+    if scenario.parallelism.overlap_p2p_comm is not None:  # the run's interleaved-schedule p2p overlap (core.py [26])
+        fw = dataclasses.replace(fw, overlap_p2p_comm=scenario.parallelism.overlap_p2p_comm)
     if tr.checkpoint_early_stop is not None:  # the run's PyTorch checkpoint (before 2.1: the whole layer reruns)
         fw = dataclasses.replace(fw, checkpoint_early_stop=tr.checkpoint_early_stop)
     if tr.param_gather_precision is not None:  # Composer's DEFAULT before 0.14 gathers fp32 parameters

@@ -50,13 +50,19 @@ class Framework:
     zero3_prefetch_params: float = 0.0
     #: fixed time per optimizer step [s] (host-side per-step work of the training loop)
     step_fixed_s: float = 0.0
-    #: memory traffic of the framework's cross-entropy over the vocabulary, forward + backward, per logit of
-    #: the GPU's vocabulary shard [bytes]; None: data/efficiency.yaml ``cross_entropy_bytes_per_logit``
+    #: the cross-entropy loss the framework runs (a key of data/training_frameworks.yaml ``cross_entropy_losses``);
+    #: None: data/efficiency.yaml's generic ``cross_entropy_bytes_per_logit``
+    cross_entropy_loss: str | None = None
+    #: memory traffic of that loss over the vocabulary, forward + backward, per logit of the GPU's vocabulary
+    #: shard [bytes], counted from its code (``cross_entropy_losses``); None: data/efficiency.yaml's generic value
     cross_entropy_bytes_per_logit: float | None = None
     #: what selective recomputation reruns: "attention" (Megatron-LM's --recompute-granularity selective: the
     #: attention core, free with a fused kernel) or "every_second_mm" (TorchTitan's op-level selective
     #: checkpointing: every second matmul of a block's forward is recomputed in the backward)
     selective_recompute: str = "attention"
+    #: the interleaved pipeline schedule issues its point-to-point transfers asynchronously and waits for them
+    #: one chunk later (Megatron-Core ``overlap_p2p_comm``; core.py [26]); read only with virtual stages
+    overlap_p2p_comm: bool = False
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
@@ -188,7 +194,7 @@ def framework(name: str = "megatron") -> Framework:
 
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
-                "grad_buffer_in_reduce_precision", "output_wgrad_deferral", "defer_output_wgrad")
+                "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
@@ -221,6 +227,10 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                            f"framework {name}, defer_output_wgrad: needs the deferral path (output_wgrad_deferral: true)")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
     fp8 = _fp8_terms(name, row)
+    loss = row.get("cross_entropy_loss")
+    if loss is not None and loss not in _table()["cross_entropy_losses"]:
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None, f"framework {name}, cross_entropy_loss: must be one of "
+                           f"{', '.join(_table()['cross_entropy_losses'])}, got {loss!r}")
     return Framework(id=name, name=str(row["name"]), pipeline_stage_factor=float(row["pipeline_stage_factor"]),
                      p2p_scatter_gather=bool(row["p2p_scatter_gather"]),
                      grad_reduce_bytes=float(row["grad_reduce_bytes"]),
@@ -236,8 +246,8 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_max_live_params=float(row.get("zero3_max_live_params", float("inf"))),
                      zero3_prefetch_params=float(row.get("zero3_prefetch_params", 0.0)),
                      step_fixed_s=float(row.get("step_fixed_s", 0.0)),
-                     cross_entropy_bytes_per_logit=(None if row.get("cross_entropy_bytes_per_logit") is None
-                                                    else float(row["cross_entropy_bytes_per_logit"])),
+                     cross_entropy_loss=loss,
+                     cross_entropy_bytes_per_logit=None if loss is None else cross_entropy_bytes(loss),
                      selective_recompute=str(row.get("selective_recompute", "attention")),
                      wgrad_deferral_limit=int(row.get("wgrad_deferral_limit", 0)),
                      attention_kernels=kernels, **fp8,
@@ -272,6 +282,23 @@ def _attention_kernels(name: str, value: Any) -> tuple[tuple[str, str], ...]:
 #: The linear layers whose input a norm can write in FP8, and how often the FP8 weights can be made.
 FP8_NORM_LINEARS = ("qkv", "fc1")
 FP8_WEIGHT_CASTS = ("step", "micro_batch")
+
+
+def cross_entropy_losses() -> dict[str, str]:
+    """Every cross-entropy loss implementation a scenario may choose (``training.cross_entropy_loss``): id ->
+    human name (data/training_frameworks.yaml ``cross_entropy_losses``)."""
+    return {k: str(v["name"]) for k, v in _table()["cross_entropy_losses"].items()}
+
+
+def cross_entropy_bytes(loss: str) -> float:
+    """Memory traffic of the cross-entropy implementation ``loss`` per logit of the GPU's vocabulary shard,
+    forward + backward [bytes], counted from its kernels (data/training_frameworks.yaml
+    ``cross_entropy_losses``, where each value names its source); ``ScenarioError`` naming
+    ``training.cross_entropy_loss`` when unknown."""
+    table = _table()["cross_entropy_losses"]
+    if loss not in table:
+        raise ScenarioError("training.cross_entropy_loss", f"unknown loss {loss!r}; valid: {', '.join(table)}")
+    return float(table[loss]["bytes_per_logit"])
 
 
 def fp8_recipes() -> dict[str, str]:

@@ -68,7 +68,7 @@ def scenario_for(row: dict[str, Any]) -> Any:
         else:
             par["auto"] = True
     par.update(_overrides(row.get("pipeline_layout", "")))
-    for key in ("tp_comm_overlap", "distributed_optimizer"):
+    for key in ("tp_comm_overlap", "distributed_optimizer", "overlap_p2p_comm"):
         if _flag(row, key) is not None:
             par[key] = _flag(row, key)
     if _flag(row, "dp_overlap") is not None:
@@ -81,6 +81,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
         training["attention_kernel"] = row["attention_kernel"]
     if str(row.get("fp8_recipe", "")).strip():  # the run's FP8 scaling recipe (empty: the framework's)
         training["fp8_recipe"] = str(row["fp8_recipe"]).strip()
+    if str(row.get("cross_entropy_loss", "")).strip():  # the run's loss (NeMo 1.x configs without the fusion flag)
+        training["cross_entropy_loss"] = str(row["cross_entropy_loss"]).strip()
     if str(row.get("checkpoint_early_stop", "")).strip():  # the run's PyTorch checkpoint (before 2.1: no early stop)
         training["checkpoint_early_stop"] = str(row["checkpoint_early_stop"]).strip().lower() == "true"
     for key in ("param_gather_precision", "grad_reduce_precision"):  # the run's FSDP mixed precision
