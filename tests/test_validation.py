@@ -467,6 +467,52 @@ def test_long_context_finding_quotes_the_validation_table(table):
     assert max(abs(err["mpt-h100-3b-s65536-g8-mb1"]), abs(err["mpt-a100-80-3b-s65536-g8-mb1"])) < 0.10
 
 
+def test_nemo_2502_b200_rows_name_the_attention_kernel_transformer_engine_chose():
+    # NeMo 25.02 = NeMo v2.2.0 on nvcr.io/nvidia/pytorch:25.01-py3 (NVIDIA/NeMo v2.2.0 requirements/manifest.json
+    # "ngc-pytorch"; its Dockerfile.ci reinstalls only mcore and nemo), whose Transformer Engine is v1.14
+    # (NVIDIA/bionemo-framework commit 67a869b3c: "pytorch 25.01-py3 (default TE_TG=v1.14)", citing the PyTorch 25.01
+    # release notes). TE v1.14 get_attention_backend (release_v1.14 3b2a7b00): "if device_compute_capability >=
+    # (9, 0)" -> FusedAttention (cuDNN), Blackwell (10.0) included; cuDNN's backend on sm100 only for heads of <= 128
+    # (fused_attn.cpp "!(sm_arch_ == 100 && (head_dim_qk > 128 || head_dim_v > 128))", through TE v2.4)
+    runs = validation.load_runs().set_index("run_id")
+    for run_id, hidden, heads in (("nemo2502-b200-gpt3-175b", 12288, 96), ("nemo2502-b200-llama3-70b", 8192, 64),
+                                  ("nemo2502-b200-nemotron4-15b", 6144, 48)):
+        assert hidden // heads == 128, run_id  # GPT-3 175B, Llama 3 70B, Nemotron-4 15B: heads of 128
+        assert runs.loc[run_id, "attention_kernel"] == "cudnn", run_id
+        assert "TE_TG=v1.14" in runs.loc[run_id, "notes"], run_id
+    # Nemotron-4 340B: 18432 / 96 = 192 > 128, so not cuDNN; flash-attn (only with flash-attn 2.7.3 installed) or
+    # TE's unfused attention, the container's flash-attn version not being stated: left to the framework's default
+    assert 18432 // 96 == 192
+    row = runs.loc["nemo2502-b200-nemotron4-340b"]
+    kernel = row["attention_kernel"]
+    assert kernel != kernel or not str(kernel).strip()  # empty (NaN once read): the framework's default
+    assert "not determinable" in row["notes"]
+
+
+def test_flash_attention_2_blackwell_rate_by_hand():
+    # NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_bf16_training/artifacts/sdpa_benchmark_results_NVIDIA_B200.csv
+    # at 87a1bcd (README: pytorch:25.05-py3, FlashAttention 2.7.3), backend flash_attention, BF16, causal, batch 1,
+    # 128 / 8 heads of 128: forward, backward TFLOP/s; combined 3.5 / (1/fwd + 2.5/bwd), of B200's 2250
+    import yaml
+
+    from gpucluster_lib.resources import data_path
+
+    kernels = yaml.safe_load(open(data_path("efficiency.yaml"), encoding="utf-8"))["attention_kernels"]
+    k = kernels["flash-attention-2"]["blackwell"]
+    assert (k["rate"], k["half_rate_tokens"]) == (0.186, 1682)
+    b200 = {2048: (259.139, 210.091), 4096: (347.732, 291.053), 8192: (403.305, 335.386), 16384: (428.611, 354.678)}
+    for s, (fwd, bwd) in b200.items():
+        combined = 3.5 / (1 / fwd + 2.5 / bwd)
+        assert k["rate"] * s / (s + k["half_rate_tokens"]) * 2250 == pytest.approx(combined, rel=0.036), s
+    assert 3.5 / (1 / 428.611 + 2.5 / 354.678) == pytest.approx(373.1, abs=0.05)
+    # FlashAttention-2 has no Blackwell instructions: 1.14x its H100 speed at 16k (Dao 2023 Fig. 7: 328 TFLOP/s),
+    # far below Hopper's share of B200's peak (0.337 x 16384 / 16916 x 2250 = 734 TFLOP/s)
+    assert 373.1 / 328 == pytest.approx(1.1375, abs=1e-4)
+    assert 0.337 * 16384 / (16384 + 532) * 2250 == pytest.approx(734.4, abs=0.1)
+    # the same file's cuDNN 9.10.2 (PyTorch SDPA) runs 754.3 TFLOP/s at 4k (897.309 / 709.138): 2.5x FlashAttention-2
+    assert 3.5 / (1 / 897.309 + 2.5 / 709.138) == pytest.approx(754.3, abs=0.05)
+
+
 def test_docs_validation_md_is_what_its_generator_writes_now():
     # docs/validation.md is generated (scripts/make_validation_doc.py): a change to the model, the rows or the
     # generator's text without regenerating it leaves the published errors stale, which no other test sees
