@@ -396,7 +396,7 @@ of their published plans did not fit in the model's memory. Four mechanisms, eac
 or the frameworks' source and none fitted on these rows, account for most of it:
 
 * **Attention kernel.** Transformer Engine, hence Megatron-Core and NeMo, selects cuDNN's fused attention over
-  FlashAttention on Hopper from TE v1.2 and on Blackwell from v2.0 (`get_attention_backend`: "Disabling
+  FlashAttention on Hopper from TE v1.2 and on Blackwell from v1.14 (`get_attention_backend`: "Disabling
   FlashAttention to give FusedAttention preference on Hopper+ for performance reasons"); its rate is fitted, as
   the other kernels', to NVIDIA's published benchmark (cudnn-frontend `benchmark_results.csv`, cuDNN 9.4, causal
   forward + backward, head dimension 128: 477-538 TFLOP/s at 4k-64k, rate 0.549 of 989, half rate at 586

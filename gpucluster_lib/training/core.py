@@ -245,7 +245,7 @@ References
         a persistent workspace, two bytes per weight element beside the 16-bit weight, unless the weight is
         itself FP8 (``fp8_params``); the framework's ``fp8_saved_inputs`` / ``fp8_weight_copies``.
 .. [22] Transformer Engine attention backend selection: FusedAttention (cuDNN) preferred over flash-attn
-        on compute capability 9.0 from v1.2 and on 9.0 and above from v2.0
+        on compute capability 9.0 from v1.2 and on 9.0 and above from v1.14 (release_v1.14, 3b2a7b00; v1.13 on 9.0 only)
         (transformer_engine/pytorch/attention.py, "Disabling FlashAttention to give FusedAttention
         preference on Hopper+ for performance reasons"); Megatron-Core's TE layer spec
         (TEDotProductAttention, megatron/core/models/gpt/gpt_layer_specs.py, core_r0.8.0).
