@@ -1,6 +1,6 @@
 """Megatron-Core's ZeRO-3 (its custom FSDP, NeMo's ``use_custom_fsdp``) follows a one-unit-ahead schedule.
 
-Source (data/training_frameworks.yaml, megatron): Megatron-LM 3cdfd613 (the commit NeMo v2.3.0 = 25.04 pins in
+Source (data/training_frameworks.yaml, nemo): Megatron-LM 3cdfd613 (the commit NeMo v2.3.0 = 25.04 pins in
 requirements/manifest.json), megatron/core/distributed/custom_fsdp/fully_sharded_data_parallel.py:
 fsdp_unit_modules = [TransformerLayer]; "The suggested size is twice the number of elements in the FSDP modules.
 This ensures we process the current FSDP module and attempt to prefetch the next FSDP module"; the pre-backward
@@ -30,17 +30,24 @@ def test_nemo_megatron_fsdp_row_exposes_only_the_first_gathers_and_the_root_unit
     #   one layer QKV 8192 x 10240 = 83,886,080 + projection 8192^2 = 67,108,864 + FC1 2 x 8192 x 28672 =
     #   469,762,048 + FC2 234,881,024 + two norms 16,384 = 855,654,400; 80 layers 68,452,352,000; embedding and
     #   output 2 x 128256 x 8192 = 2,101,346,304, final norm 8192: 70,553,706,496 in all.
-    # One 16-bit gather pass over 64 ranks on NVLink 5 (900 GB/s a direction x nvlink_efficiency 0.76 = 684 GB/s):
-    #   63/64 x 2 x 70.5537e9 / 684e9 = 0.203074 s, plus the ring latency 80 layers x 3 us x 8 hops = 0.00192 s:
-    #   t_ag = 0.204994 s; the bf16 reduce-scatter the same, t_rs = 0.204994 s.
-    # The layers hold 68.452352 / 70.5537065 = 0.970217 of the parameters: one layer's gather a = reduce-scatter
-    #   r = 0.204994 x 0.970217 / 80 = 0.0024861 s, far below one layer's compute (about 8 ms forward, 16 ms
+    # One 16-bit gather pass over 64 ranks on NVLink 5 (900 GB/s a direction, data/accelerators.csv 1800
+    #   bidirectional, x nvlink_efficiency 0.76, data/efficiency.yaml = 684 GB/s):
+    #   63/64 x 2 x 70,553,706,496 / 684e9 = 0.2030740 s, plus the ring latency of one pass, 80 layers x 3 us
+    #   (alpha_nvlink_s) x 8 (64 ranks over 8 GPUs a node) = 0.00192 s: t_ag = 0.2049940 s; the bf16
+    #   reduce-scatter the same, t_rs = t_ag.
+    # The layers hold u = 68,452,352,000 / 70,553,706,496 = 0.9702162 of the parameters: one layer's gather a =
+    #   reduce-scatter r = t_ag u / 80 = 0.0024861 s, far below one layer's compute (about 8 ms forward, 16 ms
     #   backward), so per micro-batch only the first forward gather, the first backward gather and the last
-    #   reduce-scatter are exposed, 2a + r = 0.0074583 s, and the root unit (embedding, final norm, output layer),
-    #   (t_ag + t_rs) x 0.029783 = 0.0122107 s: 0.019669 s a micro-batch, 0.039338 s a step.
+    #   reduce-scatter are exposed, 2a + r = 3a = 0.0074583 s, and the root unit (embedding, final norm, output
+    #   layer), (t_ag + t_rs)(1 - u) = 0.0122110 s: 0.0196693 s a micro-batch, 0.0393386 s a step (m = 2).
     # The fitted share it replaces (zero3_overlap 0.6 of the compute) left 0.4 x m (2 t_ag + t_rs) = 0.491986 s.
+    params, layer_params = 70_553_706_496, 80 * 855_654_400
+    t_ag = 63 / 64 * 2 * params / (900e9 * 0.76) + 80 * 3e-6 * 8
+    u = layer_params / params
+    by_hand = 2 * (3 * t_ag * u / 80 + 2 * t_ag * (1 - u))
+    assert by_hand == pytest.approx(0.0393386, abs=1e-7)
     row = validation.load_runs().set_index("run_id").loc["nemo2504-gb200-llama3-70b-fsdp"].to_dict()
     row["run_id"] = "nemo2504-gb200-llama3-70b-fsdp"
     est = estimate(validation.scenario_for(row))
     assert est.plan.zero_stage == 3 and est.plan.data == 64
-    assert est.to_dict()["time_breakdown_s"]["dp_comm"] == pytest.approx(0.039338, rel=0.02)
+    assert est.to_dict()["time_breakdown_s"]["dp_comm"] == pytest.approx(by_hand, rel=1e-9)
