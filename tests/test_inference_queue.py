@@ -605,3 +605,52 @@ def test_a_decode_only_step_carries_no_prompt():
     decode = mixed_step_times(arch, b, prefill=False, **kw)
     assert mixed.gemm / decode.gemm == pytest.approx(1 + 222 / 294, rel=1e-12)
     assert np.all(decode.total < mixed.total)
+
+
+def _mlperf_table_without(tmp_path, section: str, key: str):
+    """The shipped MLPerf table with ``section.key`` removed (section "benchmark", or "results" / "engines" /
+    "rounds" for their first entry), written to a file of its own."""
+    import yaml
+
+    from gpucluster_lib.inference.validation import MLPERF_PATH
+    data = yaml.safe_load(MLPERF_PATH.read_text(encoding="utf-8"))
+    part = data[section]
+    entry = part if section == "benchmark" else (part[0] if isinstance(part, list) else next(iter(part.values())))
+    del entry[key]
+    out = tmp_path / f"no-{section}-{key}.yaml"
+    out.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return out
+
+
+def test_a_table_without_the_scheduled_duration_names_the_key(tmp_path):
+    # a user's table without benchmark.min_duration_s: a GpuClusterError naming the key and the fix, not a KeyError
+    path = _mlperf_table_without(tmp_path, "benchmark", "min_duration_s")
+    row = next(r for r in mlperf_rows(path) if r.scenario == "server")
+    with pytest.raises(GpuClusterError, match=r"benchmark\.min_duration_s.*min_duration \(ms\)"):
+        mlperf_predicted(row, path=path)
+    offline = next(r for r in mlperf_rows(path) if r.scenario == "offline")
+    assert mlperf_predicted(offline, path=path) > 0  # the Offline figure does not read it
+
+
+@pytest.mark.parametrize("section, key", [("benchmark", "tpot_slo_s"), ("benchmark", "model_preset"),
+                                          ("results", "tokens_per_s"), ("engines", "batch_size"),
+                                          ("rounds", "max_num_tokens")])
+def test_a_table_missing_a_key_names_it(tmp_path, section, key):
+    path = _mlperf_table_without(tmp_path, section, key)
+    with pytest.raises(GpuClusterError, match=key):
+        row = next(r for r in mlperf_rows(path) if r.scenario == "server")
+        mlperf_scenario(row.round, row.system, row.scenario, path)
+
+
+def test_the_drain_helpers_refuse_a_spread_or_time_that_is_not_a_number():
+    from gpucluster_lib.inference.queueing import gamma_length_pmf, last_request_latency
+    from gpucluster_lib.inference.validation import loadgen_completed_factor
+    for cv in (-0.1, float("nan")):
+        with pytest.raises(ValueError, match="cv"):
+            gamma_length_pmf(294, cv, 600)
+    flat = ReplicaCurve(np.arange(1, 11), np.full(10, 0.1), 0.03, 222, 100, 10, service_cv=0.0)
+    with pytest.raises(ValueError, match="ttft_s"):
+        last_request_latency(flat, 5.0, -1.0)
+    for d, lat in ((float("nan"), 1.0), (2400.0, float("nan")), (float("inf"), 1.0)):
+        with pytest.raises(GpuClusterError):
+            loadgen_completed_factor(d, lat)

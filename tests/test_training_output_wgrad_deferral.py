@@ -166,3 +166,11 @@ def test_search_equals_exhaustive_with_deferral():
     tests_plan_search.assert_same(fast, full)
     ctx = build_context(s)[0]
     assert dataclasses.replace(ctx, defer_output_wgrad=False) != ctx
+
+
+def test_a_row_with_a_limit_that_is_not_a_count_is_refused():
+    from gpucluster_lib.errors import GpuClusterError
+    runs = validation.load_runs().set_index("run_id")
+    row = {"run_id": "dgxc-llama31-70b-bf16-64", **runs.loc["dgxc-llama31-70b-bf16-64"].to_dict()}
+    with pytest.raises(GpuClusterError, match="wgrad_deferral_limit"):
+        validation.scenario_for(row | {"wgrad_deferral_limit": "22.5"})

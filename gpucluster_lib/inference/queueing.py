@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from gpucluster_lib.checks import require_positive
+from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.scenario import DEFAULT_MAX_NUM_TOKENS
 
 _LOG_FACT = np.zeros(1)
@@ -258,6 +258,7 @@ def gamma_length_pmf(mean_tokens: float, cv: float, max_tokens: int) -> tuple[np
     mean (rounded). The gamma is an assumption: the published MLPerf logs give the spread (``cv``,
     docs/inference.md), not the shape of the distribution."""
     require_positive(mean_tokens=mean_tokens, max_tokens=max_tokens)
+    require_non_negative(cv=cv)
     x = np.arange(1, int(max_tokens) + 1, dtype=float)
     if cv <= 0:
         p = (x == max(round(mean_tokens), 1)).astype(float)
@@ -274,8 +275,9 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
 
     Why: MLPerf LoadGen's Server throughput divides every token by the time the *last scheduled*
     query completes, ``tps_as_completed = token_count / final_query_all_samples_done_time``
-    (mlcommons/inference ``loadgen/results.cc`` at 05a9cec, ``LogSummary``), with ``final_query_all_samples_done_time =
-    final_query.all_samples_done_time - start`` (``loadgen/loadgen.cc`` at 006f3a5, ``IssueQueries``), so the published
+    (mlcommons/inference ``loadgen/results.cc``, ``LogSummary``, at the rounds' tags v4.0 l.573-574 and v4.1
+    l.584-585), with ``final_query_all_samples_done_time = final_query.all_samples_done_time - start``
+    (``loadgen/loadgen.cc`` l.582-583 at both tags), so the published
     "Completed tokens per second" is the sustained rate times ``D / (D + this latency)``, ``D`` the
     scheduled duration (:func:`gpucluster_lib.inference.validation.loadgen_completed_factor`).
 
@@ -290,6 +292,7 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
     mean request.
     """
     require_positive(mean_batch=mean_batch)
+    require_non_negative(ttft_s=ttft_s)
     mean = float(curve.output_tokens)
     x, p = gamma_length_pmf(mean, curve.service_cv, int(20 * mean))
     el = float((x * p).sum())

@@ -19,6 +19,7 @@ of rows and errors is in docs/inference.md and ``notebooks/05_inference``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -68,12 +69,52 @@ def _load(path: str) -> dict[str, Any]:
     for key in ("benchmark", "engines", "rounds", "results"):
         if not isinstance(data, dict) or key not in data:
             raise GpuClusterError(f"the MLPerf serving table {path} has no '{key}' section")
+    if not isinstance(data["benchmark"], dict) or not isinstance(data["rounds"], dict):
+        raise GpuClusterError(f"the MLPerf serving table {path}: 'benchmark' and 'rounds' are mappings (key: value)")
+    fields = ("system", "scenario", "tensor_parallel", "batch_size")
+    for key, entries, need in (("results", data["results"], tuple(MlperfRow.__dataclass_fields__)),
+                               ("engines", data["engines"], fields)):
+        for i, entry in enumerate(entries if isinstance(entries, list) else [None]):
+            missing = [k for k in need if not isinstance(entry, dict) or k not in entry]
+            if missing:
+                raise GpuClusterError(f"the MLPerf serving table {path}: entry {i + 1} of '{key}' has no "
+                                      f"{', '.join(missing)}; each entry of '{key}' needs {', '.join(need)}")
+    for name, rnd in data["rounds"].items():
+        missing = [k for k in ("max_num_tokens", "kv_cache_scheduling") if not isinstance(rnd, dict) or k not in rnd]
+        if missing:
+            raise GpuClusterError(f"the MLPerf serving table {path}: round {name} has no {', '.join(missing)}")
     return data
 
 
 def load_mlperf(path: str | Path | None = None) -> dict[str, Any]:
     """The data file as a mapping (benchmark, engines, rounds, results)."""
     return _load(str(path or MLPERF_PATH))
+
+
+def _benchmark(path: str | Path | None, key: str) -> Any:
+    """``benchmark.<key>`` of the MLPerf serving table; a GpuClusterError naming the key, the table and the fix
+    when it is missing (the shipped data/validation/mlperf_llama2_70b.yaml has every key, each with its source)."""
+    b = load_mlperf(path)["benchmark"]
+    if not isinstance(b, dict) or key not in b:
+        raise GpuClusterError(f"the MLPerf serving table {path or MLPERF_PATH} has no 'benchmark.{key}': add it to "
+                              f"its benchmark section ({_BENCHMARK_KEYS.get(key, 'see the shipped table')})")
+    return b[key]
+
+
+#: what each key of the table's ``benchmark`` section holds, for the error that names a missing one
+_BENCHMARK_KEYS = {
+    "model_preset": "the model preset served, e.g. llama2-70b",
+    "precision": "the serving precision, e.g. fp8",
+    "input_tokens": "mean prompt tokens of the request set",
+    "output_tokens": "mean output tokens of the request set",
+    "output_tokens_cv": "the spread of output lengths, standard deviation over the mean",
+    "ttft_slo_s": "the Server scenario's TTFT limit [s]",
+    "tpot_slo_s": "the Server scenario's TPOT limit [s]",
+    "slo_percentile": "the percentile of both limits, e.g. 99",
+    "gpus": "the GPUs of the system the results are for, e.g. 8",
+    "min_duration_s": "the run's scheduled duration [s]: LoadGen's summary line 'min_duration (ms)' / 1000, "
+                      "2400 for the shipped rows",
+}
 
 
 def mlperf_rows(path: str | Path | None = None) -> list[MlperfRow]:
@@ -106,14 +147,14 @@ def mlperf_inference(scenario: str, path: str | Path | None = None) -> dict[str,
     (``offline``: no latency limit; ``server``: Poisson arrivals, limits at their percentile)."""
     if scenario not in ARRIVALS:
         raise GpuClusterError(f"unknown MLPerf scenario {scenario!r}; use one of {', '.join(ARRIVALS)}")
-    b = load_mlperf(path)["benchmark"]
-    inf = {"precision": b["precision"], "input_tokens": b["input_tokens"], "output_tokens": b["output_tokens"],
-           "output_tokens_cv": b["output_tokens_cv"], "arrival": ARRIVALS[scenario]}
+    inf = {key: _benchmark(path, key) for key in ("precision", "input_tokens", "output_tokens", "output_tokens_cv")}
+    inf["arrival"] = ARRIVALS[scenario]
     if scenario == "offline":
         inf.update(ttft_slo_s=NO_LIMIT_S, tpot_slo_s=NO_LIMIT_S)
     else:
-        inf.update(ttft_slo_s=b["ttft_slo_s"], tpot_slo_s=b["tpot_slo_s"], slo_percentile=b["slo_percentile"])
-    inf["streaming"] = bool(b.get("streaming", {}).get(scenario, False))
+        inf.update({key: _benchmark(path, key) for key in ("ttft_slo_s", "tpot_slo_s", "slo_percentile")})
+    streaming = load_mlperf(path)["benchmark"].get("streaming") or {}
+    inf["streaming"] = bool(streaming.get(scenario, False)) if isinstance(streaming, dict) else False
     return inf
 
 
@@ -121,24 +162,25 @@ def mlperf_scenario(round_: str, system: str, scenario: str, path: str | Path | 
                     **inference: Any) -> Scenario:
     """One node of ``system`` serving the benchmark with the submitter's engine; ``inference`` keys
     given here replace the table's."""
-    b = load_mlperf(path)["benchmark"]
     inf = {**mlperf_inference(scenario, path), **mlperf_engine(round_, system, scenario, path), **inference}
-    return from_dict({"model": {"preset": b["model_preset"]}, "hardware": {"server": system, "nodes": 1},
+    return from_dict({"model": {"preset": _benchmark(path, "model_preset")}, "hardware": {"server": system, "nodes": 1},
                       "inference": inf})
 
 
 def loadgen_completed_factor(duration_s: float, last_request_latency_s: float) -> float:
     """LoadGen's Server "Completed tokens per second" over the sustained rate [dimensionless].
 
-    mlcommons/inference ``loadgen/results.cc`` at 05a9cec (the Server summary): ``tps_as_completed = token_count /
-    final_query_all_samples_done_time``, and ``loadgen/loadgen.cc`` at 006f3a5 (``IssueQueries``): ``final_query_all_samples_done_time =
+    mlcommons/inference ``loadgen/results.cc`` (the Server summary; tag v4.0 l.573-574, tag v4.1 l.584-585, the
+    LoadGen of the two rounds here): ``tps_as_completed = token_count / final_query_all_samples_done_time``, and
+    ``loadgen/loadgen.cc`` (l.582-583 at both tags): ``final_query_all_samples_done_time =
     DurationToSeconds(final_query.all_samples_done_time - start)``, the time the last *scheduled* query
     completes. The queries are scheduled over ``duration_s`` (``final_query_scheduled_time``, at least the
     run's ``min_duration``), so the tokens of ``rate x duration_s`` requests are divided by ``duration_s +
     last_request_latency_s`` [s]: the factor is ``D / (D + latency)``. E.g. D = 2,400 s and 24 s give
     2400 / 2424 = 0.9901.
     """
-    if duration_s <= 0 or last_request_latency_s < 0:
+    if not (math.isfinite(duration_s) and math.isfinite(last_request_latency_s)) \
+            or duration_s <= 0 or last_request_latency_s < 0:
         raise GpuClusterError(f"need a positive duration and a non-negative latency, got {duration_s!r}, "
                               f"{last_request_latency_s!r}")
     return duration_s / (duration_s + last_request_latency_s)
@@ -154,9 +196,9 @@ def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | Non
     the latency of the last request (``ServingEstimate.load['last_request_latency_s']``,
     :func:`~gpucluster_lib.inference.queueing.last_request_latency`)."""
     est = serve(mlperf_scenario(row.round, row.system, row.scenario, path, engine=engine), catalog)
-    tokens = est.tokens_per_s_per_gpu * load_mlperf(path)["benchmark"]["gpus"]
+    tokens = est.tokens_per_s_per_gpu * _benchmark(path, "gpus")
     if row.scenario == "server" and est.load and est.load.get("last_request_latency_s") is not None:
-        tokens *= loadgen_completed_factor(float(load_mlperf(path)["benchmark"]["min_duration_s"]),
+        tokens *= loadgen_completed_factor(float(_benchmark(path, "min_duration_s")),
                                            est.load["last_request_latency_s"])
     return tokens
 

@@ -23,6 +23,7 @@ from typing import Any
 import pandas as pd
 
 from gpucluster_lib.catalog import Catalog, load_catalog
+from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.resources import data_path
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.training import flops as fl
@@ -98,7 +99,11 @@ def scenario_for(row: dict[str, Any]) -> Any:
     if _flag(row, "defer_output_wgrad") is not None:  # Megatron-Core defer_embedding_wgrad_compute as the run set it
         training["defer_output_wgrad"] = _flag(row, "defer_output_wgrad")
     if str(row.get("wgrad_deferral_limit", "")).strip():  # its wgrad_deferral_limit (0 = all micro-batches)
-        training["wgrad_deferral_limit"] = int(row["wgrad_deferral_limit"])
+        limit = str(row["wgrad_deferral_limit"]).strip()
+        if not limit.isdigit():
+            raise GpuClusterError(f"run {row.get('run_id', '?')}: wgrad_deferral_limit must be a whole number of "
+                                  f"micro-batches (0 = all) or empty, got {limit!r}")
+        training["wgrad_deferral_limit"] = int(limit)
     if str(row.get("zero3_max_live_params", "")).strip():  # the run's DeepSpeed stage3_max_live_parameters
         training["zero3_max_live_parameters"] = float(row["zero3_max_live_params"])
     return from_dict({
