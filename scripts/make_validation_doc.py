@@ -261,6 +261,28 @@ def _errors_with(rows, **training_changes) -> dict[str, float]:
     return out
 
 
+def _row_error(run_id: str, *, training_changes: dict | None = None, parallelism_changes: dict | None = None,
+               framework_changes: dict | None = None) -> tuple[float, float]:
+    """A validation row estimated again with changes to its scenario's training or parallelism section, or to
+    its framework's fields (on the plan the row's own estimate takes): ``(error, predicted step [s])``."""
+    row = validation.load_runs().set_index("run_id").loc[run_id].to_dict() | {"run_id": run_id}
+    sc = validation.scenario_for(row)
+    if training_changes:
+        changes = dict(training_changes)
+        if "efficiency" in changes:
+            changes["efficiency"] = {**sc.training.efficiency, **changes["efficiency"]}
+        sc = dataclasses.replace(sc, training=dataclasses.replace(sc.training, **changes))
+    if parallelism_changes:
+        sc = dataclasses.replace(sc, parallelism=dataclasses.replace(sc.parallelism, **parallelism_changes))
+    est = training.estimate(sc)
+    step = est.step_time_s
+    if framework_changes:
+        ctx = training.build_context(sc)[0]
+        ctx = dataclasses.replace(ctx, framework=dataclasses.replace(ctx.framework, **framework_changes))
+        step = float(core.evaluate(ctx, est.plan.arrays(ctx.arch.layers))["step_time_s"][0])
+    return step / validation.published_step_time_s(row, est.assumptions["peak_tflops"]) - 1, step
+
+
 MB_ARCHIVE = ("NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ 067f987d (releases 25.09 to 26.06; "
               "rendered at docs.nvidia.com/nemo/megatron-bridge/latest/performance-summary-archive.html)")
 NEMO_PAGES = ("NeMo Framework user guide, performance summary (docs.nvidia.com/nemo-framework/user-guide/latest/performance/"
@@ -324,6 +346,10 @@ def release_series_section() -> str:
             for r in ("mb2511-b200-llama3-8b-fp8cs", "mb2511-gb200-llama3-8b-fp8cs", "mb2511-gb300-llama3-8b-fp8cs")}
     gb200_b200 = pred["mb2511-b200-llama3-8b-fp8cs"] / pred["mb2511-gb200-llama3-8b-fp8cs"]
     gb300_gb200 = pred["mb2511-gb200-llama3-8b-fp8cs"] / pred["mb2511-gb300-llama3-8b-fp8cs"]
+    # the H100 Llama 3 70B row with the output-layer wgrad deferral on (NeMo's Llama 3 70B limit, 22)
+    h100 = "mb2604-h100-llama3-70b-fp8"
+    e_defer, step_defer = _row_error(h100, training_changes={"defer_output_wgrad": True, "wgrad_deferral_limit": 22})
+    step_h100 = _row_error(h100)[1]
     return f"""### The same plan in successive releases
 
 NVIDIA's tables run several plans unchanged over releases. Tokens / s / GPU as published (FP8; MXFP8 where the
@@ -350,8 +376,9 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   read by the model from the runs that set it: `training.defer_output_wgrad`): Megatron-Bridge's Llama pre-training
   recipes and performance configs leave it at CommOverlapConfig's default, off (v0.4.0 / v0.5.0; only its finetune
   configs and gpt3_175b set it), and it could hide no more than the last stage's idle time in the flush, 2/3 of the
-  other stages' chunk time, about 0.14 s of the 20 s step, against an imbalance that grows with the 128
-  micro-batches (with it on, the H100 row would be +13.2%).
+  other stages' chunk time, against an imbalance that grows with the 128 micro-batches: with it on (limit 22, as
+  NeMo's Llama 3 70B recipe) the model's step is {step_h100 - step_defer:.2f} s shorter than its {step_h100:.1f} s,
+  the H100 row {e_defer:+.1%}.
 * In one release and plan GB200 runs Llama 3 8B 31,357 / 29,994 = 1.045x (25.09) and 31,508 / 30,624 = 1.029x
   (25.11) as fast as B200, the model {gb200_b200:.3f}x: the Blackwell efficiencies of data/efficiency.yaml agree
   with NVIDIA's own ratio, and the 6-27% lead per GPU of the 25.04 GB200 table over the 25.02 B200 table on the
@@ -385,6 +412,23 @@ def nvidia_section(df) -> str:
 
     mb26 = [err[r] for r in err.index if r.startswith("mb26")]
     left = {"mb26": (min(mb26), max(mb26)), "b25": -min(err[r] for r in err.index if r.startswith("nemo2502-b200"))}
+    # Megatron-Core's 1.7B row with the generic cross-entropy bytes, and what its own loss adds to the step
+    pub = df.set_index("run_id")["published_step_s"]
+    e12, step12 = _row_error("mcore-1.7b", training_changes={"efficiency": {"cross_entropy_bytes_per_logit": 12.0}})
+    ce_ms = (df.set_index("run_id").loc["mcore-1.7b", "predicted_step_s"] - step12) * 1e3
+    # TorchTitan's rows with its selective checkpointing read as Megatron's attention-only recomputation
+    tt = {r: _row_error(r, framework_changes={"selective_recompute": "attention"})[0]
+          for r in ("torchtitan-h200-llama31-8b-32", "torchtitan-h200-llama31-8b-64")}
+    # the interleaved schedule's overlapped p2p switched off: the GPT-3 175B rows and NeMo's H100 BF16 interleaved rows
+    no_p2p = {r: _row_error(r, parallelism_changes={"overlap_p2p_comm": False})[0]
+              for r in ("nemo2407-gpt3-175b-512", "nemo2407-gpt3-175b-128")}
+    bf16_il = [r for r in ext.to_dict(orient="records")
+               if r["framework"] == "nemo" and r["precision"] == "bf16" and r["accelerator"].startswith("h100")
+               and not str(r.get("overlap_p2p_comm", "")).strip()
+               and training.estimate(validation.scenario_for(r)).plan.virtual_stages > 1]
+    il_off = {r["run_id"]: _row_error(r["run_id"], parallelism_changes={"overlap_p2p_comm": False})[0] for r in bf16_il}
+    il_now = [err[r["run_id"]] for r in bf16_il]
+    no_tpo512 = _row_error("nemo2407-gpt3-175b-512", parallelism_changes={"tp_comm_overlap": False})[0]
     lines = [f"| {label} | {len(ids)} | {stats(ids, err)} | {stats(ids, fa2)} | {stats(ids, old_fp8)} "
              f"| {stats(ids, no_defer)} |"
              for label, ids in members.items() if ids]
@@ -440,11 +484,13 @@ switched back (recomputed with each row's `training.attention_kernel: flash-atte
 What is left: the newest tables (NeMo 26.04 / 26.06 containers: GB300, GB200 and their H100 control rows) are
 too slow by {left['mb26'][0]:.0%} to {left['mb26'][1]:.0%}, and NeMo 25.02's B200 rows too fast by up to {left['b25']:.0%}; the same plans in successive releases
 (below) put the second on the 25.02 release and not the first on the 2026 software. Megatron-Core r0.8.0's 1.7B row
-is still too fast ({err['mcore-1.7b']:+.1%}, -20.4% before Megatron-Core's unfused cross-entropy was counted, 52 bytes a logit, 30 ms
-of its 0.45 s step over a 131,072-word vocabulary at hidden size 2,048, and the input embedding's gradient, the
-backward's last, was put in the last data-parallel reduction; its micro-batch is not published and the search picks
-the fastest); TorchTitan's Llama 3.1 8B rows are {err['torchtitan-h200-llama31-8b-32']:+.1%} / {err['torchtitan-h200-llama31-8b-64']:+.1%} (-12.3% / -13.8% while its op-level selective
-checkpointing was read as Megatron's attention-only recomputation): the model now reruns every second matmul of
+is still too fast ({err['mcore-1.7b']:+.1%}; its micro-batch is not published and the search picks the fastest),
+with Megatron-Core's unfused cross-entropy counted, 52 bytes a logit against the generic 12 ({ce_ms:.0f} ms of its
+{pub['mcore-1.7b']:.2f} s published step over a 131,072-word vocabulary at hidden size 2,048; {e12:+.1%} with the
+generic 12), and the input embedding's gradient, the backward's last, in the last data-parallel reduction.
+TorchTitan's Llama 3.1 8B rows are {err['torchtitan-h200-llama31-8b-32']:+.1%} / {err['torchtitan-h200-llama31-8b-64']:+.1%} \
+({tt['torchtitan-h200-llama31-8b-32']:+.1%} / {tt['torchtitan-h200-llama31-8b-64']:+.1%} with its op-level selective
+checkpointing read as Megatron's attention-only recomputation): the model reruns every second matmul of
 each block (K, the output projection, w3), a lower bound, since that policy also leaves the element-wise ops and the
 FP8 casts to the recomputation.
 
@@ -455,13 +501,15 @@ Llama 2, dgxc GPT-3), Megatron-Core's torch.compile'd fused loss 40 (NeMo's defa
 kernel 8 (llm-foundry's MPT), F.cross_entropy under torch.compile 8 (TorchTitan), Transformer Engine's Triton kernel
 10 (the Megatron-Bridge performance runs). The interleaved schedule's point-to-point overlap (`overlap_p2p_comm`, on
 in NeMo's interleaved configs) now hides the steady state's transfers behind the other direction's chunks, the
-warm-up and cool-down keeping them (core.py [26]): NeMo 24.07's GPT-3 175B on 512 H100 goes from +16.8% to +11.7%
-(its 128-GPU sibling, micro-batch 1, to -1.0%), NeMo's H100 BF16 interleaved rows lose their +4-9% bias, while the
-FP8 GPT-3 175B on 2,048 H100 (-14.3%) and NeMo 25.02's B200 Nemotron-4 340B (-19.1%) become too fast. The 512-GPU
-GPT-3 row is the MLPerf benchmark's plan (its Model TFLOP/s cell, alone in the table, links to MLCommons), whose
+warm-up and cool-down keeping them (core.py [26]). Without it NeMo 24.07's GPT-3 175B on 512 H100 would be at \
+{no_p2p['nemo2407-gpt3-175b-512']:+.1%} (now {err['nemo2407-gpt3-175b-512']:+.1%}) and its 128-GPU sibling, micro-batch 1,
+at {no_p2p['nemo2407-gpt3-175b-128']:+.1%} (now {err['nemo2407-gpt3-175b-128']:+.1%}); NeMo's H100 BF16 interleaved rows \
+would be at {min(il_off.values()):+.1%} to {max(il_off.values()):+.1%} (now {min(il_now):+.1%} to {max(il_now):+.1%}), while
+with it the FP8 GPT-3 175B on 2,048 H100 ({err['dgxc-gpt3-175b-fp8-2048']:+.1%}) and NeMo 25.02's B200 Nemotron-4 340B
+({err['nemo2502-b200-nemotron4-340b']:+.1%}) are too fast. The 512-GPU GPT-3 row is the MLPerf benchmark's plan (its Model TFLOP/s cell, alone in the table, links to MLCommons), whose
 NVIDIA MLPerf Training v4.0 config for 512 H100 (TP 4, PP 8, micro-batch 2, global batch 2,048, FP8) turns the
 userbuffers TP overlap on (`TP_COMM_OVERLAP=True`, a TP4 micro-batch-2 userbuffers config the 24.07 launcher lacks):
-with it the row is +5.0%.
+the row is {err['nemo2407-gpt3-175b-512']:+.1%} with it, {no_tpo512:+.1%} without.
 
 {release_series_section()}"""
 
@@ -691,6 +739,27 @@ runs. Its terms, their sources and the checks ruled out (whole runs with start-u
 """
 
 
+def loadgen_window_figures() -> dict:
+    """The Server rows as LoadGen counts them (the last scheduled query's window, validation.mlperf_predicted)
+    against the sustained rate: each row's two errors and the points between them (generic engine)."""
+    from gpucluster_lib.inference.serve import serve
+    from gpucluster_lib.inference.validation import (
+        load_mlperf,
+        mlperf_predicted,
+        mlperf_rows,
+        mlperf_scenario,
+    )
+
+    gpus = load_mlperf()["benchmark"]["gpus"]
+    out = {}
+    for r in mlperf_rows():
+        if r.scenario == "server":
+            sustained = serve(mlperf_scenario(r.round, r.system, r.scenario)).tokens_per_s_per_gpu * gpus
+            out[f"{r.round} {r.label.split(',')[0]}"] = (sustained / r.tokens_per_s - 1, mlperf_predicted(r) / r.tokens_per_s - 1)
+    drops = [(a - b) * 100 for a, b in out.values()]
+    return {"rows": out, "low": min(drops), "high": max(drops)}
+
+
 def render() -> str:
     """The text of docs/validation.md, from the validation rows and the model as they are now."""
     df = validation.compare()
@@ -736,6 +805,8 @@ def render() -> str:
     bands = "\n".join(f"| {b['set']} | {b['band']} | {b['rows']} | {b['median']:.1%} | {b['max']:.1%} | {b['mean']:+.1%} |"
                       for b in step_length_rows(df))
     narrative = NARRATIVE.read_text(encoding="utf-8")
+    lg = loadgen_window_figures()
+    lg_rows = "; ".join(f"{k} {a:+.1%} -> {b:+.1%}" for k, (a, b) in lg["rows"].items())
     text = f"""# Validation of the training-time engine
 
 Every run in `gpucluster_lib/data/validation/training_runs.csv` is turned into a scenario (model preset,
@@ -773,7 +844,7 @@ generated by `scripts/make_validation_doc.py`; the same comparison is plotted in
 
 ## Calibration rows
 
-The visible rows of `shared/validation/published_runs_visible.csv` (the team's shared folder beside the repository) (Narayanan 2021 Tables 1
+The visible rows of `shared/validation/published_runs_visible.csv` (a folder beside the repository, not shipped with the package) (Narayanan 2021 Tables 1
 and 2; MosaicML MPT on A100 40/80 GB and H100), and 17 long-sequence MPT rows added by a rule fixed
 before any of their errors was computed: every bf16 row with SeqLen > 2048 of MPT-3B and MPT-13B in the
 llm-foundry tables 'H100 80GB BF16' and 'A100 80GB' (scripts/train/benchmarking/README.md at commit b2a43a1;
@@ -1034,15 +1105,16 @@ those rows and are not part of the model: none is both sourced and consistent wi
 
 ### In the model: LoadGen's Server metric
 
-- **The last scheduled query's window** (taken, session 25). LoadGen's Server "Completed tokens per second" is
-  every token over the time the last *scheduled* query completes (mlcommons/inference `loadgen/results.cc`,
+- **The last scheduled query's window** (adopted). LoadGen's Server "Completed tokens per second" is
+  every token over the time the last *scheduled* query completes (mlcommons/inference tags v4.0 / v4.1, `loadgen/results.cc`,
   `tps_as_completed = token_count / final_query_all_samples_done_time`; `loadgen/loadgen.cc`,
   `final_query.all_samples_done_time - start`), so the published figure is the sustained rate times
   `D / (D + latency of the last query)`, D = 2,400 s. The four summaries' Scheduled / Completed samples per
   second give that latency (derived): 19.1, 23.6, 21.9 and 21.5 s. The model computes it from its own step
   (`queueing.last_request_latency`: the batch drains under the last request, decode-only steps, the equilibrium
-  residual of the output lengths) and `validation.mlperf_predicted` applies the factor to the Server rows: 0.7-0.8
-  points lower, the v4.1 DGX H100 Server row from +10.2% to +9.5% (docs/inference.md, "LoadGen's Server metric").
+  residual of the output lengths) and `validation.mlperf_predicted` applies the factor to the Server rows:
+  {lg["low"]:.1f}-{lg["high"]:.1f} points lower, from the sustained rate's error to LoadGen's (generic engine:
+  {lg_rows}; docs/inference.md, "LoadGen's Server metric").
 """
     return text
 
