@@ -308,7 +308,9 @@ class TrainingSpec:
         None, doc="FP8 primary weights (Megatron-Core --fp8-param-gather, NeMo fp8_params / fp8_param_gather): "
                   "in FP8 training the one-byte weight and its transpose replace the 16-bit weight instead of "
                   "being kept beside it (Transformer Engine's weight workspace, two bytes per weight element "
-                  "of the layers), and the data-parallel parameter all-gathers move those weights in one byte; "
+                  "of the layers), and the data-parallel parameter all-gathers move those weights in one byte "
+                  "(NeMo's ZeRO-3, Megatron-FSDP, gathers 16 bits whatever the setting, as NeMo 25.04's performance "
+                  "scripts turn fp8_param_gather off under FSDP; set, it gets a warning there); "
                   "read only by the frameworks with an FP8-weight path (Megatron-LM, NeMo; TorchTitan, whose "
                   "torchao float8 all-gather of FSDP2 weights it stands for), else a warning; default: the "
                   "framework's (NeMo true, as its FP8 recipes; the others false)")

@@ -15,6 +15,7 @@ from gpucluster_lib import training
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict, load_scenario
 from gpucluster_lib.training import core, efficiency, validation
+from gpucluster_lib.training.comm import ring_steps_latency_s
 from gpucluster_lib.workloads.transformer import resolve_transformer
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -65,6 +66,52 @@ def _search_rows(df):
             continue
         speed = float(res.table["tokens_per_s"].iloc[0]) / (int(row["gbs"]) * sc_seq(sc) / r.predicted_step_s)
         yield f"| {_run(r.run_id)} | {r.plan} | {best.label()} | {speed:.2f}x |"
+
+
+#: Run-id prefixes of the NeMo releases before Megatron-FSDP: Megatron-LM added megatron/core/distributed/custom_fsdp/
+#: on 2025-02-26 (commit d165a8548b; absent at core_r0.8.0 to core_r0.11.0, present at core_v0.12.0); NeMo 24.07
+#: ships Megatron-Core 0.8, the dgxc-benchmarking v24.11.1 runs use the NeMo 24.09 container (September 2024, before
+#: that commit), NeMo v2.2.0 (25.02) pins Megatron-LM 791b70e0 (2025-02-24, no custom_fsdp) in
+#: requirements/manifest.json.
+PRE_MEGATRON_FSDP = (("nemo2407-", "NeMo 24.07"), ("dgxc-", "NeMo 24.09"), ("nemo2502-", "NeMo 25.02"))
+
+
+def nemo_zero3_note(df) -> str:
+    """A paragraph on the searched best plans of the NeMo / Megatron-Bridge rows (framework ``nemo``) that use
+    ZeRO-3 (Megatron-FSDP), computed from the same searches as the table (they are cached)."""
+    from gpucluster_lib.scenario import ParallelismSpec
+    from gpucluster_lib.training.framework import framework
+
+    runs = validation.load_runs().set_index("run_id")
+    nemo = [r for r in df.itertuples() if runs.loc[r.run_id, "framework"] == "nemo" and r.fits]
+    picks, old = [], []
+    for r in nemo:
+        row = runs.loc[r.run_id].to_dict() | {"run_id": r.run_id}
+        res = training.search_plans(validation.scenario_for(row),
+                                    spec=ParallelismSpec(auto=True, global_batch_size=int(row["gbs"]),
+                                                         sharded_collectives=row["collectives"]), limit=1)
+        if res.best is not None and res.best.zero_stage == 3:
+            picks.append(_run(r.run_id))
+            release = next((rel for prefix, rel in PRE_MEGATRON_FSDP if r.run_id.startswith(prefix)), None)
+            if release is not None:
+                old.append(f"{_run(r.run_id)} ({release})")
+    fw = framework("nemo")
+    assert not fw.zero3_fp8_param_gather and not fw.zero3_tp_comm_overlap  # the text below states both
+    return f"""For the NeMo and Megatron-Bridge rows a ZeRO-3 plan is Megatron-FSDP (NeMo 2.x), which the model gathers
+in 16 bits and never pairs with TP communication overlap, as NeMo's own performance scripts do (NVIDIA/NeMo v2.3.0
+`scripts/performance/utils.py` lines 352-354: "Currently FSDP does not support FP8 param gather. Disabling fp8
+param gather."; lines 314-325: "Currently, TP overlap performance is poor when FSDP is used because of jitters.
+... Disabling TP overlap."), whatever the row states for its own distributed-optimizer gathers
+(`training.fp8_params`). That the search preferred ZeRO-3 for several H100 rows came mostly from one-byte FP8
+gathers and TP overlap beside FSDP, neither of which NeMo runs, not from the schedule itself. Of the {len(nemo)}
+fitting NeMo-framework rows, {len(picks)} still get a ZeRO-3 best plan ({', '.join(picks) or 'none'}). Of these,
+{', '.join(old) if old else 'none'} ran a release without Megatron-FSDP, so there the ZeRO-3 plan is not one the
+release could run: Megatron-LM added `megatron/core/distributed/custom_fsdp/` on 2025-02-26 (commit d165a8548b,
+first tagged in core_v0.12.0), after NeMo 24.07 (Megatron-Core 0.8), the NeMo 24.09 container of the dgxc rows and
+NeMo 25.02 (v2.2.0 pins Megatron-LM 791b70e0 of 2025-02-24). The model's overlapped ZeRO-3 traffic costs the compute
+nothing (hidden data-parallel communication takes no SMs here, unlike the TP overlap's), so ZeRO-3 plans are an
+upper bound.
+"""
 
 
 #: The held-out rows by source: run-id prefix, the source, what was published (the selection rules are in
@@ -198,8 +245,10 @@ def fsdp_bandwidth_rows(bus_gb_s=FSDP_BUS_GB_S) -> list[dict]:
     lp = float(core.layer_params(ctx, one, one)[0])
     stage = ctx.arch.layers * lp + float(core.embedding_params(ctx, one)[0][0] + core.final_norm_params(ctx, one)[0])
     n = int(first["gpus"])
-    # the model's ZeRO-3 latency: one hop per node for a pass over the layers, a block's share by its parameters
-    latency_s = ctx.arch.layers * n / ctx.gpus_per_node * eff.alpha_network_s * lp / stage
+    # the model's ZeRO-3 latency: NCCL's n - 1 ring steps per collective (nodes - 1 across the network,
+    # core.ring_steps_latency_s), one collective a layer, a block's share of the pass by its parameters
+    hop = float(ring_steps_latency_s(n, n / ctx.gpus_per_node, eff.alpha_nvlink_s, eff.alpha_network_s))
+    latency_s = ctx.arch.layers * hop * lp / stage
     out = []
     for bus in (model_bus, *bus_gb_s):
         scaled = runs.assign(fabric_gbps_per_gpu=runs["fabric_gbps_per_gpu"] * bus / model_bus)
@@ -605,8 +654,8 @@ step (276 tokens/s per GPU, against 376 on 128 A100 40GB at micro-batch 4, the c
 
 * **What the model charges.** FSDP (FULL_SHARD) gathers each MPT block ({fig["block_params"] / 1e6:.1f}M
   parameters, {fig["block_params"] * 2 / 1e9:.2f} GB in bf16 under PURE) before its forward and again before its
-  backward and reduce-scatters its bf16 gradients, each over all 64 ranks: `(n-1)/n S / B` plus one hop of
-  latency per node, with B = 8 GPUs x 25 GB/s x the A100 network efficiency = {model["bus_gb_s"]:.0f} GB/s, i.e.
+  backward and reduce-scatters its bf16 gradients, each over all 64 ranks: `(n-1)/n S / B` plus NCCL's ring
+  latency (63 steps, 7 of them across the network), with B = 8 GPUs x 25 GB/s x the A100 network efficiency = {model["bus_gb_s"]:.0f} GB/s, i.e.
   {model["gather_ms"]:.1f} ms per block. A block computes {fig["fwd_ms"]:.1f} ms forward and {fig["bwd_ms"]:.1f} ms
   backward (with its recomputed forward), so every collective hides but the first gathers and the last
   reduce-scatter; with the root unit (embeddings) the step exposes {fig["exposed_s"] * 1e3:.0f} ms.
@@ -654,11 +703,12 @@ step (276 tokens/s per GPU, against 376 on 128 A100 40GB at micro-batch 4, the c
   node assumed there), and is at {err["mpt-95"]:+.1%}.
 * **Latency.** A ring over 64 ranks takes 63 steps (NCCL: ring latency grows linearly with the communicator
   size, github.com/NVIDIA/nccl/issues/1712); at 8 us a step that is 0.5 ms a collective, nothing beside
-  {fig["fwd_ms"]:.0f} ms of compute. The model charges one hop per node; charging all n-1 steps (Thakur 2005) leaves the row where
-  it is (-27.1%, measured on a copy of the engine with that change) and moves megatron-17 (DeepSpeed ZeRO-3 on 1,120 A100) to +10.5%, beyond the calibration target, so
-  it was not changed. With all n-1 steps charged, exposing 4 s through latency takes 0.6 ms a step: the row -16%,
-  but MPT-125M to 3B on 128 A100 40GB (11 ms of forward per block or less) +422% to +683% (the same copy of the
-  engine).
+  {fig["fwd_ms"]:.0f} ms of compute. The model charges every ZeRO-3 collective NCCL's own ring latency, the n - 1
+  steps of which nodes - 1 cross the network (NVIDIA/nccl `src/graph/tuning.cc`: `(nsteps-nInterSteps)*intraLat +
+  nInterSteps*interLat`), here 56 x 3 us + 7 x 8 us = 0.22 ms: the row stays at {err[row70]:+.1%} (megatron-17,
+  DeepSpeed ZeRO-3 on 1,120 A100, is at {err["megatron-17"]:+.1%}). Exposing 4 s through latency would take 0.6 ms a
+  step: the row -16%, but MPT-125M to 3B on 128 A100 40GB (11 ms of forward per block or less) +422% to +683%
+  (measured on a copy of the engine with every step at 0.6 ms).
 * **Once per step.** The row runs one micro-batch a step, so a cost per step weighs on it fully, but MPT-30B on
   32 A100 40GB does too, with nearly as many parameters per GPU ({shard[FSDP_ROWS[3]]:.2f} against
   {shard[row70]:.2f} billion), at {err[FSDP_ROWS[3]]:+.1%}: the {need_s:.1f} s that would bring the row within 15%,
@@ -801,6 +851,7 @@ def render() -> str:
         nf[k] for k in ("grad_bytes", "nic_gb_s", "bucket_bytes", "buckets", "alpha_s", "published"))
     latency96, latency288 = nf["bucket_latency_s"][96], nf["bucket_latency_s"][288]
     search_rows = "\n".join(_search_rows(df))
+    nemo_zero3 = nemo_zero3_note(df)
     sources = "\n".join(source_rows(df))
     bands = "\n".join(f"| {b['set']} | {b['band']} | {b['rows']} | {b['median']:.1%} | {b['max']:.1%} | {b['mean']:+.1%} |"
                       for b in step_length_rows(df))
@@ -929,6 +980,7 @@ factor (see the summary).
 |---|---|---|---:|
 {search_rows}
 
+{nemo_zero3}
 ## GPT-3 175B on 1024 A100 (Narayanan 2021 Sec. 5.1)
 
 `gpucluster estimate gpucluster_lib/data/scenarios/gpt3-175b-1024-a100.yaml`: TP8 x PP8 (2 virtual stages) x DP16,

@@ -19,9 +19,11 @@ ROOT = 50368 * D + 2048 * D + 2 * D   # token and position embeddings (tied outp
 RANKS = 64
 BUS = 8 * 1600e9 / 8 / 8 * 0.70  # 8 GPUs x 1,600 Gb/s per node / 8 (the table's title) x the A100 network
 #                                  efficiency 0.70 (data/efficiency.yaml): NCCL's ring striped over the node's NICs
-HOP = 8 * 8e-6                   # one hop per node (8 nodes) x 8 us (data/efficiency.yaml alpha_network_s)
+# NCCL's ring latency (nccl src/graph/tuning.cc: nsteps = nRanks-1, nInterSteps = nNodes-1): 64 ranks on 8 nodes, 63
+# steps, 7 across the network at 8 us (data/efficiency.yaml alpha_network_s), 56 over NVLink at 3 us (alpha_nvlink_s)
+HOP = 56 * 3e-6 + 7 * 8e-6       # 224 us per collective
 TOTAL = LAYERS * BLOCK + ROOT    # 64,856,539,136 parameters, all on every rank's one pipeline stage
-LATENCY = LAYERS * HOP * BLOCK / TOTAL   # a pass over the 80 blocks takes 80 x 8 hops; a block's share by parameters
+LATENCY = LAYERS * HOP * BLOCK / TOTAL   # a pass over the 80 blocks takes 80 x 224 us; a block's share by parameters
 PUBLISHED = 128 * 2048 / 17672   # s per step: global batch 128 x SeqLen 2048 / 17,672 T/s (README, b2a43a1)
 
 
@@ -59,9 +61,9 @@ def test_block_gather_and_bus_bandwidth_by_hand(doc):
     model = doc.fsdp_bandwidth_rows(())[0]
     assert model["bus_gb_s"] == pytest.approx(140.0)              # 8 x 25 GB/s x 0.70
     assert BLOCK == 805_339_136
-    # 63/64 x 1.6107 GB / 140 GB/s = 11.325 ms, + 5.12 ms x 805,339,136 / 64,856,539,136 = 0.064 ms
+    # 63/64 x 1.6107 GB / 140 GB/s = 11.325 ms, + 17.92 ms x 805,339,136 / 64,856,539,136 = 0.2225 ms
     assert TOTAL == 64_856_539_136
-    assert model["gather_ms"] == pytest.approx(11.389, abs=1e-3)
+    assert model["gather_ms"] == pytest.approx(11.548, abs=1e-3)
     assert model["gather_ms"] == pytest.approx(gather(140e9) * 1e3, rel=1e-9)
 
 
@@ -69,9 +71,9 @@ def test_exposed_fsdp_time_of_the_row_by_hand(doc):
     fig = doc.fsdp_row_figures()
     assert fig["block_params"] == BLOCK
     # every block's collectives hide (11.4 ms beside 32 ms forward, 2 x 11.4 beside 96 ms backward): the forward's
-    # first gather, the backward's first gather and last reduce-scatter, 3 x 11.389 = 34.17 ms, and the root unit
-    # 2 x (429,408,256 x 2 x 63/64 / 140e9 + 5.12 ms x 429,408,256 / 64,856,539,136) = 12.14 ms: 46.31 ms
-    assert fig["exposed_s"] == pytest.approx(0.04631, abs=1e-5)
+    # first gather, the backward's first gather and last reduce-scatter, 3 x 11.548 = 34.64 ms, and the root unit
+    # 2 x (429,408,256 x 2 x 63/64 / 140e9 + 17.92 ms x 429,408,256 / 64,856,539,136) = 12.31 ms: 46.96 ms
+    assert fig["exposed_s"] == pytest.approx(0.04696, abs=1e-5)
     assert fig["exposed_s"] == pytest.approx(exposed(140e9, fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3), rel=1e-6)
 
 
@@ -79,18 +81,18 @@ def test_slower_bus_bandwidth_of_the_doc_table_by_hand(doc):
     fig = doc.fsdp_row_figures()
     f, b = fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3
     rows = {r["bus_gb_s"]: r for r in doc.fsdp_bandwidth_rows((27.0,))}
-    # at 27 GB/s a block's gather is 63/64 x 1.6107 GB / 27 GB/s + 0.064 ms = 58.79 ms, above the forward (32.2 ms)
-    # and, with the reduce-scatter, above the backward (2 x 58.8 > 96.2 ms): forward 80 a - 79 f = 4,702.9 - 2,539.9
-    # = 2,163.0 ms, backward 2 a + 78 x 2 a - 78 b = 9,288.2 - 7,504.0 = 1,784.2 ms, the root unit 2 x 31.3 ms = 63 ms;
-    # 4.01 s exposed instead of 0.046 s, charged with the 3% step overhead (data/efficiency.yaml step_overhead):
-    # 1.03 x 3.96 s = 4.08 s more (f and b from the model: the block's forward and backward with llm-foundry's Triton
+    # at 27 GB/s a block's gather is 63/64 x 1.6107 GB / 27 GB/s + 0.2225 ms = 58.95 ms, above the forward (32.2 ms)
+    # and, with the reduce-scatter, above the backward (2 x 58.9 > 96.2 ms): forward 80 a - 79 f = 4,715.6 - 2,539.9
+    # = 2,175.8 ms, backward 2 a + 78 x 2 a - 78 b = 9,313.3 - 7,504.0 = 1,809.3 ms, the root unit 2 x 31.4 ms = 63 ms;
+    # 4.05 s exposed instead of 0.047 s, charged with the 3% step overhead (data/efficiency.yaml step_overhead):
+    # 1.03 x 4.00 s = 4.12 s more (f and b from the model: the block's forward and backward with llm-foundry's Triton
     # attention kernel, no dropout masks at MPT's resid_pdrop 0; this A100 40GB row predates PyTorch 2.1, so its
     # backward recomputes the whole block)
     assert (f, b) == pytest.approx((32.150e-3, 96.205e-3), abs=1e-6)
-    assert rows[27.0]["gather_ms"] == pytest.approx(58.787, abs=1e-3)
-    assert exposed(27e9, f, b) == pytest.approx(4.01, abs=0.01)
+    assert rows[27.0]["gather_ms"] == pytest.approx(58.945, abs=1e-3)
+    assert exposed(27e9, f, b) == pytest.approx(4.05, abs=0.01)
     extra = 1.03 * (exposed(27e9, f, b) - exposed(140e9, f, b))
-    assert extra == pytest.approx(4.08, abs=0.01)
+    assert extra == pytest.approx(4.12, abs=0.01)
     predicted = fig["predicted_s"] + extra
     row = "mpt-a100-40-70b-s2048-g64-mb2"
     assert rows[27.0][row] == pytest.approx(predicted / PUBLISHED - 1, abs=1e-4)   # +0.3%
@@ -103,10 +105,10 @@ def test_one_nic_reading_and_the_15_percent_bound_of_the_doc(doc, section):
     fig = doc.fsdp_row_figures()
     f, b = fig["fwd_ms"] / 1e3, fig["bwd_ms"] / 1e3
     row = "mpt-a100-40-70b-s2048-g64-mb2"
-    # one NIC per GPU: 140 / 8 = 17.5 GB/s; a block's gather 63/64 x 1.6107 GB / 17.5 GB/s + 0.064 ms = 90.66 ms,
+    # one NIC per GPU: 140 / 8 = 17.5 GB/s; a block's gather 63/64 x 1.6107 GB / 17.5 GB/s + 0.2225 ms = 90.82 ms,
     # above the forward and, doubled, above the backward; the step 1.03 x (exposed(17.5) - exposed(140)) longer
     flat = doc.fsdp_bandwidth_rows((17.5,))[1]
-    assert flat["gather_ms"] == pytest.approx(BLOCK * 2 * 63 / 64 / 17.5e9 * 1e3 + 0.064, abs=1e-3)
+    assert flat["gather_ms"] == pytest.approx(BLOCK * 2 * 63 / 64 / 17.5e9 * 1e3 + 0.2225, abs=1e-3)
     step = fig["predicted_s"] + 1.03 * (exposed(17.5e9, f, b) - exposed(140e9, f, b))
     assert flat[row] == pytest.approx(step / PUBLISHED - 1, abs=2e-3)
     text = section[0]

@@ -50,7 +50,7 @@ def test_calibration_every_row_within_10_percent(table):
 
 def test_narayanan_rows_within_10_percent(table):
     # Megatron-LM Tables 1-2 and the DeepSpeed ZeRO-3 rows of Table 2 (the target, met since the backward
-    # pairs each module with the reduce-scatter DeepSpeed has in flight): the worst is 530B on 1120 A100, +9.2%
+    # pairs each module with the reduce-scatter DeepSpeed has in flight): the worst is 530B on 1120 A100, +9.7%
     nar = table[table["run_id"].str.startswith("megatron-") & (table["set"] == "calibration")]
     assert len(nar) == 22
     worst = nar.loc[nar["error"].abs().idxmax()]
@@ -58,13 +58,14 @@ def test_narayanan_rows_within_10_percent(table):
 
 
 def test_calibration_regression_guard(table):
-    # today: median 3.6%, the worst row 530B ZeRO-3 on 1120 A100 (DeepSpeed, Table 2) at +9.2%; the rows with full recomputation
+    # today: median 3.6%, the worst row 530B ZeRO-3 on 1120 A100 (DeepSpeed, Table 2) at +9.7% (+9.2% before ZeRO-3's per-layer
+    # collectives paid NCCL's ring latency for each of the ring's n - 1 steps, nccl src/graph/tuning.cc); the rows with full recomputation
     # of MPT (FSDP) are within 9.1% (MPT-13B at 4,096 tokens on 8 A100 80GB, +9.1%; it was +15.6% with a whole forward
     # recomputed)
     runs = validation.load_runs().set_index("run_id")
     cal = table[table["set"] == "calibration"].set_index("run_id")["error"]
     assert cal.abs().median() < 0.037
-    assert cal.abs().max() < 0.095, f"{cal.abs().idxmax()}: {cal[cal.abs().idxmax()]:+.1%}"
+    assert cal.abs().max() < 0.098, f"{cal.abs().idxmax()}: {cal[cal.abs().idxmax()]:+.1%}"
     full = cal[(runs.loc[cal.index, "recompute"] == "full") & (runs.loc[cal.index, "framework"] == "fsdp")]
     assert len(full) == 17
     assert full.abs().max() < 0.092, f"{full.abs().idxmax()}: {full[full.abs().idxmax()]:+.1%}"

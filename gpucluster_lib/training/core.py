@@ -90,7 +90,8 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   gradient-reduce overlap and one model chunk per stage the buckets are reduced during the
   backward of the last micro-batch and what does not fit behind it is exposed,
   ``max(t_rs - w_bwd, t_rs b / P)`` (the last bucket b of P parameters is never hidden; it holds at least
-  the input embedding, whose gradient the backward computes last: :func:`last_bucket_params`); the
+  the input embedding, whose gradient the backward computes last: :func:`last_bucket_params`; with FSDP's
+  one-layer units the root unit, :func:`root_unit_params`); the
   parameter all-gather likewise behind the first forward [11]. With the interleaved schedule
   (v chunks) each chunk's reduction starts when its last backward is done, beside the
   cool-down's remaining backwards of the chunks after it, so ``max(t_rs / v, t_rs - (v-1) p
@@ -98,7 +99,10 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   before it [19, 24] (:func:`dp_exposed`, with a worked case). Without overlap the whole
   reduction is exposed. ``parallelism.dp_overlap`` replaces this by a fixed hidden fraction.
   ZeRO-3 gathers the parameters twice and reduce-scatters the gradients every micro-batch, in
-  the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24]).
+  the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24], except where the
+  framework's ZeRO-3 gathers 16 bits, ``zero3_fp8_param_gather``: NeMo's Megatron-FSDP); each of those
+  per-layer collectives pays NCCL's ring latency, ``n - 1`` steps of which ``nodes - 1`` cross the network
+  (:func:`~gpucluster_lib.training.comm.ring_steps_latency_s`).
   DeepSpeed fetches one module ahead: each pass over a layer
   takes ``sum_j max(c w_j, g w_(j+1))`` over its QKV, projection, FC1 and FC2 modules (parameter
   shares ``w_j``) [12]; in the backward each module's compute runs beside the next module's
@@ -136,7 +140,8 @@ parameters of the current and the prefetched unit (a layer; for DeepSpeed the we
 computing and those prefetched behind it at the backward peak, [12, 17]) are their own line
 (``gather_buffers``), so that weights + gradients + optimizer states read as ZeRO's
 ``16 P / N_d`` [4]; DeepSpeed's full 16-bit gradients awaiting their reduction at that peak are
-``unreduced_gradients`` [17]. Plus CUDA context, communication buffers and fragmentation.
+``unreduced_gradients`` [17], and so are Megatron-FSDP's unsharded gradients in its reduce-scatter queue, two
+layers in the reduction precision (:func:`reduce_queue_bytes`). Plus CUDA context, communication buffers and fragmentation.
 
 References
 ----------
@@ -340,7 +345,7 @@ from functools import lru_cache
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import GemmCurve, gemm_curve
-from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s
+from gpucluster_lib.training.comm import ring_allgather_s, ring_allreduce_s, ring_steps_latency_s
 from gpucluster_lib.training.efficiency import Efficiency
 from gpucluster_lib.training.framework import (
     Fp8Casts,
@@ -446,11 +451,23 @@ class Context:
     #: FP8 primary weights (``training.fp8_params``, with FP8 training): the parameter all-gathers move the
     #: layers' GEMM weights in one byte [24]
     fp8_params: bool = False
+    #: ZeRO-3's parameter all-gathers move those FP8 weights in one byte (None: as ``fp8_params``); false for a
+    #: framework whose ZeRO-3 gathers stay 16-bit (``zero3_fp8_param_gather``: NeMo's Megatron-FSDP) [24]
+    zero3_fp8_params: bool | None = None
     #: the last pipeline stage defers the output layer's weight-gradient GEMMs to the flush
     #: (``training.defer_output_wgrad``, Megatron-Core ``defer_embedding_wgrad_compute``) [27]
     defer_output_wgrad: bool = False
     #: micro-batches deferred, 0 = all (``training.wgrad_deferral_limit``, Megatron-Core ``wgrad_deferral_limit``)
     wgrad_deferral_limit: int = 0
+
+
+def zero3_fp8(ctx: Context) -> bool:
+    """Whether ZeRO-3's parameter all-gathers move the layers' GEMM weights in one byte [24]: FP8 training with
+    FP8 primary weights, unless the context says otherwise for ZeRO-3 (``Context.zero3_fp8_params``, from the
+    framework's ``zero3_fp8_param_gather``: NeMo's Megatron-FSDP gathers 16 bits, NeMo v2.3.0
+    scripts/performance/utils.py lines 352-354)."""
+    on = ctx.fp8 and ctx.fp8_params
+    return on if ctx.zero3_fp8_params is None else on and bool(ctx.zero3_fp8_params)
 
 
 def _gemm_time(M, K, N, P, e, curve, B, em):
@@ -643,20 +660,29 @@ def fp8_weight_cast_s(ctx: Context, tp, ep, m):
     return t_w / m if casts.weight_cast_per_step else t_w + 0.0 * m
 
 
-def every_second_mm_s(ctx: Context, gemm, M, tp):
+def every_second_mm_s(ctx: Context, gemm, M, tp, t_experts=0.0):
     """Forward time of the matmuls that TorchTitan's op-level selective activation checkpointing reruns in the
     backward, per dense layer and micro-batch [s] [25]. The policy counts the ``aten.mm`` calls of a block's
     forward (the count restarts in each block) and saves the odd-numbered ones; a Llama block calls them in the
     order Q, K, V, output projection, w1, w3, w2, so K, the output projection and w3 are rerun (a GELU FFN: K,
     the output projection and FC2). ``gemm(M, K, N)``: one GEMM's time [s]; ``M``: tokens per micro-batch per
     GPU; ``tp``: tensor-parallel ranks. The element-wise ops and FP8 casts the policy also leaves to the
-    recomputation are not counted (a lower bound). Elementwise over arrays that broadcast."""
+    recomputation are not counted (a lower bound). Elementwise over arrays that broadcast.
+
+    MoE layers (averaged in by their share of the layers): K and the output projection are rerun there too, and
+    every routed-expert GEMM, ``t_experts`` [s] (their forward time per micro-batch): TorchTitan's experts run
+    ``torch._grouped_mm`` / ``torch.bmm`` (torchtitan/experiments/llama4/model/moe.py, e7c0cae, lines 60-85), which
+    are not in ``_save_list``, so the policy returns PREFER_RECOMPUTE for them. The router's and the shared
+    experts' ``aten.mm`` calls shift the parity of the count after them; they are not counted (a lower bound).
+    A dense model: ``t_k + t_o + t_ffn``. The Q, K, V order assumes separate projections (Llama); a fused QKV
+    projection would shift the parity (not modelled)."""
     a = ctx.arch
     h, f = float(a.hidden_size), float(a.ffn_hidden_size)
     t_k = gemm(M, h, a.kv_dim / tp)
     t_o = gemm(M, float(a.attention_output_dim()) / tp, h)
     t_ffn = gemm(M, h, f / tp) if a.ffn_type == "swiglu" else gemm(M, f / tp, h)
-    return t_k + t_o + t_ffn
+    moe_frac = a.moe_layers / a.layers
+    return t_k + t_o + (1.0 - moe_frac) * t_ffn + moe_frac * t_experts
 
 
 def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
@@ -702,7 +728,7 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
         t_ffn_moe = t_routed + t_shared + t_router
         f_act = (a.experts_per_token + a.shared_experts) * fe
     else:
-        t_ffn_moe = 0.0 * M
+        t_ffn_moe = t_routed = 0.0 * M
         f_act = f
     g_in = dense_frac * g_fc1 + moe_frac * 0.5 * t_ffn_moe  # the GEMMs beside the FFN collectives
     g_out = dense_frac * g_fc2 + moe_frac * 0.5 * t_ffn_moe
@@ -746,7 +772,7 @@ def layer_terms(ctx: Context, tp, cp, ep, mb, rc, sp, tpo):
     recompute = (np.where(full, t_gemm_layer + t_ew_fwd + cast_fwd + e.layer_overhead_s - skipped, 0.0)
                  + attn_recompute * t_attn_fwd)
     if ctx.framework.selective_recompute == "every_second_mm":  # TorchTitan's op-level selective checkpointing [25]
-        recompute = recompute + np.where(sel, dense_frac * every_second_mm_s(ctx, gemm, M, tp), 0.0)
+        recompute = recompute + np.where(sel, every_second_mm_s(ctx, gemm, M, tp, t_routed), 0.0)
 
     # ---- tensor parallel -------------------------------------------------------------
     nvl_bw = ctx.nvlink_bw * e.nvlink_efficiency
@@ -948,6 +974,24 @@ def last_bucket_params(bucket_params, per_dp_rank, n_dp, emb_p):
     return np.maximum(np.maximum(bucket_params, per_dp_rank * n_dp), emb_p)
 
 
+def root_unit_params(emb_p, out_last, single, p_first, p_last):
+    """Parameters of the FSDP root unit of the largest pipeline stage [parameters]: what the frameworks that wrap
+    one transformer layer per unit (``dp_last_reduction: root_unit``: llm-foundry / Composer's FSDP, TorchTitan's FSDP2)
+    leave to the root module [13]: the input embedding, and with it on a single stage the final norm and the untied
+    output layer (``out_last``: the final norm alone when tied). The root's gradients are reduced as one unit once
+    all of them are computed, and the embedding's is the backward's last (its lookup is the forward's first op), so
+    the output layer's gradient, computed first, waits with it. TorchTitan applies ``fully_shard`` to each
+    TransformerBlock and then to the whole model (torchtitan/models/llama3/parallelize_llama.py ``apply_fsdp``,
+    e7c0cae, lines 344-367), whose remaining parameters are ``tok_embeddings``, ``norm`` and ``output``;
+    llm-foundry wraps each MPTBlock (``fsdp_wrap_fn``, data/training_frameworks.yaml ``fsdp``). With pipeline parallelism the first stage's root holds the
+    embedding, the last stage's the final norm and output layer: the largest stage's (``p_first`` / ``p_last``) is
+    taken. ``emb_p``, ``out_last``: parameters [parameters]; ``single``: no pipeline parallelism. Elementwise.
+
+    Worked case (by hand): Llama 3.1 8B (vocabulary 128,256, hidden 4,096, untied), TP 1, one stage:
+    525,336,576 + 525,336,576 + 4,096 = 1,050,677,248."""
+    return np.where(single, emb_p + out_last, np.where(p_last >= p_first, out_last, emb_p))
+
+
 def dp_exposed(t_grad, t_param, t_max, bucket, pp, vp):
     """Exposed data-parallel gradient reduction and parameter all-gather with Megatron-Core's overlap
     (``overlap_grad_reduce``, ``overlap_param_gather``) [s]: ``(grad, param)``.
@@ -1061,9 +1105,10 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     else:
         fp8_first = fp8_last = fp8_mid = 0.0 * p_gpu
 
-    def gather_bytes(b16):  # the largest stage's all-gather bytes, ``b16`` bytes per element not in FP8
-        return np.maximum(np.maximum(b16 * p_first - (b16 - 1.0) * fp8_first, b16 * p_last - (b16 - 1.0) * fp8_last),
-                          b16 * p_mid - (b16 - 1.0) * fp8_mid)
+    def gather_bytes(b16, fp8=True):  # the largest stage's all-gather bytes, ``b16`` bytes per element not in FP8
+        k = (b16 - 1.0) * float(fp8)
+        return np.maximum(np.maximum(b16 * p_first - k * fp8_first, b16 * p_last - k * fp8_last),
+                          b16 * p_mid - k * fp8_mid)
     n_dp = dp * cp
     per_node = np.minimum(n_dp, np.maximum(1.0, np.floor(gpn / tp)))
     in_node = tp * n_dp <= dom
@@ -1079,16 +1124,23 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     if e.dp_overlap is not None:  # a fixed hidden fraction (parallelism.dp_overlap)
         exposed_grad = (1.0 - e.dp_overlap) * (t_grad + t_param)
     else:
-        # the last reduction holds at least the input embedding, whose gradient the backward computes last [11]
-        bucket = np.minimum(1.0, last_bucket_params(fw.bucket_params, fw.bucket_params_per_dp_rank, n_dp, emb_p) / p_gpu)
+        # the last reduction holds at least the input embedding, whose gradient the backward computes last [11];
+        # FSDP frameworks (one layer per unit, ``dp_last_reduction: root_unit``) the root unit (:func:`root_unit_params`) [13]
+        last_p = root_unit_params(emb_p, out_last, single, p_first, p_last) if fw.dp_last_reduction == "root_unit" \
+            else emb_p
+        bucket = np.minimum(1.0, last_bucket_params(fw.bucket_params, fw.bucket_params_per_dp_rank, n_dp, last_p)
+                            / p_gpu)
         ex_grad, ex_param = dp_exposed(t_grad, t_param, t_max, bucket, pp, vp)
         exposed_grad = ((ex_grad if ctx.overlap_grad_reduce else t_grad)
                         + (ex_param if ctx.overlap_param_gather else t_param))
     # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
     # the gradients, in the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24]).
     L_s = np.where(single, L, L / pp)
-    z3_lat = L_s * (n_dp > 1) * dp_alpha * nodes_in_group  # ring latency of one pass over the layers
-    t_ag = _ring_gather(gather_bytes(fw.zero3_gather_bytes), n_dp, dp_bw, 0.0) + z3_lat  # one gather pass
+    # ring latency of one pass over the layers, one collective a layer: NCCL's n - 1 ring steps, nodes - 1 of them
+    # across the network (src/graph/tuning.cc, gpucluster_lib.training.comm [3])
+    z3_lat = L_s * ring_steps_latency_s(n_dp, np.where(in_node, 1.0, nodes_in_group), e.alpha_nvlink_s,
+                                        e.alpha_network_s)
+    t_ag = _ring_gather(gather_bytes(fw.zero3_gather_bytes, zero3_fp8(ctx)), n_dp, dp_bw, 0.0) + z3_lat  # one pass
     t_rs = _ring_gather(p_gpu * fw.zero3_reduce_bytes, n_dp, dp_bw, 0.0) + z3_lat  # the reduce-scatter
     t_z3 = m * (2.0 * t_ag + t_rs)
     compute_total = t_pipe
@@ -1263,6 +1315,23 @@ def gather_buffer_layers(ctx: Context) -> float:
     the frameworks that gather a wrapped unit: FSDP gathers one unit (a layer) while the next one is
     prefetched: 2. DeepSpeed (``zero3_prefetch: module``) is :func:`deepspeed_zero3_buffers`."""
     return 2.0
+
+
+def reduce_queue_bytes(ctx: Context, lp):
+    """Unsharded ZeRO-3 gradients a framework of ``zero3_prefetch: unit`` holds at the backward peak [B]: the
+    framework's ``zero3_reduce_queue_layers`` layers of ``lp`` parameters per GPU in the reduction precision
+    ``zero3_reduce_bytes``. Megatron-FSDP (NeMo): each parameter's ``main_grad`` fetches its unit's full gradient
+    bucket (``main_grad_getter`` -> ``fetch_bucket``, megatron/core/distributed/custom_fsdp/param_and_grad_buffer.py,
+    Megatron-LM 3cdfd613, lines 1237-1242), freed when the unit's reduce-scatter leaves the queue, which holds up
+    to ``suggested_RS_queue_capacity`` elements, twice a unit's (fully_sharded_data_parallel.py lines 219-226;
+    ``wait_for_previous_grad_reduce``: "while queue_space > suggested_queue_capacity", param_and_grad_buffer.py
+    lines 1636-1648): 2 layers, a lower bound (the unit being computed adds its own bucket). 0 for frameworks
+    whose source was not read for it (PyTorch FSDP, TorchTitan). Elementwise over ``lp``.
+
+    Worked case (by hand): GPT-3 175B (h 12,288, 4h FFN: 12 h^2 + 13 h = 1,812,099,072 parameters a layer) at
+    TP 1, 2 layers in 16 bits: 2 x 1,812,099,072 x 2 = 7,248,396,288 B (7.25 GB)."""
+    fw = ctx.framework
+    return fw.zero3_reduce_queue_layers * np.asarray(lp, dtype=float) * fw.zero3_reduce_bytes
 
 
 def deepspeed_zero3_buffers(ctx: Context, lp) -> tuple[np.ndarray, np.ndarray]:
@@ -1475,16 +1544,19 @@ class MemoryCommon:
         # also holds full 16-bit gradients until their bucket is reduced and partitioned [17]
         if ctx.framework.zero3_prefetch == "module":
             g_el, r_el = deepspeed_zero3_buffers(ctx, lp)
+            r_bytes = r_el * BYTES_16
         else:
-            g_el, r_el = gather_buffer_layers(ctx) * lp, 0.0 * lp
+            # Megatron-FSDP also holds the unsharded gradients of the units in its reduce-scatter queue
+            # (``zero3_reduce_queue_layers``, in the reduction precision): :func:`reduce_queue_bytes`
+            g_el, r_bytes = gather_buffer_layers(ctx) * lp, reduce_queue_bytes(ctx, lp)
         zgb = ctx.framework.zero3_gather_bytes
-        if ctx.fp8 and ctx.fp8_params:  # the layers' GEMM weights gathered in one byte, as timing moves them [24]
+        if zero3_fp8(ctx):  # the layers' GEMM weights gathered in one byte, as timing moves them [24]
             gemm_share = np.asarray(lp_gemm, dtype=float) / np.maximum(np.asarray(lp, dtype=float), 1.0)
             g_bytes = g_el * (zgb - (zgb - 1.0) * gemm_share)
         else:
             g_bytes = g_el * zgb
         self.gather = np.where(zero == 3, g_bytes, 0.0)
-        self.unreduced = np.where(zero == 3, r_el * BYTES_16, 0.0)
+        self.unreduced = np.where(zero == 3, r_bytes, 0.0)
         self.fixed = (e.cuda_context_gib + e.comm_buffers_gib) * GIB
         self.frag = e.fragmentation
 

@@ -264,6 +264,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   states=states, fp8_saved_inputs=fp8_inputs,
                   distribute_saved_activations=tr.distribute_saved_activations,
                   fp8_params=fp8_weights(tr, fw),
+                  # ZeRO-3 gathers FP8 weights only where the framework's ZeRO-3 can (NeMo's Megatron-FSDP: not)
+                  zero3_fp8_params=fp8_weights(tr, fw) and fw.zero3_fp8_param_gather,
                   defer_output_wgrad=fw.output_wgrad_deferral and (fw.defer_output_wgrad if tr.defer_output_wgrad is None
                                                                    else bool(tr.defer_output_wgrad)),
                   wgrad_deferral_limit=(fw.wgrad_deferral_limit if tr.wgrad_deferral_limit is None
@@ -581,13 +583,14 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     for a search of at most :data:`EXHAUSTIVE_PLANS_PER_ROW` plans per row kept."""
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
-        key: tuple | None = (spec, tp_limit, ctx.nvlink_domain)
-        space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain)
+        z3_tpo = ctx.framework.zero3_tp_comm_overlap
+        key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, z3_tpo)
+        space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, z3_tpo)
         space = _SPACES.get(space_key)
     except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
         key, space_key, space = None, None, None
     if space is None:
-        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain)
+        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, ctx.framework.zero3_tp_comm_overlap)
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
@@ -714,7 +717,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     tokens_step = plan.global_batch_size * arch.seq_length
     tps = tokens_step / step
     mflops = fl.model_flops_per_token(arch) * tps / hw.gpus
-    hflops = fl.hardware_flops_per_token(arch, plan.recompute, ctx.framework.checkpoint_early_stop) * tps / hw.gpus
+    hflops = fl.hardware_flops_per_token(arch, plan.recompute, ctx.framework.checkpoint_early_stop,
+                                         ctx.framework.selective_recompute) * tps / hw.gpus
     days = scenario.training.tokens / tps / SECONDS_PER_DAY if scenario.training.tokens else None
     findings += _findings(scenario, ctx, plan, memory, fits, breakdown, step, days, eff, stages)
     findings += _blocked_prefetch(ctx, plan, arrays, step, memory["total"])
@@ -1005,6 +1009,13 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"FP8 weights are set, but {fw.name} has no FP8-weight path: it keeps 16-bit weights and "
                            "gathers them in 16 bits, so the setting has no effect",
                            fix=f"remove it, or choose a framework that gathers FP8 weights ({', '.join(able)})",
+                           field="training.fp8_params"))
+    elif tr.fp8_params and plan.zero_stage == 3 and tr.precision == "fp8" and not fw.zero3_fp8_param_gather:
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"FP8 weights are set, but {fw.name} does not gather FP8 weights under ZeRO-3 (NeMo's "
+                           "performance scripts turn the FP8 parameter gather off with Megatron-FSDP): the ZeRO-3 "
+                           "gathers stay in 16 bits, so the setting has no effect on them",
+                           fix="remove it, or use ZeRO stage 1 or 2 (the distributed optimizer) for one-byte gathers",
                            field="training.fp8_params"))
     if tr.defer_output_wgrad and not fw.output_wgrad_deferral:
         able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).output_wgrad_deferral]

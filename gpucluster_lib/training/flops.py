@@ -56,26 +56,49 @@ def model_flops_per_token(arch: TransformerArch) -> float:
     return 3.0 * forward_flops_per_token(arch)
 
 
-def recompute_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False) -> float:
+def every_second_mm_flops_per_token(arch: TransformerArch) -> float:
+    """Forward FLOPs per token that TorchTitan's op-level selective checkpointing reruns [FLOP/token]
+    (training/core.py reference [25], ``every_second_mm_s``): every layer's K and output projections,
+    ``2 h (kv_dim + q_out)``, each dense layer's third FFN GEMM (w3 of SwiGLU, ``2 h f``; FC2 of a GELU FFN, the
+    same count) and each MoE layer's routed experts in full (``torch._grouped_mm``, not in the policy's save list),
+    ``2 k x`` the FFN GEMM parameters of one expert. The attention core is saved (its SDPA op is in the list).
+
+    Worked case (by hand): Llama 3.1 8B (h 4,096, kv_dim 1,024, q_out 4,096, f 14,336, 32 layers):
+    2 x 4,096 x (1,024 + 4,096 + 14,336) x 32 = 5,100,273,664 FLOP/token."""
+    h = float(arch.hidden_size)
+    attn = 2.0 * arch.layers * h * (arch.kv_dim + arch.attention_output_dim())
+    dense = 2.0 * arch.dense_ffn_layers * h * arch.ffn_hidden_size
+    experts = 0.0
+    if arch.is_moe:
+        e_ffn = arch.expert_ffn_hidden_size or arch.ffn_hidden_size
+        experts = 2.0 * arch.moe_layers * arch.experts_per_token * arch.ffn_matmul_params(e_ffn)
+    return float(attn + dense + experts)
+
+
+def recompute_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False,
+                              selective: str = "attention") -> float:
     """Extra forward FLOPs per token repeated by activation recomputation [FLOP/token].
 
     ``full`` repeats the forward of every layer (not the output layer) [1], less, with
     ``early_stop`` (PyTorch 2.1's non-reentrant checkpoint, training/core.py reference [14]), each
     dense layer's FFN output projection, 2 h f per token; ``selective`` repeats only the attention
-    scores/values [2]; ``none`` nothing.
+    scores/values [2], or, with ``selective="every_second_mm"`` (the framework's ``selective_recompute``,
+    TorchTitan), the matmuls of :func:`every_second_mm_flops_per_token`; ``none`` nothing.
     """
     parts = layer_matmul_flops_per_token(arch)
     if recompute == "full":
         skipped = 2.0 * arch.dense_ffn_layers * arch.hidden_size * arch.ffn_hidden_size if early_stop else 0.0
         return parts["attention"] + parts["ffn"] + parts["scores"] - skipped
     if recompute == "selective":
-        return parts["scores"]
+        return every_second_mm_flops_per_token(arch) if selective == "every_second_mm" else parts["scores"]
     return 0.0
 
 
-def hardware_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False) -> float:
-    """Model FLOPs plus recomputation [FLOP/token] (``early_stop``: see :func:`recompute_flops_per_token`)."""
-    return model_flops_per_token(arch) + recompute_flops_per_token(arch, recompute, early_stop)
+def hardware_flops_per_token(arch: TransformerArch, recompute: str, early_stop: bool = False,
+                             selective: str = "attention") -> float:
+    """Model FLOPs plus recomputation [FLOP/token] (``early_stop``, ``selective``: see
+    :func:`recompute_flops_per_token`)."""
+    return model_flops_per_token(arch) + recompute_flops_per_token(arch, recompute, early_stop, selective)
 
 
 def narayanan_eq3_flops(batch: int, seq: int, layers: int, hidden: int, vocab: int) -> float:

@@ -79,6 +79,20 @@ class Framework:
     #: the framework has an FP8-weight path (Megatron-Core ``fp8_param_gather``, torchao's float8 FSDP2
     #: all-gather): ``training.fp8_params`` is read only then
     fp8_param_gather: bool = False
+    #: ZeRO-3's parameter all-gathers move FP8 weights (``fp8_params``, ``training.fp8_params``) in one byte;
+    #: false: they stay in ``zero3_gather_bytes`` whatever the setting (NeMo 25.04's performance scripts turn
+    #: fp8_param_gather off under Megatron-FSDP, data/training_frameworks.yaml)
+    zero3_fp8_param_gather: bool = True
+    #: TP communication overlap may run beside ZeRO-3 (the plan search offers both together); false: not
+    #: (NeMo 25.04's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1)
+    zero3_tp_comm_overlap: bool = True
+    #: ZeRO-3 unsharded gradients held in the reduce-scatter queue at the backward peak, in layers' worth of
+    #: elements in ``zero3_reduce_bytes`` (Megatron-FSDP's ``suggested_RS_queue_capacity``: two units) [layers]
+    zero3_reduce_queue_layers: float = 0.0
+    #: what the last data-parallel gradient reduction of an overlapped backward holds at least: "embedding" (the
+    #: input embedding, Megatron-Core's last bucket) or "root_unit" (FSDP's root unit: embedding, final norm and
+    #: untied output layer, with one transformer layer per wrapped unit)
+    dp_last_reduction: str = "embedding"
     #: the gradient buffer is held in the data-parallel reduction precision (Megatron-Core's
     #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
     #: false: 16-bit gradients
@@ -195,10 +209,13 @@ def framework(name: str = "megatron") -> Framework:
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
                 "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad")
+#: Keys that are true or false and true when absent.
+BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
-                    "selective_recompute": ("attention", "every_second_mm")}
+                    "selective_recompute": ("attention", "every_second_mm"),
+                    "dp_last_reduction": ("embedding", "root_unit")}
 
 
 def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
@@ -214,8 +231,8 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         if key in row and row[key] not in choices:
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be one of {', '.join(choices)}, got {row[key]!r}")
-    for key in BOOLEAN_KEYS:
-        if not isinstance(row.get(key, False), bool):
+    for key in (*BOOLEAN_KEYS, *BOOLEAN_KEYS_TRUE):
+        if not isinstance(row.get(key, key in BOOLEAN_KEYS_TRUE), bool):
             raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                                f"framework {name}, {key}: must be true or false, got {row[key]!r}")
     if row.get("fp8_params", False) and not row.get("fp8_param_gather", False):
@@ -250,6 +267,9 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      cross_entropy_bytes_per_logit=None if loss is None else cross_entropy_bytes(loss),
                      selective_recompute=str(row.get("selective_recompute", "attention")),
                      wgrad_deferral_limit=int(row.get("wgrad_deferral_limit", 0)),
+                     zero3_reduce_queue_layers=float(row.get("zero3_reduce_queue_layers", 0.0)),
+                     dp_last_reduction=str(row.get("dp_last_reduction", "embedding")),
+                     **{key: bool(row.get(key, True)) for key in BOOLEAN_KEYS_TRUE},
                      attention_kernels=kernels, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 

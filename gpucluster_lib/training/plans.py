@@ -562,8 +562,12 @@ class PlanSpace:
 
 
 def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
-               nvlink_domain: int | None = None) -> PlanSpace:
-    """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`)."""
+               nvlink_domain: int | None = None, zero3_tp_overlap: bool = True) -> PlanSpace:
+    """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`).
+
+    ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (the framework's
+    ``zero3_tp_comm_overlap``: NeMo's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1,
+    NeMo v2.3.0 scripts/performance/utils.py lines 314-325)."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
@@ -639,6 +643,8 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
     # TP 1: one row, no SP, no TP overlap
     allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
+    if not zero3_tp_overlap:  # the framework runs no TP overlap beside ZeRO-3
+        allowed &= ~((opts[:, 1] == 3) & (opts[:, 4] == 1))[None, :]
     if nvlink_domain is not None:  # TP overlap only inside the NVLink domain
         allowed &= ~((base["tp"][:, None] > tp_overlap_reach(nvlink_domain)) & (opts[:, 4] == 1)[None, :])
     for v in (*base.values(), *switches.values(), allowed):
