@@ -165,6 +165,9 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "zero3_max_live_parameters": "The ZeRO-3 live-parameter limit",
         "fp8_params": "FP8 weights", "distribute_saved_activations": "The distributed saved activations",
         "optimizer_state_precision": "The optimizer state precision", "master_weights": "The master weights",
+        "cross_entropy_loss": "The cross-entropy loss implementation",
+        "defer_output_wgrad": "The output-layer weight-gradient deferral",
+        "wgrad_deferral_limit": "The weight-gradient deferral limit",
     },
     "parallelism": {
         "auto": "The automatic plan search", "tensor": "The tensor parallelism (TP)",
@@ -173,6 +176,7 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "virtual_stages": "The virtual pipeline stages", "micro_batch_size": "The micro-batch size",
         "global_batch_size": "The global batch size", "recompute": "The recomputation",
         "sequence_parallel": "Sequence parallelism", "zero_stage": "The ZeRO stage",
+        "overlap_p2p_comm": "The pipeline transfer overlap",
         "distributed_optimizer": "The distributed optimizer",
         "allow_tp_across_nodes": "Tensor parallelism across nodes",
         "dp_overlap": "The hidden share of the data-parallel communication",
