@@ -654,7 +654,8 @@ def test_deepspeed_zero3_buckets_that_span_modules_and_layers_by_hand():
 def test_interleaved_schedule_hides_steady_state_p2p_with_overlap_p2p_comm():
     """Megatron-Core's interleaved schedule with ``overlap_p2p_comm`` (schedules.py core_r0.8.0,
     forward_backward_pipelining_with_interleaving; core.py [26]): each steady-state send/receive is waited one chunk
-    later, behind a chunk of the other direction; the warm-up and cool-down (the bubble) keep every transfer."""
+    later, behind a chunk of the other direction; the bubble's (p-1)/v slots and the last stage's (v-1) p warm-up and
+    cool-down chunks keep their transfers."""
     import dataclasses
 
     from gpucluster_lib.training import validation
@@ -675,4 +676,33 @@ def test_interleaved_schedule_hides_steady_state_p2p_with_overlap_p2p_comm():
     assert off_b["pp_comm"] == pytest.approx(64 * 2 * 6 * x, rel=1e-6)  # 0.4893 s
     # a chunk is 12 / 6 = 2 layers of 175B per micro-batch (tens of ms), far longer than 0.64 ms: nothing left exposed
     assert on_b["pp_comm"] == 0.0
-    assert on_b["bubble"] == pytest.approx(off_b["bubble"], rel=1e-12)  # warm-up and cool-down transfers stay
+    # the warm-up and cool-down: (v-1) p / v = 5 x 8 / 6 micro-batches' worth of the 2 v = 12 transfers beyond the
+    # bubble's (schedules.py core_r0.8.0 l.650-652: the last rank's (v-1) p warm-up forwards; NeMo's slot factor 1.0):
+    # 40/6 x 12 x 0.63715 ms = 80 x 0.63715 ms = 0.050972 s more than the bubble without the overlap
+    assert framework("nemo").pipeline_stage_factor == 1.0
+    assert on_b["bubble"] - off_b["bubble"] == pytest.approx(80 * x, rel=1e-6)
+
+
+def test_interleaved_p2p_overlap_partial_hiding_by_hand():
+    """Megatron-Core's interleaved schedule with overlap_p2p_comm (schedules.py core_r0.8.0 l.916-1017; core.py
+    [26]), a transfer between a third and two thirds of a chunk: only the backward transfer (behind a forward chunk,
+    1/3) shows, x - c/3v per chunk pair; the warm-up and cool-down add (v-1) p / v micro-batches at full cost."""
+    import numpy as np
+
+    from gpucluster_lib.training.core import interleaved_p2p_overlap
+
+    # session-25 review's replay of the schedule (review2_sim_partial.py): p 8, v 4, m 32, forward chunk 1, backward 2
+    # (chunk 3), one transfer x 1.5: the forward transfer hides behind a backward chunk (2 > 1.5), the backward
+    # transfer behind a forward chunk shows 1.5 - 1 = 0.5: t_slot = 4 x 0.5 = 2 (2/3 and 1/3 both on 2: 0; both on 1: 4)
+    t_slot, n = interleaved_p2p_overlap(1.5, 3.0, 4.0, 8.0, 32.0)
+    assert float(t_slot) == pytest.approx(2.0, rel=1e-12)
+    assert float(n) == pytest.approx(3 * 8 / 4, rel=1e-12)  # (v-1) p / v = 6
+    # the step: m (c + t_slot) + (p-1)/v (c + 2 v x) + n (2 v x - t_slot) with c = 4 x 3 = 12, 2 v x = 12:
+    # 32 x 14 + 7/4 x 24 + 6 x 10 = 448 + 42 + 60 = 550 against the replay's 549.5
+    assert 32 * (12 + float(t_slot)) + 7 / 4 * 24 + float(n) * (12 - float(t_slot)) == pytest.approx(549.5, rel=1e-3)
+    # full hiding (x 0.3 < chunk / 3 = 1): 32 x 12 + 7/4 x 14.4 + 6 x 2.4 = 384 + 25.2 + 14.4 = 423.6 = the replay's
+    t_slot, n = interleaved_p2p_overlap(0.3, 3.0, 4.0, 8.0, 32.0)
+    assert float(t_slot) == 0.0
+    assert 32 * 12 + 7 / 4 * 14.4 + float(n) * 2.4 == pytest.approx(423.6, rel=1e-9)
+    # m = p: every chunk runs in the warm-up and cool-down (num_warmup_microbatches = total, l.646-648): n = m
+    assert float(interleaved_p2p_overlap(np.array(0.3), 3.0, 4.0, 8.0, 8.0)[1]) == 8.0

@@ -78,8 +78,11 @@ Model (per GPU, per micro-batch, bottleneck pipeline stage)
   (the framework's ``overlap_p2p_comm``, ``parallelism.overlap_p2p_comm``) the steady state's ``2 v`` transfers
   per micro-batch run behind the other direction's chunks: a forward chunk's transfer ``x`` behind a backward
   chunk (``2/3`` of the stage's compute ``c`` over ``v``), a backward chunk's behind a forward chunk (``1/3``),
-  exposed ``v (max(0, x - 2c/3v) + max(0, x - c/3v))`` in ``max t_i``; the warm-up and cool-down, the bubble
-  term, keep every transfer exposed [26].
+  exposed ``v (max(0, x - 2c/3v) + max(0, x - c/3v))`` in ``max t_i``; the warm-up and cool-down keep theirs
+  exposed: the bubble term's ``(p-1)/v`` slots at full transfer cost, and the last stage's further ``(v-1) p``
+  warm-up forward chunks and as many cool-down backward chunks, ``min(m, (v-1) p / v) phi (2 v x - t_slot)`` more
+  (``m phi (2 v x - t_slot)`` with ``m = p``, all in the warm-up), where ``t_slot`` is the steady state's exposed
+  transfer time per micro-batch [26].
   With Megatron-Core's ``defer_embedding_wgrad_compute``
   (``training.defer_output_wgrad``) the last stage skips the output layer's weight-gradient GEMM in the
   backward of the first ``k`` micro-batches and runs the k GEMMs after its last backward, in the flush,
@@ -312,7 +315,14 @@ References
         asynchronously (``send_forward_recv_forward(..., overlap_p2p_comm=True)`` returns wait handles) and waited
         only before the next forward, after a backward chunk has run; each backward chunk's before the next
         backward, after a forward chunk. In the warm-up the handles are waited at the top of the next iteration
-        with no compute between, and the cool-down likewise: there the transfers stay exposed. Megatron-LM added
+        with no compute between, and the cool-down's ``send_backward_recv_backward`` blocks (l.1095-1120): there the
+        transfers stay exposed. The last rank runs ``num_warmup_microbatches = 2 (p - r - 1) + (v - 1) p = (v - 1) p``
+        warm-up forward chunks (l.650-652; all ``m v`` when ``m = p``, l.646-648) and as many cool-down backwards,
+        ``(v - 1) p / v`` micro-batches' worth beyond the bubble's ``(p - 1)/v``: a discrete-event replay of the
+        schedule's waits (session-25 review, p 8, v 4, m 32, f 1, b 2, x 0.3) gives 423.6 against this model's
+        423.6 (409.2 without the warm-up and cool-down term); at x 1.5 (partial hiding) 549.5 against 550.0. The
+        non-interleaved schedule refuses the option ("Non-interleaved pipeline parallelism does not support
+        overlapping p2p communication", l.1286-1289). Megatron-LM added
         the option on 2023-05-31 (commit f9283c5a8a, "Add option to overlap p2p communication"), on by default for
         interleaving since (``--no-overlap-p2p-communication``, store_false, megatron/training/arguments.py,
         core_r0.8.0); NeMo 1.x configs set it (NeMo-Framework-Launcher 24.07 gpt3/175b.yaml, llama2_13b, llama2_70b,
@@ -836,7 +846,8 @@ PIPELINE_KEYS = ("t_emb", "t_out", "t_p2p", "phi", "raw_max", "which", "n_b", "e
 def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bottleneck: bool = True) -> dict[str, np.ndarray]:
     """The pipeline schedule of one step [s]: embedding, output layer and the point-to-point time a
     steady-state slot spends per micro-batch (all ``2 v`` transfers, or what the interleaved schedule's
-    ``overlap_p2p_comm`` leaves exposed [26]; the bubble keeps them all), the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
+    ``overlap_p2p_comm`` leaves exposed [26]; the bubble keeps its ``(p-1)/v`` slots' transfers and, with the
+    overlap, the last stage's ``(v-1) p`` warm-up and cool-down chunks' transfers at full cost), the bottleneck stage's time (``raw_max``; ``t_max`` with the framework's slot
     factor), which stage it is (0 first, 1 middle, 2 last) and its layers, the bubble and
     ``t_pipe = m t_max + bubble`` [2, 10] (see the module docstring).
 
@@ -878,11 +889,12 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     c_mid = np.where(pp > 2, lm * t_layer, 0.0)
     c_max = np.maximum(np.maximum(c_first, c_last), c_mid)
     # interleaved schedule with overlap_p2p_comm [26]: in the steady state a forward chunk's transfer runs behind a
-    # backward chunk (2/3 of c_max / vp), a backward chunk's behind a forward chunk (1/3); the bubble keeps them all
+    # backward chunk (2/3 of c_max / vp), a backward chunk's behind a forward chunk (1/3); the bubble keeps the
+    # transfers of its (p-1)/v slots, and the warm-up's and cool-down's further transfers are charged below
     x = t_p2p / np.maximum(2.0 * vp, 1.0)
-    chunk = c_max / vp
-    hidden_p2p = vp * (np.maximum(0.0, x - 2.0 * chunk / 3.0) + np.maximum(0.0, x - chunk / 3.0))
-    t_slot = np.where(fw.overlap_p2p_comm & (vp > 1) & (pp > 1), hidden_p2p, t_p2p)
+    hidden_p2p, n_exposed = interleaved_p2p_overlap(x, c_max / vp, vp, pp, m)
+    overlapped = fw.overlap_p2p_comm & (vp > 1) & (pp > 1)
+    t_slot = np.where(overlapped, hidden_p2p, t_p2p)
     t_first = np.where(single, c_first, c_first + t_slot)
     t_last = np.where(single, t_first, c_last + t_slot)
     t_mid = np.where(pp > 2, c_mid + t_slot, 0.0)
@@ -891,10 +903,17 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     t_sum = phi * (L * t_layer + t_emb + t_out + pp * t_p2p)
     full_max = phi * np.where(single, c_max, c_max + t_p2p)  # the slot with every transfer exposed (fill, drain)
     bubble = (t_sum - full_max) / vp
+    # the overlap's warm-up and cool-down [26]: the last stage runs (v-1) p forward chunks in the warm-up and as many
+    # backward chunks in the cool-down with their transfers waited with no compute between (schedules.py
+    # core_r0.8.0: the warm-up waits the previous forward's handles at the top of the next iteration, the cool-down's
+    # send_backward_recv_backward blocks), (v-1) p / v micro-batches' worth beyond the bubble's (p-1)/v; with
+    # m = p every chunk is in the warm-up and cool-down (num_warmup_microbatches = total_num_microbatches)
+    warm_cool = np.where(overlapped, phi * n_exposed * (t_p2p - t_slot), 0.0)
+    bubble = bubble + warm_cool
     t_p2p = t_slot  # what a steady-state slot spends on transfers
     # the output layer's weight-gradient GEMMs deferred to the flush (Megatron-Core) [27]: the bottleneck's mean time
     # per micro-batch drops by ``saved``, the flush grows by ``drain``
-    saved, drain = output_wgrad_deferral(ctx, g_out, m, t_first, t_mid, t_last, t_sum, phi, pp, vp)
+    saved, drain = output_wgrad_deferral(ctx, g_out, m, t_first, t_mid, t_last, t_sum, phi, pp, vp, c_last=c_last, x=x)
     t_max = phi * (raw_max - saved)
     bubble = bubble + drain
     t_pipe = m * t_max + bubble
@@ -909,7 +928,29 @@ def pipeline_schedule(ctx: Context, q: dict[str, np.ndarray], M, m, t_layer, bot
     return out
 
 
-def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi, pp, vp):
+def interleaved_p2p_overlap(x, chunk, vp, pp, m):
+    """Megatron-Core's interleaved schedule with ``overlap_p2p_comm`` [26]: ``(t_slot, n_exposed)``.
+
+    ``t_slot`` [s]: the transfer time a steady-state slot leaves exposed per micro-batch,
+    ``v (max(0, x - 2 chunk/3) + max(0, x - chunk/3))``: a forward chunk's send/receive ``x`` [s] is waited
+    before the next forward, after a backward chunk (2/3 of ``chunk``, one chunk's compute per micro-batch [s]),
+    a backward chunk's before the next backward, after a forward chunk (1/3) (schedules.py core_r0.8.0
+    l.916-1017). ``n_exposed`` [micro-batches]: the last stage's warm-up and cool-down chunks whose transfers
+    are waited with no compute between, beyond the ``(p-1)/v`` of the bubble: ``(v-1) p`` forward chunks and as
+    many backward chunks, ``(v-1) p / v`` micro-batches (l.650-652, 817-913, 1095-1120), all ``m`` when
+    ``m <= p`` (every chunk in the warm-up, l.646-648). :func:`pipeline_schedule` adds
+    ``phi n_exposed (2 v x - t_slot)`` to the bubble. Elementwise over arrays that broadcast.
+
+    Worked case (session-25 review's replay of the schedule, review2_sim_partial.py): p 8, v 4, m 32, a forward
+    chunk 1, backward 2 (chunk 3), x 1.5: t_slot = 4 (0 + 0.5) = 2, n_exposed = 3 x 8 / 4 = 6; step
+    32 (12 + 2) + 7/4 (12 + 12) + 6 (12 - 2) = 550 against the replay's 549.5.
+    """
+    t_slot = vp * (np.maximum(0.0, x - 2.0 * chunk / 3.0) + np.maximum(0.0, x - chunk / 3.0))
+    n_exposed = np.where(m <= pp, m, np.minimum(m, (vp - 1.0) * pp / np.maximum(vp, 1.0)))
+    return t_slot, n_exposed
+
+
+def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi, pp, vp, c_last=None, x=0.0):
     """Megatron-Core's deferral of the output layer's weight-gradient GEMMs to the pipeline flush [27]:
     ``(saved, drain)`` [s], the drop of the bottleneck stage's mean time per micro-batch (before the
     framework's slot factor ``phi``) and the deferred GEMMs' time that the flush does not hide.
@@ -918,9 +959,14 @@ def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi
     ``g`` [s] (one of the output layer's three GEMMs, M x h x V/t) in the backward of the first
     ``k = min(m, limit)`` of the step's ``m`` micro-batches (``limit = ctx.wgrad_deferral_limit``, 0: k = m)
     and runs the k GEMMs after its last backward, while the stages before it run their last backwards:
-    the idle time of the last stage at the end of the flush, the backward share 2/3 of the other stages'
-    time per micro-batch over the ``v = vp`` model chunks, ``i = 2/3 (t_sum - phi t_last) / v`` [s] (the
-    cool-down half of :func:`pipeline_schedule`'s bubble; the same 2/3 as :func:`dp_exposed`).
+    the idle time of the last stage at the end of the flush: the other stages' last chunk backwards, the backward
+    share 2/3 of their compute per micro-batch over the ``v = vp`` model chunks, and the ``p - 1`` blocking
+    cool-down transfers of one chunk's activation gradient ``x`` [s] each (schedules.py core_r0.8.0 cool-down:
+    ``send_backward_recv_backward`` without ``overlap_p2p_comm``, so at full cost with the overlap too [26]),
+    ``i = phi (2/3 C_o / v + (p - 1) x)`` [s] with ``C_o = t_sum / phi - c_last - 2 p v x`` the other stages'
+    compute per micro-batch [s] (``t_sum`` holds every stage's ``2 v`` transfers at full cost); ``c_last``: the
+    last stage's compute per micro-batch [s] (default ``t_last``, with ``x = 0``: ``i = 2/3 (t_sum - phi t_last) / v``,
+    the cool-down half of :func:`pipeline_schedule`'s bubble; the same 2/3 as :func:`dp_exposed`).
 
     * ``saved = k / m (r - max(t_last - g, max(t_first, t_mid)))`` with ``r = max(t_first, t_mid, t_last)``:
       a deferred micro-batch's step is set by the last stage without the GEMM or by the slowest other stage,
@@ -949,7 +995,10 @@ def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi
     others = np.maximum(t_first, t_mid)
     r = np.maximum(others, t_last)
     saved = k / m * (r - np.maximum(t_last - g, others))
-    idle = (2.0 / 3.0) * (t_sum - phi * t_last) / vp
+    if c_last is None:
+        c_last = t_last
+    c_others = t_sum / phi - c_last - 2.0 * pp * vp * x
+    idle = phi * ((2.0 / 3.0) * c_others / vp + (pp - 1.0) * x)
     drain = np.maximum(0.0, k * g - idle)
     return saved, drain
 
