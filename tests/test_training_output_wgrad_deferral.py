@@ -124,6 +124,27 @@ def test_the_frameworks_default_is_off_and_the_scenario_turns_it_on():
     assert on.stages["stage_memory_bytes"][:-1] == off.stages["stage_memory_bytes"][:-1]
 
 
+def test_idle_counts_the_other_stages_compute_and_the_blocking_cool_down_transfers_by_hand():
+    # the worked case above with one transfer x = 1 ms, hidden in the steady state (overlap_p2p_comm): the stages'
+    # compute 0.1480 s (first, middle) and c_last = 0.1717 s, t_sum = 1.2077 + 8 x 2 x 5 x 0.001 = 1.2877 s.
+    # The last stage idles for the other stages' last chunk backwards, 2/3 x 7 x 0.1480 / 5 = 0.138133 s, and their
+    # 7 blocking cool-down transfers (send_backward_recv_backward, schedules.py core_r0.8.0 l.1095-1120), 0.007 s:
+    # i = 0.145133 s; drain = 22 x 0.0080 - 0.145133 = 0.030867 s
+    saved, drain = output_wgrad_deferral(ON22, 0.0080, 128.0, 0.1480, 0.1480, 0.1717, 1.2877, 1.0, 8.0, 5.0,
+                                         c_last=0.1717, x=0.001)
+    assert float(saved) == pytest.approx(0.001375, rel=1e-9)
+    assert float(drain) == pytest.approx(0.176 - (2 / 3 * 7 * 0.1480 / 5 + 7 * 0.001), rel=1e-9)
+    assert float(drain) == pytest.approx(0.030867, abs=1e-6)
+
+
+def test_a_limit_without_the_deferral_is_reported_ignored():
+    for sc in (_scenario(None, 22), _scenario(False, 22)):
+        found = [f for f in estimate(sc).findings if f.field == "training.wgrad_deferral_limit"]
+        assert len(found) == 1 and found[0].code == "training-setting-ignored" and found[0].severity == "warning"
+        assert "_" not in found[0].message and "training." not in found[0].message  # human words, no keys
+    assert not [f for f in estimate(_scenario(True, 22)).findings if f.field == "training.wgrad_deferral_limit"]
+
+
 def test_the_setting_is_reported_ignored_where_it_has_no_effect():
     ds = estimate(_scenario(True, 22, framework_id="deepspeed"))
     assert [f for f in ds.findings if f.field == "training.defer_output_wgrad"]
@@ -155,13 +176,21 @@ def test_validation_rows_carry_the_runs_setting(run_id, defer, limit):
     assert (tr.defer_output_wgrad, tr.wgrad_deferral_limit) == (defer, limit)
 
 
-def test_search_equals_exhaustive_with_deferral():
-    # the plan search's memory fit and step bound read the deferral as the full evaluation does
+@pytest.mark.parametrize("limit", [22, 0])
+def test_search_equals_exhaustive_with_deferral(limit):
+    # the plan search's memory fit and step bound read the deferral (and NeMo's p2p overlap with its warm-up and
+    # cool-down transfers) as the full evaluation does
+    from gpucluster_lib.training import search
+    from gpucluster_lib.training.plans import plan_space
     tests_plan_search = importlib.import_module("tests.test_plan_search")
     s = from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"server": "dgx-h100", "nodes": 8},
                    "parallelism": {"auto": True, "global_batch_size": 256},
                    "training": {"tokens": 1e11, "framework": "nemo", "defer_output_wgrad": True,
-                                "wgrad_deferral_limit": 22}})
+                                "wgrad_deferral_limit": limit}})
+    ctx = build_context(s)[0]
+    space = plan_space(s.parallelism, ctx.arch, ctx.gpus, min(ctx.nvlink_domain, ctx.gpus))
+    # the bounded search did not fall back to every plan: no evaluated plan fell below its bound
+    assert search.candidates(ctx, space, 100) is not None
     fast, full, evaluated = tests_plan_search.both(s, limit=100)
     tests_plan_search.assert_same(fast, full)
     ctx = build_context(s)[0]

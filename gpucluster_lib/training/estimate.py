@@ -233,7 +233,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
-    if scenario.parallelism.overlap_p2p_comm is not None:  # the run's interleaved-schedule p2p overlap (core.py [26])
+    if scenario.parallelism.overlap_p2p_comm is not None and fw.p2p_overlap_path:
+        # the run's interleaved-schedule p2p overlap (core.py [26]), only on a framework that has that schedule option
         fw = dataclasses.replace(fw, overlap_p2p_comm=scenario.parallelism.overlap_p2p_comm)
     if tr.checkpoint_early_stop is not None:  # the run's PyTorch checkpoint (before 2.1: the whole layer reruns)
         fw = dataclasses.replace(fw, checkpoint_early_stop=tr.checkpoint_early_stop)
@@ -1029,6 +1030,27 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            "the output layer's weight gradient is set to be deferred, but the plan has no pipeline "
                            "parallelism: Megatron-Core defers it only to a pipeline flush, so it has no effect",
                            fix="remove it, or train with pipeline parallelism", field="training.defer_output_wgrad"))
+    if tr.wgrad_deferral_limit is not None and not tr.defer_output_wgrad:
+        out.append(Finding("training-setting-ignored", "warning",
+                           "the deferral limit of the output layer's weight gradient is set, but the weight gradient "
+                           "is not deferred: the limit has no effect",
+                           fix="remove it, or turn on the deferral of the output layer's weight gradient",
+                           field="training.wgrad_deferral_limit"))
+    if scenario.parallelism.overlap_p2p_comm and not fw.p2p_overlap_path:
+        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).p2p_overlap_path]
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the pipeline transfer overlap is set, but {fw.name} has no such schedule option: its "
+                           "pipeline transfers stay exposed, so the setting has no effect",
+                           fix=f"remove it, or choose a framework that has it ({', '.join(able)})",
+                           field="parallelism.overlap_p2p_comm"))
+    elif scenario.parallelism.overlap_p2p_comm and (plan.virtual_stages <= 1 or plan.pipeline <= 1):
+        out.append(Finding("training-setting-ignored", "warning",
+                           "the pipeline transfer overlap is set, but the plan has no interleaved pipeline schedule "
+                           f"({plan.pipeline} pipeline stages, {plan.virtual_stages} virtual stages per GPU): "
+                           "Megatron-Core overlaps the transfers only in the interleaved schedule and refuses the "
+                           "setting in the non-interleaved one, so it has no effect",
+                           fix="remove it, or use more than one virtual stage per GPU with pipeline parallelism",
+                           field="parallelism.overlap_p2p_comm"))
     if tr.distribute_saved_activations and (plan.recompute != "full" or plan.sequence_parallel or plan.tensor == 1):
         rc = {"none": "recomputes nothing", "selective": "recomputes only the attention"}.get(plan.recompute, "")
         why = (f"the plan {rc}, so no layer input is saved for a recomputation" if plan.recompute != "full" else

@@ -63,6 +63,9 @@ class Framework:
     #: the interleaved pipeline schedule issues its point-to-point transfers asynchronously and waits for them
     #: one chunk later (Megatron-Core ``overlap_p2p_comm``; core.py [26]); read only with virtual stages
     overlap_p2p_comm: bool = False
+    #: the framework's pipeline schedule has that overlap as an option (Megatron-LM since 2023-05-31, commit
+    #: f9283c5a8a; NeMo through Megatron-Core); false: ``parallelism.overlap_p2p_comm`` is ignored with a warning
+    p2p_overlap_path: bool = False
     #: full activation checkpointing stops recomputing once every tensor saved for the backward is
     #: back (PyTorch >= 2.1 non-reentrant checkpoint, ``set_checkpoint_early_stop``); false: the
     #: whole layer is recomputed (Megatron-LM, DeepSpeed, PyTorch's reentrant checkpoint)
@@ -208,7 +211,8 @@ def framework(name: str = "megatron") -> Framework:
 
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
-                "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad")
+                "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
+                "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
 BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap")
 
