@@ -208,8 +208,12 @@ class ParallelismSpec:
     overlap_param_gather: bool | None = f(None, doc="gather parameters during the first forward (framework default)")
     overlap_p2p_comm: bool | None = f(None, doc="interleaved pipeline schedule: each chunk's send and receive run "
                                       "behind the next chunk of the other direction in the steady state "
-                                      "(Megatron-Core overlap_p2p_comm; read only with virtual stages); "
-                                      "default: the framework's (NeMo: true; Megatron-LM, others: false)")
+                                      "(Megatron-Core overlap_p2p_comm; read only with virtual stages and on a "
+                                      "framework with that schedule option, Megatron-LM and NeMo: elsewhere it is "
+                                      "ignored with a warning); default: the framework's (NeMo: true; megatron: "
+                                      "false, as Narayanan 2021's runs predate the option, although Megatron-LM has "
+                                      "turned it on with virtual stages since 2023: set true for a later run; "
+                                      "DeepSpeed, FSDP, TorchTitan: no such option)")
 
 
 _PEAK = {"gt": 0, "le": 1, "what": "a fraction of the datasheet peak"}

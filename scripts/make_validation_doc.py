@@ -549,8 +549,9 @@ Megatron-DeepSpeed, metaseq's OPT, NeMo 1.x configs without `cross_entropy_loss_
 Llama 2, dgxc GPT-3), Megatron-Core's torch.compile'd fused loss 40 (NeMo's default), flash-attn 1.0.9's xentropy
 kernel 8 (llm-foundry's MPT), F.cross_entropy under torch.compile 8 (TorchTitan), Transformer Engine's Triton kernel
 10 (the Megatron-Bridge performance runs). The interleaved schedule's point-to-point overlap (`overlap_p2p_comm`, on
-in NeMo's interleaved configs) now hides the steady state's transfers behind the other direction's chunks, the
-warm-up and cool-down keeping them (core.py [26]). Without it NeMo 24.07's GPT-3 175B on 512 H100 would be at \
+in NeMo's interleaved configs) now hides the steady state's transfers behind the other direction's chunks; the
+bubble's slots and the last stage's (v-1) p warm-up and cool-down chunks keep theirs, waited with no compute between
+(core.py [26]). Without it NeMo 24.07's GPT-3 175B on 512 H100 would be at \
 {no_p2p['nemo2407-gpt3-175b-512']:+.1%} (now {err['nemo2407-gpt3-175b-512']:+.1%}) and its 128-GPU sibling, micro-batch 1,
 at {no_p2p['nemo2407-gpt3-175b-128']:+.1%} (now {err['nemo2407-gpt3-175b-128']:+.1%}); NeMo's H100 BF16 interleaved rows \
 would be at {min(il_off.values()):+.1%} to {max(il_off.values()):+.1%} (now {min(il_now):+.1%} to {max(il_now):+.1%}), while

@@ -2,13 +2,13 @@
 
 Calibration rows (Narayanan 2021 Tables 1-2, MosaicML MPT on A100/H100 at 2,048 tokens and 17 MPT-3B / MPT-13B
 rows at 4,096 to 65,536 tokens; the efficiency set in data/efficiency.yaml was fitted on them): the targets are
-median |step-time error| <= 4% and every row <= 10% (measured 3.6% and 9.4%, docs/validation.md; met since full
+median |step-time error| <= 4% and every row <= 10% (measured 3.6% and 9.7%, docs/validation.md; met since full
 recomputation on PyTorch 2.1 stops before the FFN output projection, training.checkpoint_early_stop); regression
 guards keep today's errors from growing. Every Narayanan row (Megatron-LM and DeepSpeed ZeRO-3) is within 10% and
 guarded so. External rows (never used for fitting; 126: MT-NLG 530B, BLOOM 176B, Llama 3 405B, Megatron-Core H100
 weak scaling, 41 further llm-foundry MPT rows, and 70 rows of OPT-175B, GLM-130B, Megatron-LM's GPT-3 example and
 NVIDIA's own NeMo / Megatron-Core runs on H100, H200, B200, GB200 and GB300): the targets median <= 7% (measured
-5.4%) and every row <= 15% (measured 27.3%: seven rows beyond it, named in BEYOND_15, an expected failure); the eight
+5.4%) and every row <= 15% (measured 27.3%: six rows beyond it, named in BEYOND_15, an expected failure); the eight
 long-sequence MPT-1B / MPT-7B rows are within 15% (measured 6.6%).
 """
 
@@ -85,18 +85,20 @@ def test_external_runs_within_target(table):
 BEYOND_15 = {
     "mpt-a100-40-70b-s2048-g64-mb2",   # -27%: the same per-GPU work runs 35% faster on 32 A100 80GB; a second run of
                                        # that sweep (MPT-1B on 32 A100 40GB) is 18% slower than its siblings
-    "nemo2502-b200-nemotron4-15b",     # -20%, -20%, -15%: NeMo 25.02 on B200, whose same plans ran 1.178x (Llama 3 8B)
+    "nemo2502-b200-nemotron4-15b",     # -20%, -17%: NeMo 25.02 on B200, whose same plans ran 1.178x (Llama 3 8B)
     "nemo2502-b200-nemotron4-340b",    # and 1.058x (Llama 3.1 405B) as fast in 25.11 (test_release_series_published_data);
-    "nemo2502-b200-llama3-70b",        # the interleaved schedule's overlapped p2p (core.py [26]) and the recipes'
-                                       # output-layer wgrad deferral (core.py [27]) moved the last two beyond 15%
+                                       # the interleaved schedule's overlapped p2p (core.py [26]) and the recipes'
+                                       # output-layer wgrad deferral (core.py [27]) moved the second beyond 15%; its
+                                       # sibling Llama 3 70B is back within (-14.8%) since the warm-up and cool-down
+                                       # transfers stay exposed
     "mb2604-gb300-llama3-70b-mxfp8",   # +17%, +17%, +25%: GB300 in the 2026 tables; the same plans in 26.02 are off
     "mb2606-gb300-llama31-405b-mxfp8",  # nearly as far, so not the 2026 software; GB300 runs Llama 3 8B 1.192x
     "mb2606-gb300-llama31-405b-fp8",    # GB200 in NVIDIA's 25.11 table, the model 1.105x (test below)
 }
 
 
-@pytest.mark.xfail(strict=True, reason="seven held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
-                   "B200 Nemotron-4 15B, Nemotron-4 340B and Llama 3 70B at -20%, -20% and -15%, three GB300 rows of the "
+@pytest.mark.xfail(strict=True, reason="six held-out rows are beyond 15% (MPT-70B on 64 A100 40GB at -27%, NeMo 25.02's "
+                   "B200 Nemotron-4 15B and Nemotron-4 340B at -20% and -17%, three GB300 rows of the "
                    "2026 tables at +17% to +25%, whose same plans in 26.02 are off nearly as far); no sourced mechanism "
                    "puts them within 15% without moving the others (docs/validation.md)")
 def test_external_every_row_within_15_percent(table):
@@ -106,7 +108,7 @@ def test_external_every_row_within_15_percent(table):
 
 
 def test_external_regression_guard(table):
-    # beyond the 15% target: the seven rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.4%.
+    # beyond the 15% target: the six rows of BEYOND_15 only, the worst MPT-70B on 64 A100 40GB (-27.3%); median 5.4%.
     # The long-sequence rows have their own test below
     ext = table[table["set"] == "external"]
     ext = ext[~ext["run_id"].isin(LONG_ROWS)]
@@ -187,7 +189,7 @@ def test_nvidia_fp8_rows_regression_guard(table):
     # NVIDIA's DGX Cloud benchmarks (dgxc-benchmarking v24.11.1, NeMo on H100): published step times of the same
     # models and plans in BF16 and in FP8 (e.g. Llama 3.1 70B on 64 H100: 14.72 s and 11.01 s). With FP8 GEMMs at
     # 0.95 of the 16-bit efficiency (Transformer Engine's one-harness benchmark), their casts as HBM traffic and
-    # cuDNN's attention, the 12 FP8 rows are within 15% (median 5.5%, mean -4.2%; max -14.3%, GPT-3 175B FP8 on 2048
+    # cuDNN's attention, the 12 FP8 rows are within 15% (median 5.3%, mean -4.0%; max -13.3%, GPT-3 175B FP8 on 2048
     # H100, within 10% before the interleaved schedule's overlapped p2p was counted, core.py [26]); the BF16 rows median
     # 5.4%, max 8.7% (Megatron-Core's fused cross-entropy counted at 40 bytes a logit, data/training_frameworks.yaml
     # cross_entropy_losses; the output-layer wgrad deferral of the runs' yaml files, Llama 3.1 70B / 405B and
