@@ -1046,7 +1046,8 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     elif scenario.parallelism.overlap_p2p_comm and (plan.virtual_stages <= 1 or plan.pipeline <= 1):
         out.append(Finding("training-setting-ignored", "warning",
                            "the pipeline transfer overlap is set, but the plan has no interleaved pipeline schedule "
-                           f"({plan.pipeline} pipeline stages, {plan.virtual_stages} virtual stages per GPU): "
+                           f"({plan.pipeline} pipeline stage{'s' if plan.pipeline != 1 else ''}, "
+                           f"{plan.virtual_stages} virtual stage{'s' if plan.virtual_stages != 1 else ''} per GPU): "
                            "Megatron-Core overlaps the transfers only in the interleaved schedule and refuses the "
                            "setting in the non-interleaved one, so it has no effect",
                            fix="remove it, or use more than one virtual stage per GPU with pipeline parallelism",
