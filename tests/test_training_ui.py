@@ -323,3 +323,51 @@ def test_panel_fp8_keys_loaded_with_bf16_are_shown_greyed_until_the_next_change(
     panel.mb.value = 2  # the next change on the tab writes what the tab reads: neither
     assert state.scenario.training.fp8_recipe is None and state.scenario.training.fp8_params is None
     assert "training-setting-ignored" not in panel.findings.value
+
+
+def test_panel_pipeline_transfer_overlap_wgrad_deferral_and_loss_dropdowns():
+    # the three Megatron-Core schedule and loss settings reach the scenario, and the panel shows the estimate of
+    # exactly that scenario (the terms themselves have hand-worked tests: test_training_pipeline.py,
+    # test_training_output_wgrad_deferral.py, test_training.py)
+    panel = tab_training.TrainingPanel(AppState.from_path(GPT3))  # TP8 PP8 with 2 virtual stages, Megatron-LM
+    assert (panel.p2p_overlap.value, panel.wgrad_deferral.value, panel.loss.value) == ("default", "default", "default")
+    panel.p2p_overlap.value = "off"  # the first change writes the panel's plan (sequence parallelism with TP > 1)
+    assert panel.state.scenario.parallelism.overlap_p2p_comm is False
+    step, p2p = panel.est.step_time_s, panel.est.time_breakdown_s["pp_comm"]
+    assert p2p > 0  # every transfer waited for
+    panel.p2p_overlap.value = "on"
+    assert panel.state.scenario.parallelism.overlap_p2p_comm is True
+    # the steady state's transfers run behind the other direction's chunk (Megatron-Core schedules.py core_r0.8.0)
+    assert panel.est.time_breakdown_s["pp_comm"] < p2p and panel.est.step_time_s < step
+    panel.wgrad_deferral.value = "22"
+    t = panel.state.scenario.training
+    assert (t.defer_output_wgrad, t.wgrad_deferral_limit) == (True, 22)  # NeMo's llama3_70b recipe's limit
+    panel.loss.value = "megatron_fused"
+    assert panel.state.scenario.training.cross_entropy_loss == "megatron_fused"
+    assert [name for name, _ in panel.loss.options][1:3] == [
+        "Megatron vocab-parallel cross-entropy, eager PyTorch (Megatron-LM, Megatron-DeepSpeed, metaseq): 52 bytes "
+        "a logit", "Megatron-Core fused cross-entropy (cross_entropy_loss_fusion, torch.compile'd): 40 bytes a logit"]
+    assert panel.est.step_time_s == pytest.approx(estimate(panel.state.scenario).step_time_s, rel=1e-12)
+    # DeepSpeed's pipeline engine has neither path: both settings are ignored with a warning naming them
+    panel.framework.value = "deepspeed"
+    assert "the pipeline transfer overlap is set, but DeepSpeed" in panel.findings.value
+    assert "weight gradient is set to be deferred, but DeepSpeed" in panel.findings.value
+    # back to the defaults: the scenario holds none of the three
+    panel.framework.value = "megatron"
+    panel.p2p_overlap.value, panel.wgrad_deferral.value, panel.loss.value = "default", "default", "default"
+    t, p = panel.state.scenario.training, panel.state.scenario.parallelism
+    assert (p.overlap_p2p_comm, t.defer_output_wgrad, t.wgrad_deferral_limit, t.cross_entropy_loss) == (None,) * 4
+    assert panel.est.step_time_s == pytest.approx(step, rel=1e-12)  # Megatron-LM's row: the overlap off
+
+
+def test_panel_loads_a_deferral_limit_it_does_not_offer():
+    state = AppState.from_path(GPT3)
+    state.update(training__defer_output_wgrad=True, training__wgrad_deferral_limit=7,
+                 parallelism__overlap_p2p_comm=False, training__cross_entropy_loss="te_triton")
+    panel = tab_training.TrainingPanel(state)
+    assert panel.wgrad_deferral.value == "7" and panel.wgrad_deferral.options[-1] == ("On, the first 7 micro-batches",
+                                                                                        "7")
+    assert panel.p2p_overlap.value == "off" and panel.loss.value == "te_triton"
+    panel.precision.value = "bf16"  # any change writes the widgets back: the loaded values survive it
+    t = panel.state.scenario.training
+    assert (t.defer_output_wgrad, t.wgrad_deferral_limit, t.cross_entropy_loss) == (True, 7, "te_triton")

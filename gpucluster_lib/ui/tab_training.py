@@ -18,7 +18,13 @@ from gpucluster_lib.charts.training import (
 from gpucluster_lib.errors import GpuClusterError, ScenarioError
 from gpucluster_lib.training import min_gpus_for_deadline, scaling
 from gpucluster_lib.training.efficiency import attention_kernels, generation_of
-from gpucluster_lib.training.framework import fp8_casts, framework, framework_ids
+from gpucluster_lib.training.framework import (
+    cross_entropy_bytes,
+    cross_entropy_losses,
+    fp8_casts,
+    framework,
+    framework_ids,
+)
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -60,6 +66,21 @@ FP8_PARAMS = [("Framework default (on for NeMo)", "default"),
               ("On: the weights themselves in FP8, gathered in one byte", "on"),
               ("Off: 16-bit weights, cast to FP8 for the GEMMs", "off")]
 FP8_PARAMS_VALUE = {"default": None, "on": True, "off": False}
+#: The interleaved schedule's pipeline-transfer overlap (parallelism.overlap_p2p_comm, Megatron-Core
+#: overlap_p2p_comm): the framework's default, or on / off.
+P2P_OVERLAP = [("Framework default (on for NeMo)", "default"),
+               ("On: steady-state sends and receives behind the other direction's chunk", "on"),
+               ("Off: every transfer waited for", "off")]
+P2P_OVERLAP_VALUE = {"default": None, "on": True, "off": False}
+#: Deferring the output layer's weight-gradient GEMMs to the pipeline flush (training.defer_output_wgrad and
+#: training.wgrad_deferral_limit; Megatron-Core defer_embedding_wgrad_compute / wgrad_deferral_limit): the
+#: framework's default (off), off, or on for all or the first 22 / 50 micro-batches (NeMo's recipes' limits).
+WGRAD_DEFERRAL = [("Framework default (off)", "default"), ("Off", "off"),
+                  ("On, every micro-batch", "0"), ("On, the first 22 micro-batches (NeMo's 70B recipes)", "22"),
+                  ("On, the first 50 micro-batches (NeMo's 175B and 405B recipes)", "50")]
+#: Each choice's (training.defer_output_wgrad, training.wgrad_deferral_limit).
+WGRAD_DEFERRAL_VALUE = {"default": (None, None), "off": (False, None), "0": (True, 0), "22": (True, 22),
+                        "50": (True, 50)}
 
 
 class TrainingPanel:
@@ -118,6 +139,24 @@ class TrainingPanel:
                                            tooltip="FP8 primary weights (Megatron --fp8-param-gather, NeMo "
                                                    "fp8_params): one-byte weights in memory and in the "
                                                    "data-parallel gathers (read with precision fp8)")
+        self.p2p_overlap = widgets.Dropdown(options=P2P_OVERLAP, description="PP transfers", style=wide,
+                                            layout=widgets.Layout(width="520px"),
+                                            tooltip="the interleaved pipeline schedule's sends and receives run "
+                                                    "behind the other direction's chunk (Megatron-Core "
+                                                    "overlap_p2p_comm; read with virtual stages)")
+        self.wgrad_deferral = widgets.Dropdown(options=WGRAD_DEFERRAL, description="Output wgrad", style=wide,
+                                               layout=widgets.Layout(width="520px"),
+                                               tooltip="the last pipeline stage defers the output layer's "
+                                                       "weight-gradient GEMMs to the pipeline flush (Megatron-Core "
+                                                       "defer_embedding_wgrad_compute; read with pipeline "
+                                                       "parallelism)")
+        self._deferral_values = dict(WGRAD_DEFERRAL_VALUE)  # this panel's choices (a loaded limit adds one)
+        self.loss = widgets.Dropdown(options=[("Framework default", "default")]
+                                     + [(f"{name}: {cross_entropy_bytes(k):g} bytes a logit", k)
+                                        for k, name in cross_entropy_losses().items()],
+                                     description="Cross-entropy", style=wide, layout=widgets.Layout(width="520px"),
+                                     tooltip="the loss implementation over the vocabulary and its memory traffic "
+                                             "per logit, counted from its kernels")
         self.summary = widgets.HTML()
         self.plans = widgets.HTML(layout=widgets.Layout(max_height="360px", overflow="auto"))
         self.deadline = widgets.BoundedFloatText(min=0, max=100_000, step=1, description="Deadline [days]",
@@ -145,7 +184,7 @@ class TrainingPanel:
         self.plan_widgets = [self.tp, self.pp, self.vp, self.cp, self.mb, self.recompute, self.zero]
         for w in (self.preset, self.accelerator, self.nodes, self.precision, self.tokens_b, self.auto, self.gbs,
                   self.flash, self.kernel, self.framework, self.tp_overlap, self.early_stop, self.fp8_recipe,
-                  self.fp8_params, *self.plan_widgets):
+                  self.fp8_params, self.p2p_overlap, self.wgrad_deferral, self.loss, *self.plan_widgets):
             w.observe(lambda _ch: self.apply(), names="value")
         self.scale_btn.on_click(guarded(self.msg)(self._scaling))
         self.deadline_btn.on_click(guarded(self.msg)(self._deadline))
@@ -156,7 +195,7 @@ class TrainingPanel:
             self.preset, self.accelerator, self.nodes, self.precision, self.fp8_recipe, self.fp8_params, self.tokens_b,
             widgets.HBox([self.deadline, self.deadline_btn]), self.deadline_out, self.flash, self.kernel,
             self.framework,
-            self.tp_overlap, self.early_stop, self.auto,
+            self.tp_overlap, self.p2p_overlap, self.wgrad_deferral, self.loss, self.early_stop, self.auto,
             widgets.HBox([widgets.VBox([self.tp, self.pp, self.vp, self.cp]),
                           widgets.VBox([self.mb, self.gbs, self.recompute, self.zero])]),
         ])
@@ -213,6 +252,10 @@ class TrainingPanel:
             self.early_stop.value = {None: "default", True: "on", False: "off"}[s.training.checkpoint_early_stop]
             self._fp8_recipe_options(acc or self.accelerator.value, s.training.fp8_recipe or "default")
             self.fp8_params.value = {None: "default", True: "on", False: "off"}[s.training.fp8_params]
+            self.p2p_overlap.value = {None: "default", True: "on", False: "off"}[p.overlap_p2p_comm]
+            self.wgrad_deferral.value = self._deferral_choice(s.training.defer_output_wgrad,
+                                                              s.training.wgrad_deferral_limit)
+            self.loss.value = s.training.cross_entropy_loss or "default"
             for w, v in ((self.tp, p.tensor), (self.pp, p.pipeline), (self.vp, p.virtual_stages),
                          (self.cp, p.context), (self.mb, p.micro_batch_size), (self.gbs, p.global_batch_size),
                          (self.recompute, p.recompute), (self.zero, p.zero_stage)):
@@ -264,6 +307,9 @@ class TrainingPanel:
             "training__checkpoint_early_stop": EARLY_STOP_VALUE[self.early_stop.value],
             "training__fp8_recipe": None if not fp8 or recipe == "default" else recipe,
             "training__fp8_params": FP8_PARAMS_VALUE[self.fp8_params.value] if fp8 else None,
+            "training__defer_output_wgrad": self._deferral_values[self.wgrad_deferral.value][0],
+            "training__wgrad_deferral_limit": self._deferral_values[self.wgrad_deferral.value][1],
+            "training__cross_entropy_loss": None if self.loss.value == "default" else self.loss.value,
         }
         if self.accelerator.value != self.state.accelerator_id():
             changes["hardware__accelerator"] = self.accelerator.value
@@ -279,6 +325,7 @@ class TrainingPanel:
                                       "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
                                       "zero_stage": int(self.zero.value)}
         changes["parallelism"]["tp_comm_overlap"] = TP_OVERLAP_VALUE[self.tp_overlap.value]
+        changes["parallelism"]["overlap_p2p_comm"] = P2P_OVERLAP_VALUE[self.p2p_overlap.value]
         self.est = None
         self._loading = True  # the state's observer must not copy the scenario back into these widgets
         try:
@@ -286,6 +333,18 @@ class TrainingPanel:
         finally:
             self._loading = False
         self._refresh()
+
+    def _deferral_choice(self, defer: bool | None, limit: int | None) -> str:
+        """The deferral dropdown's choice for a scenario's (defer_output_wgrad, wgrad_deferral_limit); a limit
+        the dropdown does not offer is added as its own choice, so a loaded scenario shows what it holds."""
+        if not defer:
+            return {None: "default", False: "off"}[defer]
+        key = str(limit or 0)
+        if key not in self._deferral_values:
+            self._deferral_values[key] = (True, int(key))
+            self.wgrad_deferral.options = (*self.wgrad_deferral.options,
+                                           (f"On, the first {int(key):,} micro-batches", key))
+        return key
 
     def _enable_early_stop(self) -> None:
         """The early stop is read with full recomputation only: a manual plan without it greys it out."""
