@@ -64,7 +64,7 @@ def test_nemo_megatron_fsdp_keeps_16_bit_gathers_and_no_tp_overlap():
 
 
 def test_plan_search_offers_nemo_no_one_byte_zero3_gathers():
-    # With one-byte ZeRO-3 gathers the search preferred TP1 DP32 CP2 ZeRO-3 for this row (review of session 25);
+    # With one-byte ZeRO-3 gathers (FP8 weights) the search preferred TP1 DP32 CP2 ZeRO-3 for this row;
     # with Megatron-FSDP's 16-bit gathers it is a ZeRO-2 plan, and no plan in the table pairs ZeRO-3 with TP overlap.
     row, sc = _row_scenario("nemo2407-llama2-70b-64")
     res = search_plans(sc, spec=ParallelismSpec(auto=True, global_batch_size=int(row["gbs"]),
