@@ -955,6 +955,12 @@ def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], s
         field="training.zero3_max_live_parameters")]
 
 
+def _frameworks_with(term: str) -> str:
+    """The human names of the frameworks whose ``term`` (a flag of data/training_frameworks.yaml) is true,
+    comma-separated: the choices an ignored-setting finding's fix offers."""
+    return ", ".join(framework_terms(n).name for n in framework_ids() if getattr(framework_terms(n), term))
+
+
 def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Finding]:
     """A warning for each training setting the chosen framework and plan do not read (it is set
     and has no effect): the hidden share of ZeRO-3 communication (only frameworks with
@@ -1005,11 +1011,11 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            "keeps FP8 weights, so it has no effect",
                            fix="remove it, or train in FP8", field="training.fp8_params"))
     elif tr.fp8_params and not fw.fp8_param_gather:
-        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).fp8_param_gather]
+        able = _frameworks_with("fp8_param_gather")
         out.append(Finding("training-setting-ignored", "warning",
                            f"FP8 weights are set, but {fw.name} has no FP8-weight path: it keeps 16-bit weights and "
                            "gathers them in 16 bits, so the setting has no effect",
-                           fix=f"remove it, or choose a framework that gathers FP8 weights ({', '.join(able)})",
+                           fix=f"remove it, or choose a framework that gathers FP8 weights ({able})",
                            field="training.fp8_params"))
     elif tr.fp8_params and plan.zero_stage == 3 and tr.precision == "fp8" and not fw.zero3_fp8_param_gather:
         out.append(Finding("training-setting-ignored", "warning",
@@ -1019,11 +1025,11 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            fix="remove it, or use ZeRO stage 1 or 2 (the distributed optimizer) for one-byte gathers",
                            field="training.fp8_params"))
     if tr.defer_output_wgrad and not fw.output_wgrad_deferral:
-        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).output_wgrad_deferral]
+        able = _frameworks_with("output_wgrad_deferral")
         out.append(Finding("training-setting-ignored", "warning",
                            f"the output layer's weight gradient is set to be deferred, but {fw.name} has no such "
                            "path: it computes it in every backward, so the setting has no effect",
-                           fix=f"remove it, or choose a framework that defers it ({', '.join(able)})",
+                           fix=f"remove it, or choose a framework that defers it ({able})",
                            field="training.defer_output_wgrad"))
     elif tr.defer_output_wgrad and plan.pipeline == 1:
         out.append(Finding("training-setting-ignored", "warning",
@@ -1037,11 +1043,11 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            fix="remove it, or turn on the deferral of the output layer's weight gradient",
                            field="training.wgrad_deferral_limit"))
     if scenario.parallelism.overlap_p2p_comm and not fw.p2p_overlap_path:
-        able = [framework_terms(n).name for n in framework_ids() if framework_terms(n).p2p_overlap_path]
+        able = _frameworks_with("p2p_overlap_path")
         out.append(Finding("training-setting-ignored", "warning",
                            f"the pipeline transfer overlap is set, but {fw.name} has no such schedule option: its "
                            "pipeline transfers stay exposed, so the setting has no effect",
-                           fix=f"remove it, or choose a framework that has it ({', '.join(able)})",
+                           fix=f"remove it, or choose a framework that has it ({able})",
                            field="parallelism.overlap_p2p_comm"))
     elif scenario.parallelism.overlap_p2p_comm and (plan.virtual_stages <= 1 or plan.pipeline <= 1):
         out.append(Finding("training-setting-ignored", "warning",
