@@ -46,13 +46,15 @@ RECOMPUTE = ["none", "selective", "full"]
 PRECISIONS = ["bf16", "fp16", "fp8"]
 #: Tensor-parallel communication overlap: the framework's default, or on / off (Megatron --tp-comm-overlap).
 TP_OVERLAP = [("Framework default", "default"), ("On (needs sequence parallelism)", "on"), ("Off", "off")]
-TP_OVERLAP_VALUE = {"default": None, "on": True, "off": False}
+#: The value each "framework default / on / off" dropdown writes (the scenario's None / True / False), and
+#: back: the choice that shows a scenario's value.
+TRISTATE = {"default": None, "on": True, "off": False}
+TRISTATE_CHOICE = {v: k for k, v in TRISTATE.items()}
 #: Where full activation checkpointing's rerun of a layer ends: the framework's default, stop once every
 #: tensor the backward needs is back (PyTorch 2.1's non-reentrant checkpoint), or rerun the whole layer.
 EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
               ("On: stop once the saved tensors are back (PyTorch 2.1+)", "on"),
               ("Off: rerun the whole layer", "off")]
-EARLY_STOP_VALUE = {"default": None, "on": True, "off": False}
 #: The fused attention kernel: the framework's for the GPU generation, or one named (data/efficiency.yaml).
 KERNEL_DEFAULT = "default"
 #: FP8 training's scaling recipe (training.fp8_recipe; data/training_frameworks.yaml fp8_recipes): the
@@ -65,13 +67,11 @@ FP8_RECIPE = [("Framework default (current scaling for TorchTitan, delayed for t
 FP8_PARAMS = [("Framework default (on for NeMo)", "default"),
               ("On: the weights themselves in FP8, gathered in one byte", "on"),
               ("Off: 16-bit weights, cast to FP8 for the GEMMs", "off")]
-FP8_PARAMS_VALUE = {"default": None, "on": True, "off": False}
 #: The interleaved schedule's pipeline-transfer overlap (parallelism.overlap_p2p_comm, Megatron-Core
 #: overlap_p2p_comm): the framework's default, or on / off.
 P2P_OVERLAP = [("Framework default (on for NeMo)", "default"),
                ("On: steady-state sends and receives behind the other direction's chunk", "on"),
                ("Off: every transfer waited for", "off")]
-P2P_OVERLAP_VALUE = {"default": None, "on": True, "off": False}
 #: Deferring the output layer's weight-gradient GEMMs to the pipeline flush (training.defer_output_wgrad and
 #: training.wgrad_deferral_limit; Megatron-Core defer_embedding_wgrad_compute / wgrad_deferral_limit): the
 #: framework's default (off), off, or on for all or the first 22 / 50 micro-batches (NeMo's recipes' limits).
@@ -248,11 +248,11 @@ class TrainingPanel:
             self.framework.value = s.training.framework
             self.auto.value = bool(s.parallelism.auto)
             p = s.parallelism
-            self.tp_overlap.value = {None: "default", True: "on", False: "off"}[p.tp_comm_overlap]
-            self.early_stop.value = {None: "default", True: "on", False: "off"}[s.training.checkpoint_early_stop]
+            self.tp_overlap.value = TRISTATE_CHOICE[p.tp_comm_overlap]
+            self.early_stop.value = TRISTATE_CHOICE[s.training.checkpoint_early_stop]
             self._fp8_recipe_options(acc or self.accelerator.value, s.training.fp8_recipe or "default")
-            self.fp8_params.value = {None: "default", True: "on", False: "off"}[s.training.fp8_params]
-            self.p2p_overlap.value = {None: "default", True: "on", False: "off"}[p.overlap_p2p_comm]
+            self.fp8_params.value = TRISTATE_CHOICE[s.training.fp8_params]
+            self.p2p_overlap.value = TRISTATE_CHOICE[p.overlap_p2p_comm]
             self.wgrad_deferral.value = self._deferral_choice(s.training.defer_output_wgrad,
                                                               s.training.wgrad_deferral_limit)
             self.loss.value = s.training.cross_entropy_loss or "default"
@@ -304,9 +304,9 @@ class TrainingPanel:
             "training__flash_attention": bool(self.flash.value),
             "training__attention_kernel": None if self.kernel.value == KERNEL_DEFAULT else self.kernel.value,
             "training__framework": self.framework.value,
-            "training__checkpoint_early_stop": EARLY_STOP_VALUE[self.early_stop.value],
+            "training__checkpoint_early_stop": TRISTATE[self.early_stop.value],
             "training__fp8_recipe": None if not fp8 or recipe == "default" else recipe,
-            "training__fp8_params": FP8_PARAMS_VALUE[self.fp8_params.value] if fp8 else None,
+            "training__fp8_params": TRISTATE[self.fp8_params.value] if fp8 else None,
             "training__defer_output_wgrad": self._deferral_values[self.wgrad_deferral.value][0],
             "training__wgrad_deferral_limit": self._deferral_values[self.wgrad_deferral.value][1],
             "training__cross_entropy_loss": None if self.loss.value == "default" else self.loss.value,
@@ -324,8 +324,8 @@ class TrainingPanel:
                                       "micro_batch_size": int(self.mb.value),
                                       "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
                                       "zero_stage": int(self.zero.value)}
-        changes["parallelism"]["tp_comm_overlap"] = TP_OVERLAP_VALUE[self.tp_overlap.value]
-        changes["parallelism"]["overlap_p2p_comm"] = P2P_OVERLAP_VALUE[self.p2p_overlap.value]
+        changes["parallelism"]["tp_comm_overlap"] = TRISTATE[self.tp_overlap.value]
+        changes["parallelism"]["overlap_p2p_comm"] = TRISTATE[self.p2p_overlap.value]
         self.est = None
         self._loading = True  # the state's observer must not copy the scenario back into these widgets
         try:
