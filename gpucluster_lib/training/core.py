@@ -941,13 +941,21 @@ def interleaved_p2p_overlap(x, chunk, vp, pp, m):
     ``m <= p`` (every chunk in the warm-up, l.646-648). :func:`pipeline_schedule` adds
     ``phi n_exposed (2 v x - t_slot)`` to the bubble. Elementwise over arrays that broadcast.
 
-    Worked case (session-25 review's replay of the schedule, review2_sim_partial.py): p 8, v 4, m 32, a forward
+    Worked case (against a step-by-step replay of that schedule's waits): p 8, v 4, m 32, a forward
     chunk 1, backward 2 (chunk 3), x 1.5: t_slot = 4 (0 + 0.5) = 2, n_exposed = 3 x 8 / 4 = 6; step
     32 (12 + 2) + 7/4 (12 + 12) + 6 (12 - 2) = 550 against the replay's 549.5.
     """
     t_slot = vp * (np.maximum(0.0, x - 2.0 * chunk / 3.0) + np.maximum(0.0, x - chunk / 3.0))
     n_exposed = np.where(m <= pp, m, np.minimum(m, (vp - 1.0) * pp / np.maximum(vp, 1.0)))
     return t_slot, n_exposed
+
+
+def deferred_micro_batches(ctx: Context, m, pp):
+    """Micro-batches of a step whose output-layer weight gradient the last stage defers to the flush [27]:
+    ``k = min(m, limit)``, all ``m`` with ``wgrad_deferral_limit`` 0 (Megatron-Core: "0, which means all
+    micro-batches are deferred"), none without pipeline parallelism. ``m``: micro-batches per step. Elementwise."""
+    limit = float(ctx.wgrad_deferral_limit)
+    return np.where(pp > 1, m if limit <= 0.0 else np.minimum(m, limit), 0.0)
 
 
 def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi, pp, vp, c_last=None, x=0.0):
@@ -990,8 +998,7 @@ def output_wgrad_deferral(ctx: Context, g, m, t_first, t_mid, t_last, t_sum, phi
     if not ctx.defer_output_wgrad:
         return 0.0, 0.0
     m = np.asarray(m, dtype=float)
-    limit = float(ctx.wgrad_deferral_limit)
-    k = np.where(pp > 1, m if limit <= 0.0 else np.minimum(m, limit), 0.0)
+    k = deferred_micro_batches(ctx, m, pp)
     others = np.maximum(t_first, t_mid)
     r = np.maximum(others, t_last)
     saved = k / m * (r - np.maximum(t_last - g, others))
@@ -1562,8 +1569,7 @@ def deferred_wgrad_bytes(ctx: Context, tp, pp, mb, s_loc, m, sp):
     if not ctx.defer_output_wgrad:
         return 0.0
     m = np.asarray(m, dtype=float)
-    limit = float(ctx.wgrad_deferral_limit)
-    k = np.where(pp > 1, m if limit <= 0.0 else np.minimum(m, limit), 0.0)
+    k = deferred_micro_batches(ctx, m, pp)
     h, V = float(ctx.arch.hidden_size), float(ctx.arch.vocab_size)
     return k * mb * s_loc * (h / np.where(sp, tp, 1.0) + V / tp) * BYTES_16
 
