@@ -399,6 +399,11 @@ def release_series_section() -> str:
     h100 = "mb2604-h100-llama3-70b-fp8"
     e_defer, step_defer = _row_error(h100, training_changes={"defer_output_wgrad": True, "wgrad_deferral_limit": 22})
     step_h100 = _row_error(h100)[1]
+    # the two Nemotron-4 340B rows on Blackwell with each attention kernel TE could have run
+    kernels = {"unfused": {"flash_attention": False}, "fa2": {"flash_attention": True, "attention_kernel": "flash-attention-2"},
+               "cudnn": {"flash_attention": True, "attention_kernel": "cudnn"}}
+    a340 = {rel: {k: _row_error(f"nemo{rel}-{gpu}-nemotron4-340b", training_changes=ch)[0] for k, ch in kernels.items()}
+            for rel, gpu in (("2502", "b200"), ("2504", "gb200"))}
     return f"""### The same plan in successive releases
 
 NVIDIA's tables run several plans unchanged over releases. Tokens / s / GPU as published (FP8; MXFP8 where the
@@ -434,8 +439,22 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   plans both list (Llama 3.1 405B 665 / 625, Nemotron-4 15B 17,809 / 14,760, Nemotron-4 340B 737 / 602, Llama 3 8B
   33,099 / 26,006) is the 25.02 release. GB300 runs it 37,556 / 31,508 = 1.192x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
   read here puts GB300's FP8 GEMM (Azure's cuBLASLt, 1.14x) or attention (cuDNN 9.22, 1.10-1.13x) further ahead.
-* NeMo 25.02's Transformer Engine version is not stated in any source read: TE before v2.0 prefers cuDNN's fused
-  attention only on compute capability 9.0 (efficiency.yaml), which would run flash-attn on B200; not applied.
+* NeMo 25.02 and 25.04 are both built on NGC PyTorch 25.01 (NeMo v2.2.0 and v2.3.0 requirements/manifest.json),
+  which ships Transformer Engine v1.14; from v1.14 TE prefers cuDNN's fused attention on Blackwell as on Hopper
+  (efficiency.yaml, cudnn), so these rows run cuDNN's kernel, except Nemotron-4 340B. Its 192-wide heads are not
+  offered to cuDNN on Blackwell before TE v2.5, and TE v1.14 runs flash-attn there only at version 2.7.3, while NGC
+  PyTorch 25.01 ships flash_attn 2.4.2: both rows run TE's unfused attention (data/validation/training_runs.csv
+  notes; the engine's `training-attention-heads-older-te` finding says so for any such model). They are at
+  {a340['2502']['unfused']:+.1%} (B200, 25.02) and {a340['2504']['unfused']:+.1%} (GB200, 25.04); with flash-attn
+  2.7.3 installed (FlashAttention-2) they would be at {a340['2502']['fa2']:+.1%} and {a340['2504']['fa2']:+.1%}, and with
+  cuDNN's kernel (the framework's default on Blackwell) at {a340['2502']['cudnn']:+.1%} and {a340['2504']['cudnn']:+.1%}.
+* Nor is the cuDNN version a lead for the 25.02 rows. NVIDIA's cudnn-frontend files for B200 (cuDNN 9.10.2 at
+  87a1bcd and cb560b9, 9.13.0 at bb37575) time a PyTorch SDPA call with CUDA events; from 9.17.0 (d48a60e) the
+  files time the kernel with the profiler. GB300 is in both: its 9.13.0 figures (forward + backward 513.6,
+  952.5, 1,214.9, 1,367.6 TFLOP/s at 2k to 16k tokens) are 0.69, 0.77, 0.85 and 0.90 of its 9.17.0 ones (742.8,
+  1,229.5, 1,421.9, 1,526.7), a change of method as much as of version. Within one method the version barely moves
+  the rate: B200 at 16k forward 1,358.6, 1,349.8, 1,332.4 TFLOP/s from 9.10.2 to 9.13.0; GB200 1,646, 1,687,
+  1,708 from 9.18.1 to 9.22.0 (backward 1,371, 1,402, 1,328).
 
 """
 
@@ -555,8 +574,7 @@ bubble's slots and the last stage's (v-1) p warm-up and cool-down chunks keep th
 {no_p2p['nemo2407-gpt3-175b-512']:+.1%} (now {err['nemo2407-gpt3-175b-512']:+.1%}) and its 128-GPU sibling, micro-batch 1,
 at {no_p2p['nemo2407-gpt3-175b-128']:+.1%} (now {err['nemo2407-gpt3-175b-128']:+.1%}); NeMo's H100 BF16 interleaved rows \
 would be at {min(il_off.values()):+.1%} to {max(il_off.values()):+.1%} (now {min(il_now):+.1%} to {max(il_now):+.1%}), while
-with it the FP8 GPT-3 175B on 2,048 H100 ({err['dgxc-gpt3-175b-fp8-2048']:+.1%}) and NeMo 25.02's B200 Nemotron-4 340B
-({err['nemo2502-b200-nemotron4-340b']:+.1%}) are too fast. The 512-GPU GPT-3 row is the MLPerf benchmark's plan (its Model TFLOP/s cell, alone in the table, links to MLCommons), whose
+with it the FP8 GPT-3 175B on 2,048 H100 ({err['dgxc-gpt3-175b-fp8-2048']:+.1%}) is too fast. The 512-GPU GPT-3 row is the MLPerf benchmark's plan (its Model TFLOP/s cell, alone in the table, links to MLCommons), whose
 NVIDIA MLPerf Training v4.0 config for 512 H100 (TP 4, PP 8, micro-batch 2, global batch 2,048, FP8) turns the
 userbuffers TP overlap on (`TP_COMM_OVERLAP=True`, a TP4 micro-batch-2 userbuffers config the 24.07 launcher lacks):
 the row is {err['nemo2407-gpt3-175b-512']:+.1%} with it, {no_tpo512:+.1%} without.

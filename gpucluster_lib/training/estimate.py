@@ -803,6 +803,12 @@ LONG_CONTEXT_VALIDATED = {  # kernel: (tokens per sequence, share of the attenti
     "flash-attention-2": (8192, 0.225),
     "cudnn": (8192, 0.225),
 }
+#: The widest attention head (query-key or value dimension) that Transformer Engine before v2.5 gives cuDNN's fused
+#: attention on Blackwell: transformer_engine/common/fused_attn/fused_attn.cpp, release_v1.14 (3b2a7b00)
+#: "!(sm_arch_ == 100 && (head_dim_qk > 128 || head_dim_v > 128))", v2.2-v2.4 "sm_arch_ >= 100"; gone in v2.5.
+#: Wider heads there run flash-attn (only from 2.7.3 on compute capability 10.0: transformer_engine/pytorch/
+#: attention.py, release_v1.14, _flash_attn_version_required_blackwell) or TE's unfused attention.
+CUDNN_BLACKWELL_OLD_TE_MAX_HEAD = 128
 #: The published runs behind each kernel's bound, as the finding quotes them.
 LONG_CONTEXT_EVIDENCE = {
     "triton": "published runs with this kernel reach 65,536 tokens (MPT-3B on 8 H100 and on 8 A100, reproduced "
@@ -868,6 +874,21 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            fix="treat the step time as indicative, or calibrate the attention efficiency to a "
                                "measured run of your attention kernel",
                            field="model.seq_length"))
+    head = max(int(ctx.arch.qk_head_dim), int(ctx.arch.value_head_dim))
+    if ctx.flash_attention and eff.attention_kernel == "cudnn" and eff.generation == "blackwell" \
+            and head > CUDNN_BLACKWELL_OLD_TE_MAX_HEAD:
+        # Transformer Engine v1.14-v2.4 on compute capability 10.0 (fused_attn.cpp, release_v1.14 3b2a7b00:
+        # "!(sm_arch_ == 100 && (head_dim_qk > 128 || head_dim_v > 128))", gone in v2.5); flash-attn on Blackwell
+        # only from 2.7.3 (attention.py release_v1.14: _flash_attn_version_required_blackwell)
+        out.append(Finding("training-attention-heads-older-te", "info",
+                           f"this model's attention heads are {head} wide: Transformer Engine before v2.5 (the "
+                           "NeMo 25.02 and 25.04 containers, for example) does not run cuDNN's fused attention on "
+                           "Blackwell for heads wider than 128; it runs FlashAttention-2 when flash-attn 2.7.3 is "
+                           "installed and its unfused attention otherwise, both slower than the cuDNN kernel this "
+                           "estimate assumes",
+                           fix="with such a release, choose FlashAttention-2 as the attention kernel, or turn fused "
+                               "attention off if flash-attn 2.7.3 is not installed",
+                           field="training.attention_kernel"))
     if not eff.validated:
         why = f": {eff.evidence}" if eff.evidence else ""
         gpus = (f"{GENERATION_WORDS[eff.generation]} GPUs" if eff.generation in GENERATION_WORDS
