@@ -53,3 +53,20 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     expect(summary).to_contain_text("FP8 delayed scaling")  # Megatron-LM's default recipe
     recipe.select_option(label="Current scaling (an amax pass before each cast)")
     expect(summary).to_contain_text("FP8 current scaling")
+    # the schedule and loss dropdowns: each change re-estimates; a setting the framework has no path for is named
+    # in a warning beside the results, not dropped silently (the panel test checks the values themselves)
+    before = summary.inner_text()
+    page.locator(".widget-dropdown", has_text="PP transfers").locator("select").select_option(
+        label="On: steady-state sends and receives behind the other direction's chunk")
+    expect(summary).not_to_have_text(before)  # TP8 PP8 with 2 virtual stages: the steady state's transfers hidden
+    before = summary.inner_text()
+    page.locator(".widget-dropdown", has_text="Cross-entropy").locator("select").select_option(
+        label="Megatron-Core fused cross-entropy (cross_entropy_loss_fusion, torch.compile'd): 40 bytes a logit")
+    expect(summary).not_to_have_text(before)  # 40 bytes a logit instead of Megatron-LM's unfused 52
+    page.locator(".widget-dropdown", has_text="Output wgrad").locator("select").select_option(
+        label="On, the first 22 micro-batches (NeMo's 70B recipes)")
+    page.get_by_label("Framework", exact=True).select_option(label="DeepSpeed (pipeline engine, ZeRO)")
+    findings = page.locator(".widget-html", has_text="is set, but DeepSpeed").first
+    expect(findings).to_contain_text("the pipeline transfer overlap is set, but DeepSpeed")
+    expect(findings).to_contain_text("weight gradient is set to be deferred, but DeepSpeed")
+    assert "Traceback" not in page.locator("body").inner_text()
