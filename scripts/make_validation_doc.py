@@ -440,21 +440,25 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   33,099 / 26,006) is the 25.02 release. GB300 runs it 37,556 / 31,508 = 1.192x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
   read here puts GB300's FP8 GEMM (Azure's cuBLASLt, 1.14x) or attention (cuDNN 9.22, 1.10-1.13x) further ahead.
 * NeMo 25.02 and 25.04 are both built on NGC PyTorch 25.01 (NeMo v2.2.0 and v2.3.0 requirements/manifest.json),
-  which ships Transformer Engine v1.14; from v1.14 TE prefers cuDNN's fused attention on Blackwell as on Hopper
-  (efficiency.yaml, cudnn), so these rows run cuDNN's kernel, except Nemotron-4 340B. Its 192-wide heads are not
-  offered to cuDNN on Blackwell before TE v2.5, and TE v1.14 runs flash-attn there only at version 2.7.3, while NGC
-  PyTorch 25.01 ships flash_attn 2.4.2: both rows run TE's unfused attention (data/validation/training_runs.csv
-  notes; the engine's `training-attention-heads-older-te` finding says so for any such model). They are at
-  {a340['2502']['unfused']:+.1%} (B200, 25.02) and {a340['2504']['unfused']:+.1%} (GB200, 25.04); with flash-attn
-  2.7.3 installed (FlashAttention-2) they would be at {a340['2502']['fa2']:+.1%} and {a340['2504']['fa2']:+.1%}, and with
-  cuDNN's kernel (the framework's default on Blackwell) at {a340['2502']['cudnn']:+.1%} and {a340['2504']['cudnn']:+.1%}.
-* Nor is the cuDNN version a lead for the 25.02 rows. NVIDIA's cudnn-frontend files for B200 (cuDNN 9.10.2 at
-  87a1bcd and cb560b9, 9.13.0 at bb37575) time a PyTorch SDPA call with CUDA events; from 9.17.0 (d48a60e) the
-  files time the kernel with the profiler. GB300 is in both: its 9.13.0 figures (forward + backward 513.6,
-  952.5, 1,214.9, 1,367.6 TFLOP/s at 2k to 16k tokens) are 0.69, 0.77, 0.85 and 0.90 of its 9.17.0 ones (742.8,
-  1,229.5, 1,421.9, 1,526.7), a change of method as much as of version. Within one method the version barely moves
-  the rate: B200 at 16k forward 1,358.6, 1,349.8, 1,332.4 TFLOP/s from 9.10.2 to 9.13.0; GB200 1,646, 1,687,
-  1,708 from 9.18.1 to 9.22.0 (backward 1,371, 1,402, 1,328).
+  whose Transformer Engine is v1.14 (NeMo 25.04's build may have installed TE bee4649c, v2.2.0.dev0, its manifest's
+  pin); from v1.14 TE prefers cuDNN's fused attention on Blackwell as on Hopper (efficiency.yaml, cudnn), so these
+  rows run cuDNN's kernel, except Nemotron-4 340B. cuDNN does not train its 192-wide heads on Blackwell in any TE
+  release read (v1.14 to v2.18: heads of at most 128, and in the newest 192 x 128 and 256 x 256), and TE runs
+  flash-attn there only from version 2.7.3, while NGC PyTorch 25.01 ships flash_attn 2.4.2: both rows run TE's
+  unfused attention (data/validation/training_runs.csv notes). They are at {a340['2502']['unfused']:+.1%} (B200,
+  25.02) and {a340['2504']['unfused']:+.1%} (GB200, 25.04); with flash-attn 2.7.3 installed (FlashAttention-2, what
+  the engine takes for such heads by default with Megatron-Core and NeMo, with the
+  `training-attention-heads-not-cudnn` finding) they would be at {a340['2502']['fa2']:+.1%} and
+  {a340['2504']['fa2']:+.1%}, and with cuDNN's kernel at {a340['2502']['cudnn']:+.1%} and {a340['2504']['cudnn']:+.1%}.
+* Whether the 25.02 rows' cuDNN ran slower is not measured: NGC PyTorch 25.01 ships cuDNN 9.7.0 (NeMo v2.3.0
+  reinstall.sh installs TensorRT in it with CUDNN_VER 9.7.0.66-1), and NVIDIA's cudnn-frontend files start at
+  9.10.2. Their early files (87a1bcd and cb560b9, 9.10.2; bb37575, PyTorch's 9.13.0) time a PyTorch SDPA call with
+  CUDA events; from 9.17.0 (d48a60e) they time the kernel with the profiler and call cudnn-frontend directly. On GB300,
+  in both, cuDNN's forward + backward reads 0.69, 0.77, 0.85 and 0.90 of the later figures at 2k to 16k tokens
+  (513.6 against 742.8 TFLOP/s up to 1,367.6 against 1,526.7), PyTorch's flash attention 0.84, 0.93, 0.97 and 0.99:
+  the timing explains the short sequences, and about a tenth at 8k-16k is the call path or the version. Within one
+  method the version moves the rate by a few per cent: B200 at 16k forward 1,358.6, 1,349.8, 1,332.4 TFLOP/s from
+  9.10.2 to 9.13.0; GB200 1,646, 1,687, 1,708 from 9.18.1 to 9.22.0 (batch 1, 1 and 2; backward 1,371, 1,402, 1,328).
 
 """
 

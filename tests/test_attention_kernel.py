@@ -7,6 +7,7 @@ benchmark does (forward 4 b s^2 heads d_head halved for the causal mask, backwar
 
 from __future__ import annotations
 
+import dataclasses
 import typing
 
 import pytest
@@ -161,3 +162,70 @@ def test_cudnn_is_refused_on_another_vendors_accelerator():
         estimate(mi300x("cudnn"))
     assert estimate(mi300x("triton")).step_time_s > 0
     assert estimate(mi300x()).assumptions["attention_kernel"] == "FlashAttention-2"
+
+
+def test_cudnn_trains_heads_as_transformer_engine_offers_them():
+    # transformer_engine/common/fused_attn/fused_attn.cpp v2.18 l.312-336: training on Blackwell with heads of at most
+    # 128, "9.11: d_qk = 192, d_v = 128 + Blackwell + bprop", "9.23: d_qk = d_v = 256 + SM10x ... + bprop"; Hopper
+    # trains heads up to 256 from cuDNN 9.5 (v2.5 l.234-237)
+    from gpucluster_lib.training.efficiency import cudnn_trains_heads
+
+    assert cudnn_trains_heads("blackwell", 128, 128)       # Llama, GPT-3: heads of 128
+    assert cudnn_trains_heads("blackwell", 192, 128)       # DeepSeek-V3's latent attention
+    assert cudnn_trains_heads("blackwell", 256, 256)
+    assert not cudnn_trains_heads("blackwell", 192, 192)   # Nemotron-4 340B: 18432 / 96
+    assert not cudnn_trains_heads("blackwell", 160, 160)   # Narayanan 2021's 530B and 1T: 20480 / 128, 25600 / 160
+    assert cudnn_trains_heads("hopper", 192, 192)
+
+
+def _nemotron340_b200(**training):
+    """NVIDIA's NeMo 25.02 Nemotron-4 340B on 128 B200 (the validation row), with fused attention and ``training``."""
+    row = validation.load_runs().set_index("run_id").loc["nemo2502-b200-nemotron4-340b"].to_dict()
+    sc = validation.scenario_for(row | {"run_id": "nemotron4-340b", "flash_attention": "true"})
+    return dataclasses.replace(sc, training=dataclasses.replace(sc.training, **training))
+
+
+def _kernel_and_attention_findings(sc):
+    from gpucluster_lib.training import estimate
+
+    est = estimate(sc)
+    return est, est.assumptions["attention_kernel"], [(f.code, f.severity) for f in est.findings
+                                                       if f.code == "training-attention-heads-not-cudnn"]
+
+
+def test_megatron_core_heads_cudnn_does_not_train_fall_back_to_flash_attention():
+    # 192-wide heads on B200: NeMo's cuDNN default gives way to FlashAttention-2 (TE's next backend), with a finding
+    est, kernel, found = _kernel_and_attention_findings(_nemotron340_b200())
+    assert kernel == "FlashAttention-2" and found == [("training-attention-heads-not-cudnn", "info")]
+    # the same step as naming FlashAttention-2: the fallback is that kernel, nothing else
+    named, _, none = _kernel_and_attention_findings(_nemotron340_b200(attention_kernel="flash-attention-2"))
+    assert est.step_time_s == named.step_time_s and none == []
+    # the scenario names cuDNN's kernel for such heads: kept, with a warning
+    _, kernel, found = _kernel_and_attention_findings(_nemotron340_b200(attention_kernel="cudnn"))
+    assert kernel.startswith("cuDNN") and found == [("training-attention-heads-not-cudnn", "warning")]
+    # TorchTitan runs cuDNN through PyTorch's SDPA, not Transformer Engine: no fallback, no finding
+    _, kernel, found = _kernel_and_attention_findings(_nemotron340_b200(framework="torchtitan"))
+    assert kernel.startswith("cuDNN") and found == []
+    # unfused attention: nothing to say
+    _, kernel, found = _kernel_and_attention_findings(_nemotron340_b200(flash_attention=False))
+    assert kernel is None and found == []
+
+
+def test_heads_cudnn_trains_keep_cudnn():
+    from gpucluster_lib.training import estimate
+
+    runs = validation.load_runs().set_index("run_id")
+    for run_id in ("nemo2502-b200-nemotron4-15b",     # heads of 128 on B200
+                   "nemo2407-nemotron-340b-128"):     # heads of 192 on H100
+        est = estimate(validation.scenario_for(runs.loc[run_id].to_dict() | {"run_id": run_id}))
+        assert est.assumptions["attention_kernel"].startswith("cuDNN"), run_id
+        assert "training-attention-heads-not-cudnn" not in [f.code for f in est.findings], run_id
+    # DeepSeek-V3's 192 / 128 latent attention on B200 with NeMo: cuDNN trains it (TE v2.5 on, cuDNN 9.11 on)
+    sc = from_dict({"name": "dsv3", "model": {"preset": "deepseek-v3"},
+                    "hardware": {"accelerator": "b200-sxm-180gb", "gpus_per_node": 8, "nodes": 128},
+                    "parallelism": {"tensor": 1, "pipeline": 16, "expert": 8, "data": 64, "micro_batch_size": 1,
+                                    "global_batch_size": 1024, "zero_stage": 1, "distributed_optimizer": True},
+                    "training": {"framework": "nemo", "precision": "fp8"}})
+    est = estimate(sc)
+    assert est.assumptions["attention_kernel"].startswith("cuDNN")
+    assert "training-attention-heads-not-cudnn" not in [f.code for f in est.findings]

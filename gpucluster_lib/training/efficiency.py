@@ -108,6 +108,29 @@ def attention_kernels() -> dict[str, str]:
     return {k: str(v["name"]) for k, v in load_table()["attention_kernels"].items()}
 
 
+#: The (query-key, value) head dimensions cuDNN's fused attention trains on Blackwell besides both <= 128, as
+#: Transformer Engine offers them: 192 / 128 (multi-head latent attention; cuDNN >= 9.11, TE v2.5 on) and 256 / 256
+#: (cuDNN >= 9.23, TE v2.18). transformer_engine/common/fused_attn/fused_attn.cpp, v2.18, the head-dimension
+#: conditions of nvte_get_fused_attn_backend (l.312-336: "(head_dim_qk <= 128 && head_dim_v <= 128)", "9.11: d_qk =
+#: 192, d_v = 128 + Blackwell + bprop", "9.23: d_qk = d_v = 256 + SM10x ... + bprop"); TE v1.14 to v2.4 allow on
+#: Blackwell only heads of at most 128 (release_v1.14, 3b2a7b00: "!(sm_arch_ == 100 && (head_dim_qk > 128 ||
+#: head_dim_v > 128))").
+CUDNN_BLACKWELL_TRAINING_HEAD_PAIRS = ((192, 128), (256, 256))
+#: The widest heads cuDNN trains on Blackwell in every Transformer Engine release (both dimensions).
+CUDNN_BLACKWELL_TRAINING_MAX_HEAD = 128
+
+
+def cudnn_trains_heads(generation: str, qk_head_dim: int, value_head_dim: int) -> bool:
+    """Whether cuDNN's fused attention, through Transformer Engine, trains attention heads of these dimensions
+    on a GPU generation: on Blackwell heads of at most 128, or one of :data:`CUDNN_BLACKWELL_TRAINING_HEAD_PAIRS`
+    (TE's newest releases); elsewhere true (Hopper trains heads up to 256 from cuDNN 9.5, fused_attn.cpp v2.5
+    l.234-237; no model here has wider ones)."""
+    if generation != "blackwell":
+        return True
+    qk, v = int(qk_head_dim), int(value_head_dim)
+    return max(qk, v) <= CUDNN_BLACKWELL_TRAINING_MAX_HEAD or (qk, v) in CUDNN_BLACKWELL_TRAINING_HEAD_PAIRS
+
+
 def vendor_check(accelerator: dict[str, Any], kernel: str, kernels: dict[str, Any]) -> None:
     """A ``ScenarioError`` naming ``training.attention_kernel`` when the kernel is one vendor's library
     (``vendor`` of data/efficiency.yaml ``attention_kernels``: cuDNN, NVIDIA's) and the accelerator is another

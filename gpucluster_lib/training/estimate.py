@@ -45,6 +45,7 @@ from gpucluster_lib.training.core import (
 from gpucluster_lib.training.efficiency import (
     Efficiency,
     attention_kernel_name,
+    cudnn_trains_heads,
     for_accelerator,
     generation_of,
 )
@@ -227,8 +228,13 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                                  cross_entropy_bytes_per_logit=cross_entropy_bytes(tr.cross_entropy_loss))
     if fw.cross_entropy_bytes_per_logit is not None and "cross_entropy_bytes_per_logit" not in overrides:
         overrides["cross_entropy_bytes_per_logit"] = fw.cross_entropy_bytes_per_logit
-    # the run's fused attention kernel, else the framework's for this GPU generation
-    kernel = tr.attention_kernel or fw.attention_kernel(generation_of(acc))
+    # the run's fused attention kernel, else the framework's for this GPU generation; a framework that runs cuDNN's
+    # kernel through Transformer Engine falls back (its attention_fallback, flash-attn) for heads cuDNN cannot train
+    generation = generation_of(acc)
+    kernel = tr.attention_kernel or fw.attention_kernel(generation)
+    if tr.attention_kernel is None and kernel == "cudnn" and fw.attention_fallback is not None \
+            and not cudnn_trains_heads(generation, arch.qk_head_dim, arch.value_head_dim):
+        kernel = fw.attention_fallback
     eff = for_accelerator(acc, overrides, kernel)
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
@@ -803,12 +809,6 @@ LONG_CONTEXT_VALIDATED = {  # kernel: (tokens per sequence, share of the attenti
     "flash-attention-2": (8192, 0.225),
     "cudnn": (8192, 0.225),
 }
-#: The widest attention head (query-key or value dimension) that Transformer Engine before v2.5 gives cuDNN's fused
-#: attention on Blackwell: transformer_engine/common/fused_attn/fused_attn.cpp, release_v1.14 (3b2a7b00)
-#: "!(sm_arch_ == 100 && (head_dim_qk > 128 || head_dim_v > 128))", v2.2-v2.4 "sm_arch_ >= 100"; gone in v2.5.
-#: Wider heads there run flash-attn (only from 2.7.3 on compute capability 10.0: transformer_engine/pytorch/
-#: attention.py, release_v1.14, _flash_attn_version_required_blackwell) or TE's unfused attention.
-CUDNN_BLACKWELL_OLD_TE_MAX_HEAD = 128
 #: The published runs behind each kernel's bound, as the finding quotes them.
 LONG_CONTEXT_EVIDENCE = {
     "triton": "published runs with this kernel reach 65,536 tokens (MPT-3B on 8 H100 and on 8 A100, reproduced "
@@ -874,21 +874,29 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            fix="treat the step time as indicative, or calibrate the attention efficiency to a "
                                "measured run of your attention kernel",
                            field="model.seq_length"))
-    head = max(int(ctx.arch.qk_head_dim), int(ctx.arch.value_head_dim))
-    if ctx.flash_attention and eff.attention_kernel == "cudnn" and eff.generation == "blackwell" \
-            and head > CUDNN_BLACKWELL_OLD_TE_MAX_HEAD:
-        # Transformer Engine v1.14-v2.4 on compute capability 10.0 (fused_attn.cpp, release_v1.14 3b2a7b00:
-        # "!(sm_arch_ == 100 && (head_dim_qk > 128 || head_dim_v > 128))", gone in v2.5); flash-attn on Blackwell
-        # only from 2.7.3 (attention.py release_v1.14: _flash_attn_version_required_blackwell)
-        out.append(Finding("training-attention-heads-older-te", "info",
-                           f"this model's attention heads are {head} wide: Transformer Engine before v2.5 (the "
-                           "NeMo 25.02 and 25.04 containers, for example) does not run cuDNN's fused attention on "
-                           "Blackwell for heads wider than 128; it runs FlashAttention-2 when flash-attn 2.7.3 is "
-                           "installed and its unfused attention otherwise, both slower than the cuDNN kernel this "
-                           "estimate assumes",
-                           fix="with such a release, choose FlashAttention-2 as the attention kernel, or turn fused "
-                               "attention off if flash-attn 2.7.3 is not installed",
-                           field="training.attention_kernel"))
+    qk, v = int(ctx.arch.qk_head_dim), int(ctx.arch.value_head_dim)
+    fallback = ctx.framework.attention_fallback
+    if ctx.flash_attention and fallback and not cudnn_trains_heads(eff.generation, qk, v):
+        # cuDNN's fused attention does not train these heads on this GPU (efficiency.cudnn_trains_heads): Transformer
+        # Engine runs flash-attn instead, else its unfused attention (data/training_frameworks.yaml attention_fallback)
+        heads = f"attention heads of {qk} x {v}" if qk != v else f"attention heads {qk} wide"
+        if eff.attention_kernel == "cudnn":  # the scenario names cuDNN's kernel
+            out.append(Finding("training-attention-heads-not-cudnn", "warning",
+                               f"cuDNN's fused attention is chosen, but on {GENERATION_WORDS[eff.generation]} GPUs "
+                               f"it does not train {heads} (Transformer Engine up to v2.18, the newest read): "
+                               f"{ctx.framework.name} would run FlashAttention-2, or its unfused attention",
+                               fix="choose FlashAttention-2 as the attention kernel, or turn fused attention off",
+                               field="training.attention_kernel"))
+        elif scenario.training.attention_kernel is None:  # the framework's cuDNN default fell back
+            out.append(Finding("training-attention-heads-not-cudnn", "info",
+                               f"on {GENERATION_WORDS[eff.generation]} GPUs cuDNN's fused attention does not train "
+                               f"{heads} (Transformer Engine up to v2.18, the newest read), so {ctx.framework.name} "
+                               f"runs {attention_kernel_name(eff.attention_kernel)} instead, as this estimate "
+                               "assumes; that needs flash-attn 2.7.3 or later installed, and without it Transformer "
+                               "Engine runs its unfused attention, which is slower",
+                               fix="if your container has no such flash-attn (NGC PyTorch 25.01, the base of NeMo "
+                                   "25.02 and 25.04, ships 2.4.2), turn fused attention off",
+                               field="training.flash_attention"))
     if not eff.validated:
         why = f": {eff.evidence}" if eff.evidence else ""
         gpus = (f"{GENERATION_WORDS[eff.generation]} GPUs" if eff.generation in GENERATION_WORDS

@@ -115,6 +115,10 @@ class Framework:
                                                       ("hopper", "flash-attention-2"),
                                                       ("blackwell", "flash-attention-2"),
                                                       ("default", "flash-attention-2"))
+    #: the kernel the framework runs instead when cuDNN's fused attention cannot train the model's attention heads
+    #: on the GPU (:func:`~gpucluster_lib.training.efficiency.cudnn_trains_heads`): Transformer Engine's next
+    #: backend, flash-attn, for Megatron-Core and NeMo; None: the framework's kernel is kept
+    attention_fallback: str | None = None
 
     #: FP8 training: the scaling recipe (a key of ``fp8_recipes``), the linear layers whose FP8 input the
     #: norm writes (of "qkv", "fc1") and how often the FP8 weights are made ("step" or "micro_batch")
@@ -247,6 +251,9 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
         raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                            f"framework {name}, defer_output_wgrad: needs the deferral path (output_wgrad_deferral: true)")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
+    fallback = row.get("attention_fallback")
+    if fallback is not None:
+        _attention_kernels(name, {g: fallback for g in GENERATIONS})  # a kernel of data/efficiency.yaml, or refused
     fp8 = _fp8_terms(name, row)
     loss = row.get("cross_entropy_loss")
     if loss is not None and loss not in _table()["cross_entropy_losses"]:
@@ -274,7 +281,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_reduce_queue_layers=float(row.get("zero3_reduce_queue_layers", 0.0)),
                      dp_last_reduction=str(row.get("dp_last_reduction", "embedding")),
                      **{key: bool(row.get(key, True)) for key in BOOLEAN_KEYS_TRUE},
-                     attention_kernels=kernels, **fp8,
+                     attention_kernels=kernels, attention_fallback=fallback, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})
 
 
