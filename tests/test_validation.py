@@ -526,40 +526,37 @@ def test_nemo_2502_and_2504_blackwell_rows_name_the_attention_kernel_transformer
 
 
 def test_flash_attention_2_blackwell_rate_by_hand():
-    # NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/sdpa_bf16_benchmark_results_NVIDIA_GB200.csv
-    # and ..._GB300.csv at d48a60e (README: pytorch:25.11-py3, FlashAttention 2 2.8.3, profiler-timed kernels),
-    # backend pyt_flash_attention, BF16, causal, batch 1, 128 / 8 heads of 128: forward, backward TFLOP/s; combined
-    # 3.5 / (1/fwd + 2.5/bwd), of GB200's and GB300's 2500
-    import yaml
+    # NVIDIA/cudnn-frontend benchmark/sdpa_benchmark_training/artifacts/, BF16, causal, batch 1, 128 / 8 heads of 128,
+    # forward / backward TFLOP/s, combined 3.5 / (1/fwd + 2.5/bwd): GB200's PyTorch FlashAttention-2 kernel timed with
+    # the profiler (..._NVIDIA_GB200.csv at d48a60e, backend pyt_flash_attention) times flash-attn's own kernel over
+    # PyTorch's in one file and timing (..._NVIDIA_GB300.csv at bb37575, backends flash_attention / pyt_flash_attention)
+    from gpucluster_lib.catalog import load_catalog
+    from gpucluster_lib.training.efficiency import for_accelerator
 
-    from gpucluster_lib.resources import data_path
+    def comb(fwd, bwd):
+        return 3.5 / (1 / fwd + 2.5 / bwd)
 
-    table = yaml.safe_load(open(data_path("efficiency.yaml"), encoding="utf-8"))
-    k = table["attention_kernels"]["flash-attention-2"]["blackwell"]
-    assert (k["rate"], k["half_rate_tokens"]) == (0.156, 747)
     gb200 = {2048: (336, 268), 4096: (387, 311), 8192: (414, 338), 16384: (430, 352)}
-    gb300 = {2048: (339, 271), 4096: (388, 316), 8192: (418, 343), 16384: (433, 357)}
-    for bars, tol in ((gb200, 0.005), (gb300, 0.012)):
-        for s, (fwd, bwd) in bars.items():
-            combined = 3.5 / (1 / fwd + 2.5 / bwd)
-            assert k["rate"] * s / (s + k["half_rate_tokens"]) * 2500 == pytest.approx(combined, rel=tol), s
-    assert 3.5 / (1 / 430 + 2.5 / 352) == pytest.approx(371.2, abs=0.05)
-    # FlashAttention-2 has no Blackwell instructions: 1.13x its H100 speed at 16k (Dao 2023 Fig. 7: 328 TFLOP/s),
+    native = {2048: (285.475, 246.511), 4096: (392.176, 314.788), 8192: (439.868, 351.692), 16384: (464.522, 368.995)}
+    pytorch = {2048: (271.164, 230.185), 4096: (366.238, 291.593), 8192: (410.579, 330.096),
+               16384: (430.746, 350.925)}
+    cat = load_catalog()
+    for acc in ("gb200-gpu-186gb", "gb300-gpu-288gb", "b200-sxm-180gb"):  # the generation value, B200 included
+        eff = for_accelerator(cat.accelerator(acc), None, "flash-attention-2")
+        assert (eff.flash_attention_efficiency, eff.attention_half_rate_tokens) == (0.165, 717), acc
+    for s, bars in gb200.items():
+        derived = comb(*bars) * comb(*native[s]) / comb(*pytorch[s])
+        assert 0.165 * s / (s + 717) * 2500 == pytest.approx(derived, rel=0.012), s
+    assert comb(430, 352) * comb(464.522, 368.995) / comb(430.746, 350.925) == pytest.approx(392.8, abs=0.05)
+    # B200 takes the same fraction of its 2250: flash-attn's own kernel in the same bb37575 run (..._NVIDIA_B200.csv,
+    # backend flash_attention) combines to 357.9 TFLOP/s at 16k
+    assert 0.165 * 16384 / (16384 + 717) * 2250 == pytest.approx(357.9, rel=0.007)
+    # FlashAttention-2 has no Blackwell instructions: 1.20x its H100 speed at 16k (Dao 2023 Fig. 7: 328 TFLOP/s),
     # far below Hopper's share of GB200's peak (0.337 x 16384 / 16916 x 2500 = 816 TFLOP/s)
-    assert 371.2 / 328 == pytest.approx(1.1317, abs=1e-4)
-    assert 0.337 * 16384 / (16384 + 532) * 2500 == pytest.approx(816.0, abs=0.1)
-    # B200 its own file: sdpa_benchmark_bf16_training/artifacts/sdpa_benchmark_results_NVIDIA_B200.csv at 87a1bcd
-    # (README: pytorch:25.05-py3, FlashAttention 2.7.3), backend flash_attention, same configuration, of B200's 2250
-    b = table["accelerators"]["b200-sxm-180gb"]["attention_kernels"]["flash-attention-2"]
-    assert (b["rate"], b["half_rate_tokens"]) == (0.186, 1682)
-    b200 = {2048: (259.139, 210.091), 4096: (347.732, 291.053), 8192: (403.305, 335.386), 16384: (428.611, 354.678)}
-    for s, (fwd, bwd) in b200.items():
-        combined = 3.5 / (1 / fwd + 2.5 / bwd)
-        assert b["rate"] * s / (s + b["half_rate_tokens"]) * 2250 == pytest.approx(combined, rel=0.036), s
-    # at 16k B200 runs it as fast as GB200 (373.1 against 371.2 TFLOP/s), not at GB200's fraction of its lower peak
-    assert 3.5 / (1 / 428.611 + 2.5 / 354.678) == pytest.approx(373.1, abs=0.05)
-    # the same B200 file's cuDNN 9.10.2 (PyTorch SDPA) runs 754.3 TFLOP/s at 4k (897.309 / 709.138): 2.5x FlashAttention-2
-    assert 3.5 / (1 / 897.309 + 2.5 / 709.138) == pytest.approx(754.3, abs=0.05)
+    assert 392.8 / 328 == pytest.approx(1.1976, abs=1e-4)
+    # cuDNN (PyTorch SDPA, cuDNN 9.10.2) in B200's 87a1bcd file runs 754.3 TFLOP/s at 4k (897.309 / 709.138): 2.5x
+    # that file's FlashAttention-2 (347.732 / 291.053, 305.3)
+    assert comb(897.309, 709.138) / comb(347.732, 291.053) == pytest.approx(2.47, abs=0.01)
 
 
 def test_docs_validation_md_is_what_its_generator_writes_now():
