@@ -100,7 +100,7 @@ def test_schema_choices_are_the_kernels_of_the_efficiency_table():
     # human names for the app and the report
     assert attention_kernels() == {"flash-attention-2": "FlashAttention-2",
                                    "triton": "Triton FlashAttention (llm-foundry)",
-                                   "cudnn": "cuDNN fused attention (Transformer Engine)"}
+                                   "cudnn": "cuDNN fused attention"}
 
 
 def test_published_runs_name_their_kernel():
@@ -156,8 +156,8 @@ def test_cudnn_is_refused_on_another_vendors_accelerator():
                           "parallelism": {"tensor": 1, "pipeline": 1, "micro_batch_size": 1, "global_batch_size": 64},
                           "training": training})
 
-    with pytest.raises(ScenarioError, match=r"^training.attention_kernel: cuDNN fused attention \(Transformer "
-                                            r"Engine\) is NVIDIA's library and runs only on NVIDIA GPUs, but the AMD "
+    with pytest.raises(ScenarioError, match=r"^training.attention_kernel: cuDNN fused attention "
+                                            r"is NVIDIA's library and runs only on NVIDIA GPUs, but the AMD "
                                             r"Instinct MI300X is made by AMD; choose flash-attention-2 or triton$"):
         estimate(mi300x("cudnn"))
     assert estimate(mi300x("triton")).step_time_s > 0

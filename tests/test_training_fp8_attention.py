@@ -109,7 +109,7 @@ def test_framework_default_kernel_per_generation(framework_id, accelerator, kern
 def test_attention_kernel_setting_overrides_the_framework():
     ctx = build_context(_scenario(GPT5B, attention_kernel="flash-attention-2"))[0]
     assert ctx.eff.attention_kernel == "flash-attention-2"
-    assert estimate(_scenario(GPT5B)).assumptions["attention_kernel"] == "cuDNN fused attention (Transformer Engine)"
+    assert estimate(_scenario(GPT5B)).assumptions["attention_kernel"] == "cuDNN fused attention"
 
 
 def test_one_layer_attention_with_cudnn_by_hand():

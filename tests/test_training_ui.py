@@ -128,7 +128,7 @@ def test_panel_attention_kernel_dropdown():
     assert panel.kernel.value == "default"  # the framework's kernel for the GPU generation
     assert [name for name, _ in panel.kernel.options] == ["Framework default (per GPU generation)", "FlashAttention-2",
                                                           "Triton FlashAttention (llm-foundry)",
-                                                          "cuDNN fused attention (Transformer Engine)"]
+                                                          "cuDNN fused attention"]
     compute = panel.est.time_breakdown_s["compute"]
     panel.kernel.value = "triton"
     assert panel.state.scenario.training.attention_kernel == "triton"

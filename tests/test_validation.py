@@ -476,7 +476,7 @@ def test_no_long_context_finding_where_published_runs_are_reproduced():
     assert _long_context_findings("mcore-1.7b") == []
     # the same Llama model at 16,384 tokens is beyond every published run of that kernel: the finding
     (f,) = _long_context_findings("llama3-405b-8k", seq_length=16384)
-    assert "for cuDNN fused attention (Transformer Engine): at 16,384 tokens per sequence" in f.message
+    assert "for cuDNN fused attention: at 16,384 tokens per sequence" in f.message
     # unfused attention reads no fused kernel's rate: no finding from it
     from gpucluster_lib.training.estimate import estimate
 
