@@ -254,13 +254,15 @@ class TrainingSpec:
     dataset_images: float | None = f(None, gt=0, le=1e12, doc="images per epoch (CNN/ViT)")
     gemm_efficiency: float | None = f(None, gt=0, le=1, doc="override of the achievable fraction of peak")
     flash_attention: bool = f(True, doc="fused (FlashAttention-style) attention; false = s x s scores in memory")
-    attention_kernel: Literal["flash-attention-2", "triton", "cudnn"] | None = f(
+    attention_kernel: Literal["flash-attention-2", "pytorch-flash-attention", "triton", "cudnn"] | None = f(
         None, doc="the fused attention kernel and its speed (data/efficiency.yaml): flash-attention-2 "
-                  "(FlashAttention-2), triton (llm-foundry's Triton FlashAttention, attn_impl: triton) or cudnn "
+                  "(FlashAttention-2, flash-attn's own kernel), pytorch-flash-attention (PyTorch SDPA's copy of "
+                  "FlashAttention-2), triton (llm-foundry's Triton FlashAttention, attn_impl: triton) or cudnn "
                   "(cuDNN fused attention, which Transformer Engine selects on Hopper and Blackwell; NVIDIA GPUs "
                   "only); default: the "
                   "framework's for the GPU generation (Megatron-LM, NeMo: cudnn on Hopper and Blackwell, "
-                  "flash-attention-2 on Ampere; TorchTitan: cudnn on Blackwell; otherwise flash-attention-2)")
+                  "flash-attention-2 on Ampere and for heads cuDNN does not train on Blackwell; TorchTitan: "
+                  "pytorch-flash-attention on Ampere and Hopper, cudnn on Blackwell; otherwise flash-attention-2)")
     fp8_recipe: Literal["delayed", "current", "mxfp8"] | None = f(
         None, doc="FP8 scaling recipe, read with precision fp8 (data/training_frameworks.yaml fp8_recipes): delayed "
                   "(Transformer Engine's DelayedScaling: scales from the amax history, casts fused into the norm "

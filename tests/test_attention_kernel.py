@@ -89,7 +89,8 @@ def test_bad_attention_kernel_names_the_field_and_the_choices():
     with pytest.raises(ScenarioError) as exc:
         from_dict({"name": "x", "model": {"preset": "mpt-7b"}, "training": {"attention_kernel": "flash3"}})
     text = str(exc.value)
-    assert text.startswith("training.attention_kernel: must be one of flash-attention-2, triton or cudnn, not 'flash3'")
+    assert text.startswith("training.attention_kernel: must be one of flash-attention-2, pytorch-flash-attention, triton "
+                           "or cudnn, not 'flash3'")
 
 
 def test_schema_choices_are_the_kernels_of_the_efficiency_table():
@@ -99,6 +100,7 @@ def test_schema_choices_are_the_kernels_of_the_efficiency_table():
     assert TrainingSpec().attention_kernel is None  # the framework's kernel for the GPU generation
     # human names for the app and the report
     assert attention_kernels() == {"flash-attention-2": "FlashAttention-2",
+                                   "pytorch-flash-attention": "FlashAttention-2 (PyTorch SDPA)",
                                    "triton": "Triton FlashAttention (llm-foundry)",
                                    "cudnn": "cuDNN fused attention"}
 
@@ -125,7 +127,7 @@ def test_published_runs_name_their_kernel():
     by_id = runs.set_index("run_id")
     for run_id, kernel in (("dgxc-llama31-8b-bf16-8", "cudnn"), ("mcore-1.7b", "cudnn"),
                            ("megatron-gpt3-175b-1024", "flash-attention-2"),
-                           ("torchtitan-h200-llama31-8b-32", "flash-attention-2")):
+                           ("torchtitan-h200-llama31-8b-32", "pytorch-flash-attention")):
         sc = validation.scenario_for(by_id.loc[run_id].to_dict() | {"run_id": run_id})
         assert sc.training.attention_kernel is None
         assert build_context(sc)[0].eff.attention_kernel == kernel, run_id
@@ -158,7 +160,7 @@ def test_cudnn_is_refused_on_another_vendors_accelerator():
 
     with pytest.raises(ScenarioError, match=r"^training.attention_kernel: cuDNN fused attention "
                                             r"is NVIDIA's library and runs only on NVIDIA GPUs, but the AMD "
-                                            r"Instinct MI300X is made by AMD; choose flash-attention-2 or triton$"):
+                                            r"Instinct MI300X is made by AMD; choose flash-attention-2, pytorch-flash-attention or triton$"):
         estimate(mi300x("cudnn"))
     assert estimate(mi300x("triton")).step_time_s > 0
     assert estimate(mi300x()).assumptions["attention_kernel"] == "FlashAttention-2"
@@ -229,3 +231,20 @@ def test_heads_cudnn_trains_keep_cudnn():
     est = estimate(sc)
     assert est.assumptions["attention_kernel"].startswith("cuDNN")
     assert "training-attention-heads-not-cudnn" not in [f.code for f in est.findings]
+
+
+def test_pytorch_flash_attention_curve_reproduces_nvidia_files():
+    # PyTorch SDPA's copy of FlashAttention-2 (what TorchTitan runs on Ampere and Hopper), NVIDIA/cudnn-frontend:
+    # Hopper benchmark/benchmark_results.csv at de355c7, "Pytorch FWD+BWD", causal, head dimension 128 [TFLOP/s of
+    # 989.4]; Blackwell sdpa_bf16_benchmark_results_NVIDIA_GB200.csv at d48a60e, pyt_flash_attention, combined
+    # 3.5 / (1/fwd + 2.5/bwd) [TFLOP/s of 2500]
+    hopper = {4096: 257.94, 8192: 287.26, 16384: 311.17, 32768: 324.62, 65536: 328.09}
+    blackwell = {2048: 3.5 / (1 / 336 + 2.5 / 268), 4096: 3.5 / (1 / 387 + 2.5 / 311),
+                 8192: 3.5 / (1 / 414 + 2.5 / 338), 16384: 3.5 / (1 / 430 + 2.5 / 352)}
+    for gen, peak, bars, tol in (("hopper", 989.4, hopper, 0.013), ("blackwell", 2500.0, blackwell, 0.005)):
+        rate = _curve(gen, "pytorch-flash-attention")
+        for s, tflops in bars.items():
+            assert rate(s) * peak == pytest.approx(tflops, rel=tol), (gen, s)
+    # slower than flash-attn's own kernel on Hopper (Dao 2023 Fig. 7, H100: 294, 308, 328 at 4k, 8k, 16k)
+    for s, native in ((4096, 294), (8192, 308), (16384, 328)):
+        assert _curve("hopper", "pytorch-flash-attention")(s) * 989.4 < native, s

@@ -96,8 +96,9 @@ def test_cudnn_is_faster_than_flash_attention_2_as_in_one_harness():
     # flash-attn on Ampere)
     ("megatron", "h100-sxm5-80gb", "cudnn"), ("nemo", "b200-sxm-180gb", "cudnn"),
     ("megatron", "a100-sxm4-80gb", "flash-attention-2"),
-    # TorchTitan at e7c0cae: [FLASH, EFFICIENT, MATH], cuDNN first only on compute capability 10.0 (PR 1196)
-    ("torchtitan", "h200-sxm-141gb", "flash-attention-2"), ("torchtitan", "gb200-gpu-186gb", "cudnn"),
+    # TorchTitan at e7c0cae: [FLASH, EFFICIENT, MATH], cuDNN first only on compute capability 10.0 (PR 1196); FLASH is
+    # PyTorch's own copy of FlashAttention-2
+    ("torchtitan", "h200-sxm-141gb", "pytorch-flash-attention"), ("torchtitan", "gb200-gpu-186gb", "cudnn"),
     # FSDP (Composer) and DeepSpeed: FlashAttention-2
     ("fsdp", "h100-sxm5-80gb", "flash-attention-2"), ("deepspeed", "h100-sxm5-80gb", "flash-attention-2"),
 ])

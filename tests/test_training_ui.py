@@ -127,6 +127,7 @@ def test_panel_attention_kernel_dropdown():
     panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
     assert panel.kernel.value == "default"  # the framework's kernel for the GPU generation
     assert [name for name, _ in panel.kernel.options] == ["Framework default (per GPU generation)", "FlashAttention-2",
+                                                          "FlashAttention-2 (PyTorch SDPA)",
                                                           "Triton FlashAttention (llm-foundry)",
                                                           "cuDNN fused attention"]
     compute = panel.est.time_breakdown_s["compute"]

@@ -131,6 +131,11 @@ def cudnn_trains_heads(generation: str, qk_head_dim: int, value_head_dim: int) -
     return max(qk, v) <= CUDNN_BLACKWELL_TRAINING_MAX_HEAD or (qk, v) in CUDNN_BLACKWELL_TRAINING_HEAD_PAIRS
 
 
+def _either(names: list[str]) -> str:
+    """``a``, ``a or b``, ``a, b or c``: the choices in words."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} or {names[-1]}"
+
+
 def vendor_check(accelerator: dict[str, Any], kernel: str, kernels: dict[str, Any]) -> None:
     """A ``ScenarioError`` naming ``training.attention_kernel`` when the kernel is one vendor's library
     (``vendor`` of data/efficiency.yaml ``attention_kernels``: cuDNN, NVIDIA's) and the accelerator is another
@@ -143,7 +148,7 @@ def vendor_check(accelerator: dict[str, Any], kernel: str, kernels: dict[str, An
     name = accelerator.get("name") or accelerator.get("id")
     raise ScenarioError("training.attention_kernel",
                         f"{kernels[kernel]['name']} is {need}'s library and runs only on {need} GPUs, but the {name} "
-                        f"is made by {have}; choose {' or '.join(others.split(', '))}")
+                        f"is made by {have}; choose {_either(others.split(', '))}")
 
 
 def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | None = None,
