@@ -887,17 +887,17 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         if eff.attention_kernel == "cudnn":  # the scenario names cuDNN's kernel
             out.append(Finding("training-attention-heads-not-cudnn", "warning",
                                f"cuDNN's fused attention is chosen, but on {GENERATION_WORDS[eff.generation]} GPUs "
-                               f"it does not train {heads} (Transformer Engine up to v2.18, the newest read): "
+                               f"it does not train {heads} (Transformer Engine releases up to v2.18): "
                                f"{ctx.framework.name} would run FlashAttention-2, or Transformer Engine's unfused attention",
                                fix="choose FlashAttention-2 as the attention kernel, or turn fused attention off",
                                field="training.attention_kernel"))
         elif scenario.training.attention_kernel is None:  # the framework's cuDNN default fell back
             out.append(Finding("training-attention-heads-not-cudnn", "info",
                                f"on {GENERATION_WORDS[eff.generation]} GPUs cuDNN's fused attention does not train "
-                               f"{heads} (Transformer Engine up to v2.18, the newest read), so {ctx.framework.name} "
+                               f"{heads} (Transformer Engine releases up to v2.18), so {ctx.framework.name} "
                                f"runs {attention_kernel_name(eff.attention_kernel)} instead, as this estimate "
-                               "assumes; that needs a flash-attn release Transformer Engine accepts installed (from "
-                               "2.7.3; up to 2.8.3 for Transformer Engine 2.18), and without one Transformer Engine "
+                               "assumes; that needs a flash-attn release that Transformer Engine accepts (2.7.3 or "
+                               "later, up to 2.8.3 for Transformer Engine 2.18), and without one Transformer Engine "
                                "runs its unfused attention, which is slower",
                                fix="if your container has no such flash-attn (NGC PyTorch 25.01, the base of NeMo "
                                    "25.02 and 25.04, ships 2.4.2), turn fused attention off",
