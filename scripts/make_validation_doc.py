@@ -571,7 +571,7 @@ Every framework's cross-entropy is now counted from the loss it runs (data/train
 Megatron-DeepSpeed, metaseq's OPT, NeMo 1.x configs without `cross_entropy_loss_fusion`: NeMo 24.07's GPT-3 and
 Llama 2, dgxc GPT-3), Megatron-Core's torch.compile'd fused loss 40 (NeMo's default), flash-attn 1.0.9's xentropy
 kernel 8 (llm-foundry's MPT), F.cross_entropy under torch.compile 8 (TorchTitan), Transformer Engine's Triton kernel
-10 (the Megatron-Bridge performance runs). The interleaved schedule's point-to-point overlap (`overlap_p2p_comm`, on
+10 (the NeMo 25.04 and Megatron-Bridge performance runs). The interleaved schedule's point-to-point overlap (`overlap_p2p_comm`, on
 in NeMo's interleaved configs) now hides the steady state's transfers behind the other direction's chunks; the
 bubble's slots and the last stage's (v-1) p warm-up and cool-down chunks keep theirs, waited with no compute between
 (core.py [26]). Without it NeMo 24.07's GPT-3 175B on 512 H100 would be at \

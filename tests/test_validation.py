@@ -566,3 +566,16 @@ def test_docs_validation_md_is_what_its_generator_writes_now():
 
     committed = (Path(__file__).resolve().parent.parent / "docs" / "validation.md").read_text(encoding="utf-8")
     assert load_script("make_validation_doc").render() == committed, "docs/validation.md is stale: run PYTHONPATH=. python scripts/make_validation_doc.py"
+
+
+def test_nemo_2504_rows_run_transformer_engines_cross_entropy():
+    # NeMo v2.3.0 (25.04) scripts/performance/utils.py l.290-291: "# enable cross entropy fusion with TE kernel",
+    # recipe.model.config.cross_entropy_fusion_impl = "te"; NeMo v2.2.0's (25.02) scripts/llm/performance/utils.py sets
+    # no cross-entropy implementation, so Megatron-Core's fused loss, NeMo's default (data/training_frameworks.yaml)
+    runs = validation.load_runs().set_index("run_id")
+    r2504 = runs[runs.index.str.startswith("nemo2504-")]
+    r2502 = runs[runs.index.str.startswith("nemo2502-")]
+    assert len(r2504) == 5 and (r2504["cross_entropy_loss"] == "te_triton").all()
+    assert len(r2502) == 4 and (r2502["cross_entropy_loss"] == "").all()
+    row = r2504.iloc[0].to_dict() | {"run_id": r2504.index[0]}
+    assert validation.scenario_for(row).training.cross_entropy_loss == "te_triton"
