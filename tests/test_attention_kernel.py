@@ -248,3 +248,18 @@ def test_pytorch_flash_attention_curve_reproduces_nvidia_files():
     # slower than flash-attn's own kernel on Hopper (Dao 2023 Fig. 7, H100: 294, 308, 328 at 4k, 8k, 16k)
     for s, native in ((4096, 294), (8192, 308), (16384, 328)):
         assert _curve("hopper", "pytorch-flash-attention")(s) * 989.4 < native, s
+
+
+def test_a_framework_attention_fallback_must_be_a_kernel_and_is_named_when_not():
+    # a typo in data/training_frameworks.yaml attention_fallback would be read as a kernel nobody has: refused on load,
+    # naming the key (not attention_kernel); the shipped TE-based frameworks fall back to flash-attn's own kernel
+    from gpucluster_lib.errors import CatalogError
+    from gpucluster_lib.training.framework import framework, framework_from_rows, framework_rows
+
+    rows = {"megatron": {**framework_rows()["megatron"], "attention_fallback": "flash-attn"}}
+    with pytest.raises(CatalogError, match=r"^training_frameworks\.yaml: framework megatron, attention_fallback: must "
+                                           r"be one of flash-attention-2, pytorch-flash-attention, triton, cudnn, "
+                                           r"got 'flash-attn'$"):
+        framework_from_rows("megatron", rows)
+    assert framework("megatron").attention_fallback == framework("nemo").attention_fallback == "flash-attention-2"
+    assert framework("torchtitan").attention_fallback is None

@@ -888,8 +888,10 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
             out.append(Finding("training-attention-heads-not-cudnn", "warning",
                                f"cuDNN's fused attention is chosen, but on {GENERATION_WORDS[eff.generation]} GPUs "
                                f"it does not train {heads} (Transformer Engine releases up to v2.18): "
-                               f"{ctx.framework.name} would run FlashAttention-2, or Transformer Engine's unfused attention",
-                               fix="choose FlashAttention-2 as the attention kernel, or turn fused attention off",
+                               f"{ctx.framework.name} would run {attention_kernel_name(fallback)}, or Transformer "
+                               "Engine's unfused attention",
+                               fix=f"choose {attention_kernel_name(fallback)} as the attention kernel, or turn fused "
+                                   "attention off",
                                field="training.attention_kernel"))
         elif scenario.training.attention_kernel is None:  # the framework's cuDNN default fell back
             out.append(Finding("training-attention-heads-not-cudnn", "info",

@@ -253,7 +253,12 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
     kernels = _attention_kernels(name, row.get("attention_kernel"))
     fallback = row.get("attention_fallback")
     if fallback is not None:
-        _attention_kernels(name, {g: fallback for g in GENERATIONS})  # a kernel of data/efficiency.yaml, or refused
+        from gpucluster_lib.training.efficiency import attention_kernels
+
+        if fallback not in attention_kernels():
+            raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                               f"framework {name}, attention_fallback: must be one of {', '.join(attention_kernels())}, "
+                               f"got {fallback!r}")
     fp8 = _fp8_terms(name, row)
     loss = row.get("cross_entropy_loss")
     if loss is not None and loss not in _table()["cross_entropy_losses"]:
