@@ -362,6 +362,35 @@ RELEASE_SERIES = (
 )
 
 
+#: Maximum achievable FP8 matmul rate (mamf-finder.py: a brute-force search over shapes, mean of 100 iterations after
+#: 50 warm-up ones, the best shape) as a fraction of the dense FP8 peak, one harness on every GPU:
+#: stas00/ml-engineering compute/accelerator/README.md @ 744d01e, "Maximum Achievable Matmul FLOPS comparison table",
+#: FP8 (float8_e4m3fn): H100 SXM 1402.6 of 1979 (torch 2.7.0+cu126), B200 SXM 3432.5 of 4500 (2.7.1+cu128), GB200
+#: 3615.6 of 5000 (2.10.0.dev+cu130). No GB300 row; B300 SXM 3353.3 of 4500 (2.9.1+cu130).
+MAMF_FP8 = {"h100-sxm5-80gb": 1402.6 / 1979, "b200-sxm-180gb": 3432.5 / 4500, "gb200-gpu-186gb": 3615.6 / 5000}
+
+
+def mamf_gemm(acc: str) -> float:
+    """A Blackwell GPU's GEMM efficiency carried over from Hopper by mamf-finder's FP8 ratio to H100 (MAMF_FP8),
+    by the rule of data/efficiency.yaml: Hopper's 0.58 x ratio x Hopper's / Blackwell's fp8_gemm_factor."""
+    gens = efficiency.load_table()["generations"]
+    return (float(gens["hopper"]["gemm_efficiency"]) * MAMF_FP8[acc] / MAMF_FP8["h100-sxm5-80gb"]
+            * float(gens["hopper"]["fp8_gemm_factor"]) / float(gens["blackwell"]["fp8_gemm_factor"]))
+
+
+def mamf_candidate() -> dict[str, list[tuple[str, float, float]]]:
+    """The held-out B200 and GB200 rows with :func:`mamf_gemm` as their GEMM efficiency: per GPU, (row, error now,
+    error with it), estimated live. GB300 has no mamf-finder figure and keeps its value."""
+    runs = validation.load_runs()
+    out: dict[str, list[tuple[str, float, float]]] = {}
+    for acc in ("b200-sxm-180gb", "gb200-gpu-186gb"):
+        gemm = mamf_gemm(acc)
+        ids = runs[(runs["accelerator"] == acc) & (runs["set"] == "external")]["run_id"]
+        out[acc] = [(r, _row_error(r)[0], _row_error(r, training_changes={"efficiency": {"gemm_efficiency": gemm}})[0])
+                    for r in ids]
+    return out
+
+
 def release_series() -> list[tuple[str, list[tuple[str, int, float, float]]]]:
     """Each series of RELEASE_SERIES with the model's error on every release's figure: the series' validation row
     with that release's global batch and throughput (tokens / s / GPU x GPUs), estimated live."""
@@ -404,6 +433,15 @@ def release_series_section() -> str:
                "cudnn": {"flash_attention": True, "attention_kernel": "cudnn"}}
     a340 = {rel: {k: _row_error(f"nemo{rel}-{gpu}-nemotron4-340b", training_changes=ch)[0] for k, ch in kernels.items()}
             for rel, gpu in (("2502", "b200"), ("2504", "gb200"))}
+    mamf = mamf_candidate()
+    gemm_m = {a: mamf_gemm(a) for a in mamf}
+    m_now = [e for rows in mamf.values() for _, e, _ in rows]
+    m_new = [e for rows in mamf.values() for _, _, e in rows]
+
+    def _span(rows: list[tuple[str, float, float]], i: int, sep: str) -> str:
+        vals = [r[i] for r in rows]
+        return f"{min(vals):+.1%}{sep}{max(vals):+.1%}"
+
     return f"""### The same plan in successive releases
 
 NVIDIA's tables run several plans unchanged over releases. Tokens / s / GPU as published (FP8; MXFP8 where the
@@ -439,6 +477,26 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   plans both list (Llama 3.1 405B 665 / 625, Nemotron-4 15B 17,809 / 14,760, Nemotron-4 340B 737 / 602, Llama 3 8B
   33,099 / 26,006) is the 25.02 release. GB300 runs it 37,556 / 31,508 = 1.192x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
   read here puts GB300's FP8 GEMM (Azure's cuBLASLt, 1.14x) or attention (cuDNN 9.22, 1.10-1.13x) further ahead.
+* NVIDIA's 26.06 tables (Megatron-Bridge archive, "26.06 NeMo Container") put GB300 ahead of GB200 on every model both run,
+  each GPU with its own plan, tokens / s / GPU: Llama 3.1 405B 1,048 / 843 = 1.243x (FP8) and 952 / 783 = 1.216x
+  (MXFP8), Llama 3 70B fine-tuning 4,819 / 3,864 = 1.247x (SFT, FP8) and 7,447 / 5,958 = 1.250x (LoRA, MXFP8),
+  DeepSeek-V3 6,338 / 4,969 = 1.276x, Qwen3 235B-A22B 9,015 / 7,376 = 1.222x, Nemotron 3 Nano 39,749 / 33,522 = 1.186x,
+  GPT-OSS 120B 33,166 / 28,947 = 1.146x, Qwen3 30B-A3B 45,275 / 40,706 = 1.112x (MXFP8). The dense models' 1.20-1.25x
+  is a property of the GPU in this software, not of one row; the model's {gb300_gb200:.3f}x leaves GB300's estimates
+  slower than published by about a tenth more than GB200's.
+* A microbenchmark that ranks the Blackwell GPUs higher against Hopper does not help: mamf-finder (one harness for
+  every GPU: stas00/ml-engineering, `compute/accelerator/README.md` at 744d01e, "Maximum Achievable Matmul FLOPS
+  comparison table", FP8, the best shape of a brute-force search) reaches {MAMF_FP8['h100-sxm5-80gb']:.3f} of H100's
+  dense FP8 peak (CUDA 12.6), {MAMF_FP8['b200-sxm-180gb']:.3f} of B200's (CUDA 12.8) and
+  {MAMF_FP8['gb200-gpu-186gb']:.3f} of GB200's (CUDA 13.0; 1.24x Azure's CUDA 12.8 figure, which sets GB200's value).
+  Carried over from Hopper by the rule of data/efficiency.yaml (0.58 x ratio x 0.95 / 0.96), these give B200
+  {gemm_m['b200-sxm-180gb']:.3f} and GB200 {gemm_m['gb200-gpu-186gb']:.3f} (now 0.54 and 0.48). The B200 rows would
+  move from between {_span(mamf['b200-sxm-180gb'], 1, ' and ')} to between {_span(mamf['b200-sxm-180gb'], 2, ' and ')},
+  the GB200 rows from between {_span(mamf['gb200-gpu-186gb'], 1, ' and ')} to between
+  {_span(mamf['gb200-gpu-186gb'], 2, ' and ')}: {sum(abs(e) > 0.15 for e in m_new)} of these {len(m_new)} rows beyond
+  15% (now {sum(abs(e) > 0.15 for e in m_now)}). A best-shape search ranks the GPUs differently from NVIDIA's runs,
+  and its GB200 figure on CUDA 13.0 fits the 2026 rows only by missing the 2025 ones. Not adopted; mamf-finder has
+  no GB300 figure.
 * NeMo 25.02 and 25.04 are both built on NGC PyTorch 25.01 (NeMo v2.2.0 and v2.3.0 requirements/manifest.json),
   whose Transformer Engine is v1.14 (NeMo 25.04's build may have installed TE bee4649c, v2.2.0.dev0, its manifest's
   pin); from v1.14 TE prefers cuDNN's fused attention on Blackwell as on Hopper (efficiency.yaml, cudnn), so these
