@@ -14,7 +14,7 @@ import numpy as np
 from gpucluster_lib import training
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict, load_scenario
-from gpucluster_lib.training import core, efficiency, validation
+from gpucluster_lib.training import accuracy, core, efficiency, validation
 from gpucluster_lib.training.comm import ring_steps_latency_s
 from gpucluster_lib.workloads.transformer import resolve_transformer
 
@@ -1254,6 +1254,8 @@ those rows and are not part of the model: none is both sourced and consistent wi
 
 def main() -> None:
     (ROOT / "docs" / "validation.md").write_text(render(), encoding="utf-8")
+    # the per-GPU summary the training estimate quotes (gpucluster_lib/training/accuracy.py)
+    accuracy.ACCURACY_PATH.write_text(accuracy.to_yaml(accuracy.summarise(validation.compare())), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -15,9 +15,11 @@ import pytest
 from gpucluster_lib.calibration.gemm import GemmCurve
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.training.accuracy import sentence as accuracy_sentence
 from gpucluster_lib.training.core import layer_terms
 from gpucluster_lib.training.efficiency import for_accelerator, load_table
 from gpucluster_lib.training.estimate import build_context, estimate
+from gpucluster_lib.training.validation import load_runs
 
 HOPPER_GEMM = 0.58  # data/efficiency.yaml generations.hopper.gemm_efficiency (fitted on the calibration rows)
 FP8_FACTOR = {"hopper": 0.95, "blackwell": 0.96}  # fp8_gemm_factor (TE gemm_profiling.rst, pre-quantized)
@@ -167,7 +169,13 @@ def test_unvalidated_blackwell_finding_says_what_evidence_exists():
     # in words: the generation by name, the evidence without a repository path
     assert f.message.startswith("efficiency parameters for Blackwell GPUs are not validated against published runs: "
                                 "its GEMM, attention, memory and NVLink values come from published microbenchmarks")
-    assert "percent (the documentation's validation table); treat the estimate as indicative" in f.message
+    # then how the estimate compared with the held-out runs on B200 (their count from the validation table; the
+    # figures, tests/test_accuracy.py), then the advice
+    runs = load_runs()
+    n = int(((runs["accelerator"] == "b200-sxm-180gb") & (runs["set"] == "external")).sum())
+    assert n >= 8 and f"not from training runs; against {n} published training runs on this GPU (not used to set " \
+        "its efficiencies)" in f.message
+    assert f.message.endswith(f"{accuracy_sentence('b200-sxm-180gb')}; treat the estimate as indicative")
     assert "docs/" not in f.message and "'" not in f.message.split(":")[0]
     # another vendor's accelerator (the "default" generation): no generation key in quotes either
     (g,) = [f for f in estimate(_scenario("mi300x")).findings if f.code == "training-efficiency-unvalidated"]

@@ -219,6 +219,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         overrides["gemm_efficiency"] = tr.gemm_efficiency
     if scenario.parallelism.dp_overlap is not None:
         overrides["dp_overlap"] = scenario.parallelism.dp_overlap
+    own_values = bool(overrides)  # the user's (or a calibration profile's) values, not the catalogue's
     fw = framework_terms(tr.framework)
     # the cross-entropy traffic of the loss the run names (training.cross_entropy_loss), else of the framework's
     # (both counted from the loss code, data/training_frameworks.yaml cross_entropy_losses), unless the scenario
@@ -236,6 +237,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
             and not cudnn_trains_heads(generation, arch.qk_head_dim, arch.value_head_dim):
         kernel = fw.attention_fallback
     eff = for_accelerator(acc, overrides, kernel)
+    if own_values:  # the held-out runs measured the catalogue's values, not these: not quoted (training/accuracy.py)
+        eff = eff.replace(accuracy="")
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
@@ -908,9 +911,10 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         why = f": {eff.evidence}" if eff.evidence else ""
         gpus = (f"{GENERATION_WORDS[eff.generation]} GPUs" if eff.generation in GENERATION_WORDS
                 else "this accelerator (not an Ampere, Hopper or Blackwell data-centre GPU)")
+        said = f"; {eff.accuracy}" if eff.accuracy else ""
         out.append(Finding("training-efficiency-unvalidated", "warning",
-                           f"efficiency parameters for {gpus} are not validated against published runs{why}; treat "
-                           "the estimate as indicative", field="hardware.accelerator"))
+                           f"efficiency parameters for {gpus} are not validated against published runs{why}{said}; "
+                           "treat the estimate as indicative", field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:
         out.append(Finding("training-deadline-missed", "warning",
