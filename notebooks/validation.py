@@ -52,3 +52,22 @@ df[cols].assign(error=(df["error"] * 100).round(1)).round(3).rename(columns={"er
 
 # %%
 validation.summary(df).round(3)
+
+# %% [markdown]
+# ## By GPU: the held-out runs on each accelerator
+#
+# Signed step-time error of the external rows on each GPU (positive: the model is too slow). The training
+# estimate quotes this range in its warning on GPUs whose efficiencies are not validated (Blackwell):
+# on GB300 every held-out run is slower in the model, on B200 every one faster.
+
+# %%
+from gpucluster_lib.catalog import load_catalog
+from gpucluster_lib.training import accuracy
+
+names = load_catalog().accelerators.set_index("id")["name"]
+by_gpu = pd.DataFrame.from_dict(accuracy.summarise(df), orient="index")
+(by_gpu.assign(**{c: (by_gpu[c] * 100).round(1) for c in ("error_min", "error_median", "error_max")})
+ .rename(index=names.to_dict(),
+         columns={"runs": "held-out runs", "error_min": "smallest error [%]", "error_median": "median error [%]",
+                  "error_max": "largest error [%]"})
+ .rename_axis("GPU"))
