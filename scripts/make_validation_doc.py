@@ -362,33 +362,56 @@ RELEASE_SERIES = (
 )
 
 
-#: Maximum achievable FP8 matmul rate (mamf-finder.py: a brute-force search over shapes, mean of 100 iterations after
-#: 50 warm-up ones, the best shape) as a fraction of the dense FP8 peak, one harness on every GPU:
-#: stas00/ml-engineering compute/accelerator/README.md @ 744d01e, "Maximum Achievable Matmul FLOPS comparison table",
-#: FP8 (float8_e4m3fn): H100 SXM 1402.6 of 1979 (torch 2.7.0+cu126), B200 SXM 3432.5 of 4500 (2.7.1+cu128), GB200
-#: 3615.6 of 5000 (2.10.0.dev+cu130). No GB300 row; B300 SXM 3353.3 of 4500 (2.9.1+cu130).
-MAMF_FP8 = {"h100-sxm5-80gb": 1402.6 / 1979, "b200-sxm-180gb": 3432.5 / 4500, "gb200-gpu-186gb": 3615.6 / 5000}
+#: Maximum achievable matmul rate (mamf-finder.py: a brute-force search over shapes, mean of 100 iterations after 50
+#: warm-up ones, the best shape) as a fraction of the dense peak, one harness on every GPU: stas00/ml-engineering
+#: compute/accelerator/README.md @ 744d01e, "Maximum Achievable Matmul FLOPS comparison table". FP8 (float8_e4m3fn):
+#: H100 SXM 1402.6 of 1979 (torch 2.7.0+cu126), H200 SXM 1453.4 of 1979 (2.7.1+cu128), B200 SXM 3432.5 of 4500
+#: (2.7.1+cu128), GB200 3615.6 of 5000 (2.10.0.dev+cu130); no GB300 row (B300 SXM 3353.3 of 4500, 2.9.1+cu130).
+#: BF16: H100 794.5 of 989, B200 1745.0 of 2250, GB200 1822.0 of 2500.
+MAMF_FP8 = {"h100-sxm5-80gb": 1402.6 / 1979, "h200-sxm-141gb": 1453.4 / 1979, "b200-sxm-180gb": 3432.5 / 4500,
+            "gb200-gpu-186gb": 3615.6 / 5000}
+MAMF_BF16 = {"h100-sxm5-80gb": 794.5 / 989, "b200-sxm-180gb": 1745.0 / 2250, "gb200-gpu-186gb": 1822.0 / 2500}
+#: Azure's cuBLASLt FP8 on GB200 at 16384^3, CUDA 12.8 [TFLOP/s]: the figure behind GB200's value in
+#: data/efficiency.yaml (Azure/AI-benchmarking-guide Azure_Results/ND_GB200_v6_results.md at 2a370be6).
+AZURE_GB200_FP8 = 2906.9
 
 
-def mamf_gemm(acc: str) -> float:
-    """A Blackwell GPU's GEMM efficiency carried over from Hopper by mamf-finder's FP8 ratio to H100 (MAMF_FP8),
-    by the rule of data/efficiency.yaml: Hopper's 0.58 x ratio x Hopper's / Blackwell's fp8_gemm_factor."""
+def mamf_gemm(acc: str, base: str = "h100-sxm5-80gb") -> float:
+    """A Blackwell GPU's GEMM efficiency carried over from Hopper by mamf-finder's FP8 ratio to a Hopper GPU
+    (``base``, MAMF_FP8), by the rule of data/efficiency.yaml: Hopper's gemm_efficiency x ratio x Hopper's /
+    Blackwell's fp8_gemm_factor."""
     gens = efficiency.load_table()["generations"]
-    return (float(gens["hopper"]["gemm_efficiency"]) * MAMF_FP8[acc] / MAMF_FP8["h100-sxm5-80gb"]
+    return (float(gens["hopper"]["gemm_efficiency"]) * MAMF_FP8[acc] / MAMF_FP8[base]
             * float(gens["hopper"]["fp8_gemm_factor"]) / float(gens["blackwell"]["fp8_gemm_factor"]))
 
 
-def mamf_candidate() -> dict[str, list[tuple[str, float, float]]]:
-    """The held-out B200 and GB200 rows with :func:`mamf_gemm` as their GEMM efficiency: per GPU, (row, error now,
-    error with it), estimated live. GB300 has no mamf-finder figure and keeps its value."""
+def mamf_candidate(base: str = "h100-sxm5-80gb") -> dict[str, list[tuple[str, float, float]]]:
+    """The held-out B200 and GB200 rows with :func:`mamf_gemm` (Hopper base ``base``) as their GEMM efficiency:
+    per GPU, (row, error now, error with it), estimated live. GB300 has no mamf-finder figure and keeps its value."""
     runs = validation.load_runs()
     out: dict[str, list[tuple[str, float, float]]] = {}
     for acc in ("b200-sxm-180gb", "gb200-gpu-186gb"):
-        gemm = mamf_gemm(acc)
+        gemm = mamf_gemm(acc, base)
         ids = runs[(runs["accelerator"] == acc) & (runs["set"] == "external")]["run_id"]
         out[acc] = [(r, _row_error(r)[0], _row_error(r, training_changes={"efficiency": {"gemm_efficiency": gemm}})[0])
                     for r in ids]
     return out
+
+
+#: NVIDIA's 26.06 tables, every model run on both GB300 and GB200 (each with its own plan): tokens / s / GPU,
+#: GB300 then GB200. NVIDIA-NeMo/Megatron-Bridge docs/performance-summary-archive.md @ 067f987d, section "26.06 NeMo
+#: Container" (pre-training, SFT and LoRA tables; not "26.06.01").
+GB300_GB200_2606 = (
+    ("Llama 3.1 405B, FP8", 1048, 843), ("Llama 3.1 405B, MXFP8", 952, 783), ("Llama 3.1 405B, NVFP4", 1413, 1166),
+    ("Llama 3 70B SFT, FP8", 4819, 3864), ("Llama 3 70B SFT, MXFP8", 4312, 3593),
+    ("Llama 3 70B LoRA, FP8", 7481, 6206), ("Llama 3 70B LoRA, MXFP8", 7447, 5958),
+    ("DeepSeek-V3, MXFP8", 6338, 4969), ("GPT-OSS 120B, MXFP8", 33166, 28947), ("Qwen3 30B-A3B, MXFP8", 45275, 40706),
+    ("Qwen3 235B-A22B, MXFP8", 9015, 7376), ("Nemotron 3 Nano, MXFP8", 39749, 33522),
+    ("Nemotron 3 Super, MXFP8", 9652, 6742), ("Nemotron 3 Super, NVFP4", 9900, 6928),
+)
+#: The dense Llama rows of GB300_GB200_2606 (the models of the validation set).
+GB300_DENSE = ("Llama 3.1 405B, FP8", "Llama 3.1 405B, MXFP8", "Llama 3.1 405B, NVFP4", "Llama 3 70B SFT, FP8",
+               "Llama 3 70B SFT, MXFP8", "Llama 3 70B LoRA, FP8", "Llama 3 70B LoRA, MXFP8")
 
 
 def release_series() -> list[tuple[str, list[tuple[str, int, float, float]]]]:
@@ -435,6 +458,18 @@ def release_series_section() -> str:
             for rel, gpu in (("2502", "b200"), ("2504", "gb200"))}
     mamf = mamf_candidate()
     gemm_m = {a: mamf_gemm(a) for a in mamf}
+    gemm_h = {a: mamf_gemm(a, "h200-sxm-141gb") for a in mamf}
+    m_h200 = [e for rows in mamf_candidate("h200-sxm-141gb").values() for _, _, e in rows]
+    table = efficiency.load_table()
+    hop_gemm = float(table["generations"]["hopper"]["gemm_efficiency"])
+    f_h = float(table["generations"]["hopper"]["fp8_gemm_factor"])
+    f_b = float(table["generations"]["blackwell"]["fp8_gemm_factor"])
+    eff_b200 = float(table["accelerators"]["b200-sxm-180gb"]["gemm_efficiency"])
+    eff_gb200 = float(table["accelerators"]["gb200-gpu-186gb"]["gemm_efficiency"])
+    ratios = {label: a / b for label, a, b in GB300_GB200_2606}
+    g_lo, g_hi = min(ratios.values()), max(ratios.values())
+    d_lo, d_hi = min(ratios[k] for k in GB300_DENSE), max(ratios[k] for k in GB300_DENSE)
+    g_list = "; ".join(f"{label} {a:,} / {b:,} = {a / b:.3f}x" for label, a, b in GB300_GB200_2606)
     m_now = [e for rows in mamf.values() for _, e, _ in rows]
     m_new = [e for rows in mamf.values() for _, _, e in rows]
 
@@ -477,26 +512,28 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   plans both list (Llama 3.1 405B 665 / 625, Nemotron-4 15B 17,809 / 14,760, Nemotron-4 340B 737 / 602, Llama 3 8B
   33,099 / 26,006) is the 25.02 release. GB300 runs it 37,556 / 31,508 = 1.192x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
   read here puts GB300's FP8 GEMM (Azure's cuBLASLt, 1.14x) or attention (cuDNN 9.22, 1.10-1.13x) further ahead.
-* NVIDIA's 26.06 tables (Megatron-Bridge archive, "26.06 NeMo Container") put GB300 ahead of GB200 on every model both run,
-  each GPU with its own plan, tokens / s / GPU: Llama 3.1 405B 1,048 / 843 = 1.243x (FP8) and 952 / 783 = 1.216x
-  (MXFP8), Llama 3 70B fine-tuning 4,819 / 3,864 = 1.247x (SFT, FP8) and 7,447 / 5,958 = 1.250x (LoRA, MXFP8),
-  DeepSeek-V3 6,338 / 4,969 = 1.276x, Qwen3 235B-A22B 9,015 / 7,376 = 1.222x, Nemotron 3 Nano 39,749 / 33,522 = 1.186x,
-  GPT-OSS 120B 33,166 / 28,947 = 1.146x, Qwen3 30B-A3B 45,275 / 40,706 = 1.112x (MXFP8). The dense models' 1.20-1.25x
-  is a property of the GPU in this software, not of one row; the model's {gb300_gb200:.3f}x leaves GB300's estimates
-  slower than published by about a tenth more than GB200's.
-* A microbenchmark that ranks the Blackwell GPUs higher against Hopper does not help: mamf-finder (one harness for
-  every GPU: stas00/ml-engineering, `compute/accelerator/README.md` at 744d01e, "Maximum Achievable Matmul FLOPS
-  comparison table", FP8, the best shape of a brute-force search) reaches {MAMF_FP8['h100-sxm5-80gb']:.3f} of H100's
-  dense FP8 peak (CUDA 12.6), {MAMF_FP8['b200-sxm-180gb']:.3f} of B200's (CUDA 12.8) and
-  {MAMF_FP8['gb200-gpu-186gb']:.3f} of GB200's (CUDA 13.0; 1.24x Azure's CUDA 12.8 figure, which sets GB200's value).
-  Carried over from Hopper by the rule of data/efficiency.yaml (0.58 x ratio x 0.95 / 0.96), these give B200
-  {gemm_m['b200-sxm-180gb']:.3f} and GB200 {gemm_m['gb200-gpu-186gb']:.3f} (now 0.54 and 0.48). The B200 rows would
-  move from between {_span(mamf['b200-sxm-180gb'], 1, ' and ')} to between {_span(mamf['b200-sxm-180gb'], 2, ' and ')},
-  the GB200 rows from between {_span(mamf['gb200-gpu-186gb'], 1, ' and ')} to between
-  {_span(mamf['gb200-gpu-186gb'], 2, ' and ')}: {sum(abs(e) > 0.15 for e in m_new)} of these {len(m_new)} rows beyond
-  15% (now {sum(abs(e) > 0.15 for e in m_now)}). A best-shape search ranks the GPUs differently from NVIDIA's runs,
-  and its GB200 figure on CUDA 13.0 fits the 2026 rows only by missing the 2025 ones. Not adopted; mamf-finder has
-  no GB300 figure.
+* NVIDIA's 26.06 tables (Megatron-Bridge archive, "26.06 NeMo Container") run GB300 faster than GB200 on every model
+  both run, each GPU with its own plan, {g_lo:.2f}x to {g_hi:.2f}x in tokens / s / GPU: {g_list}. The dense Llama rows
+  are {d_lo:.2f}x to {d_hi:.2f}x: a property of the GPU in this software, not of one row; the model's
+  {gb300_gb200:.3f}x (25.11, above) leaves GB300's estimates slower than published by about a tenth more than GB200's.
+* A microbenchmark that ranks the Blackwell GPUs higher against Hopper in FP8 does not help: mamf-finder (one harness
+  for every GPU: stas00/ml-engineering, `compute/accelerator/README.md` at 744d01e, "Maximum Achievable Matmul FLOPS
+  comparison table", the best shape of a brute-force search; its rows ran different torch and CUDA releases) reaches
+  in FP8 {MAMF_FP8['h100-sxm5-80gb']:.3f} of H100's dense peak (CUDA 12.6), {MAMF_FP8['h200-sxm-141gb']:.3f} of
+  H200's (the same chip, CUDA 12.8), {MAMF_FP8['b200-sxm-180gb']:.3f} of B200's (CUDA 12.8) and
+  {MAMF_FP8['gb200-gpu-186gb']:.3f} of GB200's (CUDA 13.0; {MAMF_FP8['gb200-gpu-186gb'] * 5000 / AZURE_GB200_FP8:.2f}x
+  Azure's CUDA 12.8 figure, which sets GB200's value), while its BF16 table puts both below H100
+  ({MAMF_BF16['b200-sxm-180gb']:.3f} and {MAMF_BF16['gb200-gpu-186gb']:.3f} against {MAMF_BF16['h100-sxm5-80gb']:.3f}).
+  Carried over from Hopper by the rule of data/efficiency.yaml ({hop_gemm:.2f} x ratio x {f_h:.2f} / {f_b:.2f}),
+  the FP8 ratios to H100 give B200 {gemm_m['b200-sxm-180gb']:.3f} and GB200 {gemm_m['gb200-gpu-186gb']:.3f} (now
+  {eff_b200:.2f} and {eff_gb200:.2f}). The B200 rows would move from between {_span(mamf['b200-sxm-180gb'], 1, ' and ')}
+  to between {_span(mamf['b200-sxm-180gb'], 2, ' and ')}, the GB200 rows from between
+  {_span(mamf['gb200-gpu-186gb'], 1, ' and ')} to between {_span(mamf['gb200-gpu-186gb'], 2, ' and ')}:
+  {sum(abs(e) > 0.15 for e in m_new)} of these {len(m_new)} rows beyond 15% (now {sum(abs(e) > 0.15 for e in m_now)}).
+  With H200's row as the Hopper base instead (B200 {gemm_h['b200-sxm-180gb']:.3f}, GB200
+  {gemm_h['gb200-gpu-186gb']:.3f}) {sum(abs(e) > 0.15 for e in m_h200)} of them are beyond 15%. A best-shape search
+  ranks the GPUs differently from NVIDIA's runs, and its GB200 figure on CUDA 13.0 fits the 2026 rows only by
+  missing the 2025 ones. Not adopted; mamf-finder has no GB300 figure.
 * NeMo 25.02 and 25.04 are both built on NGC PyTorch 25.01 (NeMo v2.2.0 and v2.3.0 requirements/manifest.json),
   whose Transformer Engine is v1.14 (NeMo 25.04's build may have installed TE bee4649c, v2.2.0.dev0, its manifest's
   pin); from v1.14 TE prefers cuDNN's fused attention on Blackwell as on Hopper (efficiency.yaml, cudnn), so these
@@ -891,9 +928,10 @@ def loadgen_window_figures() -> dict:
     return {"rows": out, "low": min(drops), "high": max(drops)}
 
 
-def render() -> str:
-    """The text of docs/validation.md, from the validation rows and the model as they are now."""
-    df = validation.compare()
+def render(df=None) -> str:
+    """The text of docs/validation.md, from the validation rows and the model as they are now (``df``: their
+    :func:`~gpucluster_lib.training.validation.compare` table, computed when not given)."""
+    df = validation.compare() if df is None else df
     summ = validation.summary(df)
     c, e = summ.loc["calibration"], summ.loc["external"]
     xs = external_summary(df)
@@ -1253,9 +1291,12 @@ those rows and are not part of the model: none is both sourced and consistent wi
 
 
 def main() -> None:
-    (ROOT / "docs" / "validation.md").write_text(render(), encoding="utf-8")
-    # the per-GPU summary the training estimate quotes (gpucluster_lib/training/accuracy.py)
-    accuracy.ACCURACY_PATH.write_text(accuracy.to_yaml(accuracy.summarise(validation.compare())), encoding="utf-8")
+    df = validation.compare()
+    (ROOT / "docs" / "validation.md").write_text(render(df), encoding="utf-8")
+    # the per-GPU summary the training estimate quotes (gpucluster_lib/training/accuracy.py), in the package's data
+    # folder (not a GPUCLUSTER_DATA copy)
+    path = ROOT / "gpucluster_lib" / "data" / "validation" / accuracy.ACCURACY_PATH.name
+    path.write_text(accuracy.to_yaml(accuracy.summarise(df)), encoding="utf-8")
 
 
 if __name__ == "__main__":

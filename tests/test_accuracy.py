@@ -6,28 +6,46 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
-from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict
 from gpucluster_lib.training import accuracy, validation
-from gpucluster_lib.training.efficiency import for_accelerator
 from gpucluster_lib.training.estimate import estimate
 
+NEMO = "NVIDIA NeMo (Megatron-Core)"
 
-def _scenario(accelerator, efficiency=None):
-    training = {"framework": "nemo", "precision": "bf16"}
+
+def _scenario(accelerator, precision="bf16", efficiency=None, gemm_efficiency=None, dp_overlap=None,
+              calibration=None):
+    training = {"framework": "nemo", "precision": precision}
     if efficiency:
         training["efficiency"] = efficiency
-    return from_dict({"name": "by hand", "model": {"preset": "llama3-8b"},
-                      "hardware": {"accelerator": accelerator, "gpus_per_node": 8, "nodes": 1},
-                      "parallelism": {"tensor": 1, "pipeline": 1, "micro_batch_size": 2, "global_batch_size": 16,
-                                      "recompute": "none", "zero_stage": 1},
-                      "training": training})
+    if gemm_efficiency is not None:
+        training["gemm_efficiency"] = gemm_efficiency
+    par = {"tensor": 1, "pipeline": 1, "micro_batch_size": 2, "global_batch_size": 16, "recompute": "none",
+           "zero_stage": 1}
+    if dp_overlap is not None:
+        par["dp_overlap"] = dp_overlap
+    doc = {"name": "by hand", "model": {"preset": "llama3-8b"},
+           "hardware": {"accelerator": accelerator, "gpus_per_node": 8, "nodes": 1},
+           "parallelism": par, "training": training}
+    if calibration:
+        doc["calibration"] = calibration
+    return from_dict(doc)
 
 
-def test_the_file_is_the_current_model():
+def _warning(sc):
+    (f,) = [f for f in estimate(sc).findings if f.code == "training-efficiency-unvalidated"]
+    return f.message
+
+
+@pytest.fixture(scope="module")
+def table():
+    return validation.compare()
+
+
+def test_the_file_is_the_current_model(table):
     # data/validation/accuracy.yaml is regenerated with docs/validation.md (scripts/make_validation_doc.py); a model
     # change that moves a held-out row moves it, and this fails until it is regenerated
-    expected = accuracy.summarise(validation.compare())
+    expected = accuracy.summarise(table)
     assert accuracy.load() == expected
     assert accuracy.ACCURACY_PATH.read_text(encoding="utf-8") == accuracy.to_yaml(expected)
 
@@ -35,52 +53,103 @@ def test_the_file_is_the_current_model():
 def test_summarise_by_hand():
     # three held-out rows on one GPU (errors -10%, +5%, +20%) and a calibration row that is not counted
     df = pd.DataFrame({"set": ["external", "external", "external", "calibration"],
-                       "accelerator": ["x", "x", "x", "x"], "error": [-0.10, 0.05, 0.20, 0.50]})
-    assert accuracy.summarise(df) == {"x": {"runs": 3, "error_min": -0.1, "error_median": 0.05, "error_max": 0.2}}
+                       "accelerator": ["x", "x", "x", "x"], "error": [-0.10, 0.05, 0.20, 0.50],
+                       "precision": ["fp8", "bf16", "fp8", "fp16"], "framework": ["B", "A", "A", "C"]})
+    assert accuracy.summarise(df) == {"x": {"runs": 3, "precisions": ["bf16", "fp8"], "frameworks": ["A", "B"],
+                                            "error_min": -0.1, "error_median": 0.05, "error_max": 0.2}}
+
+
+RUNS = "published training runs on this GPU (FP8, NVIDIA NeMo) that were not used to set these values"
 
 
 @pytest.mark.parametrize("row, words", [
     # all slower than published: the span in increasing order, the median's side named
-    ({"runs": 5, "error_min": 0.060, "error_median": 0.169, "error_max": 0.250},
-     "against 5 published training runs on this GPU (not used to set its efficiencies) the estimated step time was "
-     "6% to 25% longer than published (median 17% longer)"),
+    ((5, 0.060, 0.169, 0.250), f"checked against 5 {RUNS}, the estimated step time was 6% to 25% longer than "
+                               "published (median 17% longer)"),
     # all faster: -19.7% and -1.2% read as 1% to 20% shorter
-    ({"runs": 8, "error_min": -0.197, "error_median": -0.066, "error_max": -0.012},
-     "against 8 published training runs on this GPU (not used to set its efficiencies) the estimated step time was "
-     "1% to 20% shorter than published (median 7% shorter)"),
+    ((8, -0.197, -0.066, -0.012), f"checked against 8 {RUNS}, the estimated step time was 1% to 20% shorter than "
+                                  "published (median 7% shorter)"),
     # both sides
-    ({"runs": 10, "error_min": -0.077, "error_median": 0.031, "error_max": 0.126},
-     "against 10 published training runs on this GPU (not used to set its efficiencies) the estimated step time "
-     "ranged from 8% shorter to 13% longer than published (median 3% longer)"),
-    # one run, and a median that rounds to zero
-    ({"runs": 1, "error_min": 0.004, "error_median": 0.004, "error_max": 0.004},
-     "against 1 published training run on this GPU (not used to set its efficiencies) the estimated step time was "
-     "the same as published"),
-    ({"runs": 3, "error_min": -0.05, "error_median": 0.002, "error_max": 0.04},
-     "against 3 published training runs on this GPU (not used to set its efficiencies) the estimated step time "
-     "ranged from 5% shorter to 4% longer than published (median the same)"),
+    ((10, -0.077, 0.031, 0.126), f"checked against 10 {RUNS}, the estimated step time ranged from 8% shorter to 13% "
+                                 "longer than published (median 3% longer)"),
+    # one run
+    ((1, 0.004, 0.004, 0.004), "checked against 1 published training run on this GPU (FP8, NVIDIA NeMo) that was not "
+                               "used to set these values, the estimated step time was about the same as published"),
+    # a median that rounds to zero
+    ((3, -0.05, 0.002, 0.04), f"checked against 3 {RUNS}, the estimated step time ranged from 5% shorter to 4% "
+                              "longer than published (median about the same)"),
+    # both ends round to zero: one figure
+    ((3, -0.004, 0.0, 0.004), f"checked against 3 {RUNS}, the estimated step time was about the same as published"),
+    # one end rounds to zero
+    ((3, 0.004, 0.1, 0.2), f"checked against 3 {RUNS}, the estimated step time ranged from about the same to 20% "
+                           "longer than published (median 10% longer)"),
+    ((3, -0.004, 0.1, 0.2), f"checked against 3 {RUNS}, the estimated step time ranged from about the same to 20% "
+                            "longer than published (median 10% longer)"),
+    # both ends round to the same figure on one side: one figure, not "5% to 5%"
+    ((2, 0.051, 0.0525, 0.054), f"checked against 2 {RUNS}, the estimated step time was 5% longer than published"),
+    # halves round up (12.5% -> 13%, as 3.5% -> 4%), not to even
+    ((2, 0.035, 0.08, 0.125), f"checked against 2 {RUNS}, the estimated step time was 4% to 13% longer than "
+                              "published (median 8% longer)"),
 ])
 def test_sentence_in_words(monkeypatch, row, words):
-    monkeypatch.setattr(accuracy, "load", lambda: {"x": row})
+    n, lo, mid, hi = row
+    monkeypatch.setattr(accuracy, "load", lambda: {"x": {"runs": n, "precisions": ["fp8"], "frameworks": [NEMO],
+                                                         "error_min": lo, "error_median": mid, "error_max": hi}})
     assert accuracy.sentence("x") == words
+    assert accuracy.sentence("x", "fp8") == words
+    # an estimate in another precision is told what the runs were
+    tail = "; those runs are FP8 and this estimate is BF16" if n != 1 else "; that run is FP8 and this estimate is BF16"
+    assert accuracy.sentence("x", "bf16") == words + tail
     assert accuracy.sentence("not-measured") is None
 
 
-def test_the_unvalidated_finding_quotes_this_gpus_runs():
-    # GB300: every held-out row is slower in the model (docs/validation.md, the GB300 rows of BEYOND_15); the finding
-    # gives the user that range from the file, which the first test ties to the model
-    (f,) = [f for f in estimate(_scenario("gb300-gpu-288gb")).findings if f.code == "training-efficiency-unvalidated"]
-    said = accuracy.sentence("gb300-gpu-288gb")
-    s = accuracy.load()["gb300-gpu-288gb"]
-    assert said and f"; {said}; treat the estimate as indicative" in f.message
-    assert s["error_min"] > 0 and "longer than published" in said
-    # and on B200 every held-out run is faster in the model (notebooks/validation.py and docs/training.md say so)
-    assert accuracy.load()["b200-sxm-180gb"]["error_max"] < 0
-    # an override replaces the catalogue's values: the runs no longer describe this estimate, so it is not quoted
-    (g,) = [f for f in estimate(_scenario("gb300-gpu-288gb", {"gemm_efficiency": 0.6})).findings
-            if f.code == "training-efficiency-unvalidated"]
-    assert "published training runs on this GPU" not in g.message
-    assert for_accelerator(load_catalog().accelerator("gb300-gpu-288gb")).accuracy == said
-    # a GPU of an unvalidated generation with no held-out run says nothing of the kind
-    (h,) = [f for f in estimate(_scenario("mi300x")).findings if f.code == "training-efficiency-unvalidated"]
-    assert "published training runs on this GPU" not in h.message
+def test_no_file_no_sentence(monkeypatch, tmp_path):
+    # a data folder from before the file existed: no sentence, no error
+    monkeypatch.setattr(accuracy, "ACCURACY_PATH", tmp_path / "accuracy.yaml")
+    accuracy.load.cache_clear()
+    try:
+        assert accuracy.load() == {} and accuracy.sentence("gb300-gpu-288gb") is None
+    finally:
+        accuracy.load.cache_clear()
+
+
+def test_the_unvalidated_finding_quotes_this_gpus_runs(table):
+    # GB300: every held-out row is slower in the model (docs/validation.md, the GB300 rows of BEYOND_15). The figures
+    # the warning gives are those of the validation table's GB300 rows, read here from the table itself
+    gb300 = table[(table["accelerator"] == "gb300-gpu-288gb") & (table["set"] == "external")]
+    err = gb300["error"]
+    lo, hi, mid = (int(abs(x) * 100 + 0.5) for x in (err.min(), err.max(), err.median()))
+    assert err.min() > 0 and set(gb300["precision"]) == {"fp8"}
+    msg = _warning(_scenario("gb300-gpu-288gb", "fp8"))
+    assert (f"not from training runs; checked against {len(err)} published training runs on this GPU (FP8, NVIDIA "
+            f"NeMo) that were not used to set these values, the estimated step time was {lo}% to {hi}% longer than "
+            f"published (median {mid}% longer); treat the estimate as indicative") in msg
+    # a BF16 estimate on the same GPU is told the runs were FP8
+    assert "those runs are FP8 and this estimate is BF16; treat" in _warning(_scenario("gb300-gpu-288gb"))
+    # on B200 every held-out run is faster in the model (notebooks/validation.py says so)
+    b200 = table[(table["accelerator"] == "b200-sxm-180gb") & (table["set"] == "external")]["error"]
+    assert b200.max() < 0 and "shorter than published" in _warning(_scenario("b200-sxm-180gb", "fp8"))
+
+
+@pytest.mark.parametrize("own", [
+    {"efficiency": {"gemm_efficiency": 0.6}},
+    {"gemm_efficiency": 0.6},
+    {"dp_overlap": 0.5},
+    {"calibration": "example-h100-public-data"},
+])
+def test_own_values_are_not_described_by_the_runs(own):
+    # each way a scenario sets its own efficiency values drops the sentence (the runs measured the catalogue's)
+    sc = _scenario("gb300-gpu-288gb", "fp8", **own)
+    msg = _warning(sc)
+    assert "published training runs on this GPU" not in msg and msg.endswith("; treat the estimate as indicative")
+    assert estimate(sc).assumptions["efficiency"]["accuracy"] == ""
+
+
+def test_validated_gpus_carry_no_sentence():
+    # H100 has 66 held-out rows, but its efficiencies are calibrated: no warning, and nothing in the result either
+    est = estimate(_scenario("h100-sxm5-80gb"))
+    assert accuracy.load()["h100-sxm5-80gb"]["runs"] > 0
+    assert "training-efficiency-unvalidated" not in {f.code for f in est.findings}
+    assert est.assumptions["efficiency"]["accuracy"] == ""
+    # another vendor's accelerator (unvalidated, no held-out run): the warning without it
+    assert "published training runs on this GPU" not in _warning(_scenario("mi300x"))

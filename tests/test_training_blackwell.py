@@ -15,7 +15,6 @@ import pytest
 from gpucluster_lib.calibration.gemm import GemmCurve
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.training.accuracy import sentence as accuracy_sentence
 from gpucluster_lib.training.core import layer_terms
 from gpucluster_lib.training.efficiency import for_accelerator, load_table
 from gpucluster_lib.training.estimate import build_context, estimate
@@ -167,20 +166,21 @@ def test_unvalidated_blackwell_finding_says_what_evidence_exists():
     codes = {f.code: f for f in estimate(_scenario("b200-sxm-180gb")).findings}
     f = codes["training-efficiency-unvalidated"]
     # in words: the generation by name, the evidence without a repository path
-    assert f.message.startswith("efficiency parameters for Blackwell GPUs are not validated against published runs: "
-                                "its GEMM, attention, memory and NVLink values come from published microbenchmarks")
+    assert f.message.startswith("efficiency parameters for Blackwell GPUs are not calibrated on published training "
+                                "runs: its GEMM, attention, memory and NVLink values come from published "
+                                "microbenchmarks")
     # then how the estimate compared with the held-out runs on B200 (their count from the validation table; the
     # figures, tests/test_accuracy.py), then the advice
     runs = load_runs()
     n = int(((runs["accelerator"] == "b200-sxm-180gb") & (runs["set"] == "external")).sum())
-    assert n >= 8 and f"not from training runs; against {n} published training runs on this GPU (not used to set " \
-        "its efficiencies)" in f.message
-    assert f.message.endswith(f"{accuracy_sentence('b200-sxm-180gb')}; treat the estimate as indicative")
+    assert n >= 8 and f"not from training runs; checked against {n} published training runs on this GPU (FP8, " \
+        "NVIDIA NeMo) that were not used to set these values, the estimated step time" in f.message
+    assert f.message.endswith("those runs are FP8 and this estimate is BF16; treat the estimate as indicative")
     assert "docs/" not in f.message and "'" not in f.message.split(":")[0]
     # another vendor's accelerator (the "default" generation): no generation key in quotes either
     (g,) = [f for f in estimate(_scenario("mi300x")).findings if f.code == "training-efficiency-unvalidated"]
     assert g.message == ("efficiency parameters for this accelerator (not an Ampere, Hopper or Blackwell data-centre "
-                         "GPU) are not validated against published runs: these are conservative generic fractions, "
+                         "GPU) are not calibrated on published training runs: these are conservative generic fractions, "
                          "not measured for this GPU; treat the estimate as indicative")
     assert not for_accelerator(_acc("b200-sxm-180gb")).validated
     # Hopper and Ampere are validated (the calibration rows): no such finding

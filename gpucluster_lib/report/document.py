@@ -27,6 +27,7 @@ from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.formatting import MISSING, format_value, humanize_key, plural
 from gpucluster_lib.report.style import DOCUMENT_STYLE
 from gpucluster_lib.report.text import esc, figure_text, humanize_text, money_text, value_text
+from gpucluster_lib.training.framework import GENERATION_WORDS
 from gpucluster_lib.units import GIB
 
 SEVERITY_WORDS = {"error": "Error", "warning": "Warning", "info": "Note"}
@@ -653,8 +654,9 @@ def assumptions(d: Design) -> list[tuple[str, list[tuple[str, str, str]]]]:
         td = d.training.to_dict()
         a = td.get("assumptions", {})
         eff = a.get("efficiency", {})
-        src = (f"efficiency table for the {eff.get('generation', '')} GPU generation, calibrated against published "
-               "training runs" + ("" if eff.get("validated", True) else " (not validated for this GPU)"))
+        gens = GENERATION_WORDS.get(str(eff.get("generation", "")), "other")
+        src = (f"efficiency table for {gens} GPUs, calibrated on published training runs" if eff.get("validated", True)
+               else f"efficiency table for {gens} GPUs, not calibrated on published training runs (see the findings)")
         rows = [("Peak dense compute per GPU", format_value(a.get("peak_tflops"), "TFLOP/s"), "the accelerator catalogue"),
                 ("Memory bandwidth per GPU", format_value(a.get("memory_bandwidth_gb_per_s"), "GB/s"),
                  "the accelerator catalogue"),

@@ -18,7 +18,6 @@ from typing import Any
 
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.resources import data_path, load_yaml
-from gpucluster_lib.training.accuracy import sentence as accuracy_sentence
 
 EFFICIENCY_PATH = data_path("efficiency.yaml")
 #: The fused attention kernel a scenario runs unless it says otherwise (``training.attention_kernel``).
@@ -63,9 +62,10 @@ class Efficiency:
     #: What published evidence the generation's values rest on, for a generation not validated against
     #: published runs (``evidence`` of data/efficiency.yaml; the unvalidated-efficiency finding quotes it).
     evidence: str = ""
-    #: How the estimate with these values has compared with held-out published runs on this GPU, in words
-    #: (data/validation/accuracy.yaml through :func:`gpucluster_lib.training.accuracy.sentence`); empty when
-    #: the GPU has none. The estimate drops it when the scenario sets its own values (``build_context``).
+    #: For a generation not validated: how the estimate with the catalogue's values has compared with held-out
+    #: published runs on this GPU, in words (data/validation/accuracy.yaml through
+    #: :func:`gpucluster_lib.training.accuracy.sentence`; filled by the estimate's ``build_context``, empty when
+    #: the GPU has none, when the scenario sets its own values, or for a validated generation).
     accuracy: str = ""
     #: The fused attention kernel the two attention values belong to (``training.attention_kernel``).
     attention_kernel: str = DEFAULT_ATTENTION_KERNEL
@@ -177,9 +177,8 @@ def for_accelerator(accelerator: dict[str, Any], overrides: dict[str, float] | N
     evidence = str(generation.pop("evidence", "") or "").strip()
     values = {**table["software"], **generation, **own, "flash_attention_efficiency": kern["rate"],
               "attention_half_rate_tokens": kern["half_rate_tokens"]}
-    said = accuracy_sentence(str(accelerator.get("id") or "")) or ""
-    eff = Efficiency(generation=gen, validated=validated, evidence=evidence, accuracy=said,
-                     attention_kernel=attention_kernel, **{k: float(v) for k, v in values.items()})
+    eff = Efficiency(generation=gen, validated=validated, evidence=evidence, attention_kernel=attention_kernel,
+                     **{k: float(v) for k, v in values.items()})
     if overrides:
         bad = [k for k in overrides if k not in FIELDS]
         if bad:

@@ -29,6 +29,7 @@ from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolv
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
 from gpucluster_lib.training import flops as fl
+from gpucluster_lib.training.accuracy import sentence as accuracy_sentence
 from gpucluster_lib.training.core import (
     BREAKDOWN_KEYS,
     MEMORY_KEYS,
@@ -237,8 +238,8 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
             and not cudnn_trains_heads(generation, arch.qk_head_dim, arch.value_head_dim):
         kernel = fw.attention_fallback
     eff = for_accelerator(acc, overrides, kernel)
-    if own_values:  # the held-out runs measured the catalogue's values, not these: not quoted (training/accuracy.py)
-        eff = eff.replace(accuracy="")
+    if not eff.validated and not own_values:  # the held-out runs measured the catalogue's values (training/accuracy.py)
+        eff = eff.replace(accuracy=accuracy_sentence(str(acc.get("id") or ""), tr.precision) or "")
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
         fw = dataclasses.replace(fw, grad_reduce_bytes=b, zero3_reduce_bytes=b)
@@ -913,7 +914,7 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                 else "this accelerator (not an Ampere, Hopper or Blackwell data-centre GPU)")
         said = f"; {eff.accuracy}" if eff.accuracy else ""
         out.append(Finding("training-efficiency-unvalidated", "warning",
-                           f"efficiency parameters for {gpus} are not validated against published runs{why}{said}; "
+                           f"efficiency parameters for {gpus} are not calibrated on published training runs{why}{said}; "
                            "treat the estimate as indicative", field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:

@@ -137,7 +137,8 @@ def published_step_time_s(row: dict[str, Any], peak_tflops: float) -> float:
 
 
 def compare(runs: pd.DataFrame | None = None, catalog: Catalog | None = None) -> pd.DataFrame:
-    """One row per run: published and predicted step time [s], error, MFU, the plan label."""
+    """One row per run: published and predicted step time [s], error, MFU, the plan label, the run's training
+    precision and framework (by name)."""
     runs = load_runs() if runs is None else runs
     cat = catalog or load_catalog()
     out = []
@@ -149,6 +150,7 @@ def compare(runs: pd.DataFrame | None = None, catalog: Catalog | None = None) ->
         out.append({
             "run_id": row["run_id"], "set": row["set"], "label": row["label"],
             "accelerator": row["accelerator"], "gpus": int(row["gpus"]),
+            "precision": row["precision"], "framework": est.assumptions["framework"]["name"],
             "plan": est.plan.label(), "published_step_s": pub, "predicted_step_s": est.step_time_s,
             "error": est.step_time_s / pub - 1.0, "predicted_mfu": est.mfu,
             "published_mfu": est.mfu * est.step_time_s / pub, "fits": est.fits,
