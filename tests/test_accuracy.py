@@ -145,11 +145,25 @@ def test_own_values_are_not_described_by_the_runs(own):
     assert estimate(sc).assumptions["efficiency"]["accuracy"] == ""
 
 
-def test_validated_gpus_carry_no_sentence():
-    # H100 has 66 held-out rows, but its efficiencies are calibrated: no warning, and nothing in the result either
+def test_calibrated_gpus_get_it_as_a_note(table):
+    # H100 (Hopper, calibrated on the calibration rows): no warning, but the held-out runs on H100 as a note, with the
+    # figures of the validation table's H100 rows, read here from the table itself
+    h100 = table[(table["accelerator"] == "h100-sxm5-80gb") & (table["set"] == "external")]
+    err = h100["error"]
+    lo, hi, mid = (int(abs(x) * 100 + 0.5) for x in (err.min(), err.max(), err.median()))
+    assert err.min() < 0 < err.max() and {"bf16", "fp8"} <= set(h100["precision"])
     est = estimate(_scenario("h100-sxm5-80gb"))
-    assert accuracy.load()["h100-sxm5-80gb"]["runs"] > 0
-    assert "training-efficiency-unvalidated" not in {f.code for f in est.findings}
-    assert est.assumptions["efficiency"]["accuracy"] == ""
+    codes = {f.code: f for f in est.findings}
+    assert "training-efficiency-unvalidated" not in codes
+    note = codes["training-accuracy-published-runs"]
+    assert note.severity == "info" and note.message.startswith(f"checked against {len(err)} published training runs "
+                                                               "on this GPU (BF16 and FP8, ")
+    assert f"ranged from {lo}% shorter to {hi}% longer than published" in note.message
+    assert note.message.endswith(f"(median {mid}% {'longer' if err.median() > 0 else 'shorter'})" if mid
+                                 else "(median about the same)")
+    assert est.assumptions["efficiency"]["accuracy"] == note.message
+    # not with the scenario's own values
+    own = estimate(_scenario("h100-sxm5-80gb", gemm_efficiency=0.6))
+    assert "training-accuracy-published-runs" not in {f.code for f in own.findings}
     # another vendor's accelerator (unvalidated, no held-out run): the warning without it
     assert "published training runs on this GPU" not in _warning(_scenario("mi300x"))

@@ -37,16 +37,16 @@ PRECISION_WORDS = {"fp8": "FP8", "bf16": "BF16", "fp16": "FP16", "fp32": "FP32",
 
 def summarise(df: Any) -> dict[str, dict[str, Any]]:
     """Per accelerator id, from a :func:`~gpucluster_lib.training.validation.compare` table: the held-out rows'
-    count, precisions and frameworks (sorted) and smallest, median and largest signed step-time error (rounded
-    to 0.001)."""
+    count, precisions and frameworks (sorted) and smallest, median and largest signed step-time error (to six
+    decimals, so that the sentence's whole per cents are those of the errors themselves)."""
     ext = df[df["set"] == "external"]
     out: dict[str, dict[str, Any]] = {}
     for acc, part in sorted(ext.groupby("accelerator"), key=lambda kv: str(kv[0])):
         err = part["error"]
         out[str(acc)] = {"runs": int(len(err)), "precisions": sorted({str(p) for p in part["precision"]}),
                          "frameworks": sorted({str(f) for f in part["framework"]}),
-                         "error_min": round(float(err.min()), 3), "error_median": round(float(err.median()), 3),
-                         "error_max": round(float(err.max()), 3)}
+                         "error_min": round(float(err.min()), 6), "error_median": round(float(err.median()), 6),
+                         "error_max": round(float(err.max()), 6)}
     return out
 
 
@@ -61,8 +61,8 @@ def to_yaml(summary: dict[str, dict[str, Any]]) -> str:
     for acc, s in summary.items():
         lines += [f"  {acc}:", f"    runs: {s['runs']}", f"    precisions: {_flow(s['precisions'])}",
                   f"    frameworks: {_flow(s['frameworks'])}",
-                  f"    error_min: {s['error_min']:.3f}", f"    error_median: {s['error_median']:.3f}",
-                  f"    error_max: {s['error_max']:.3f}"]
+                  f"    error_min: {s['error_min']:.6f}", f"    error_median: {s['error_median']:.6f}",
+                  f"    error_max: {s['error_max']:.6f}"]
     return "\n".join(lines) + "\n"
 
 

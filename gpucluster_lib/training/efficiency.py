@@ -62,10 +62,10 @@ class Efficiency:
     #: What published evidence the generation's values rest on, for a generation not validated against
     #: published runs (``evidence`` of data/efficiency.yaml; the unvalidated-efficiency finding quotes it).
     evidence: str = ""
-    #: For a generation not validated: how the estimate with the catalogue's values has compared with held-out
-    #: published runs on this GPU, in words (data/validation/accuracy.yaml through
-    #: :func:`gpucluster_lib.training.accuracy.sentence`; filled by the estimate's ``build_context``, empty when
-    #: the GPU has none, when the scenario sets its own values, or for a validated generation).
+    #: How the estimate with the catalogue's values has compared with held-out published runs on this GPU, in
+    #: words (data/validation/accuracy.yaml through :func:`gpucluster_lib.training.accuracy.sentence`; filled by
+    #: the estimate's ``build_context``, empty when the GPU has none or the scenario sets its own values). The
+    #: unvalidated-efficiency warning quotes it, or a note of its own on a calibrated generation.
     accuracy: str = ""
     #: The fused attention kernel the two attention values belong to (``training.attention_kernel``).
     attention_kernel: str = DEFAULT_ATTENTION_KERNEL

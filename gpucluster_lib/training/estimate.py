@@ -238,7 +238,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
             and not cudnn_trains_heads(generation, arch.qk_head_dim, arch.value_head_dim):
         kernel = fw.attention_fallback
     eff = for_accelerator(acc, overrides, kernel)
-    if not eff.validated and not own_values:  # the held-out runs measured the catalogue's values (training/accuracy.py)
+    if not own_values:  # the held-out runs measured the catalogue's values, not a scenario's own (training/accuracy.py)
         eff = eff.replace(accuracy=accuracy_sentence(str(acc.get("id") or ""), tr.precision) or "")
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]
@@ -916,6 +916,11 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         out.append(Finding("training-efficiency-unvalidated", "warning",
                            f"efficiency parameters for {gpus} are not calibrated on published training runs{why}{said}; "
                            "treat the estimate as indicative", field="hardware.accelerator"))
+    elif eff.accuracy:  # a calibrated generation: how far off the estimate has been on this GPU, as a note
+        out.append(Finding("training-accuracy-published-runs", "info", eff.accuracy,
+                           fix="measure your cluster's matrix-multiply and network rates and use them as a "
+                               "calibration profile ('gpucluster calibrate')",
+                           field="hardware.accelerator"))
     dl = scenario.training.deadline_days
     if days is not None and dl is not None and days > dl:
         out.append(Finding("training-deadline-missed", "warning",
