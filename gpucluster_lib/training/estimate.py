@@ -55,6 +55,7 @@ from gpucluster_lib.training.framework import (
     cross_entropy_bytes,
     fp8_recipes,
     framework_ids,
+    te_requirement,
 )
 from gpucluster_lib.training.framework import fp8_casts as fp8_cast_terms
 from gpucluster_lib.training.framework import framework as framework_terms
@@ -254,8 +255,12 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
         fw = dataclasses.replace(fw, zero3_max_live_params=float(tr.zero3_max_live_parameters))
     par = scenario.parallelism
     # FP8 training: the cast traffic of the run's recipe (else the framework's) on this GPU generation
-    fp8_casts = (fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe, str(acc.get("name") or acc.get("id")))
+    te = tr.transformer_engine if fw.fp8_transformer_engine else None  # TorchTitan's float8 is torchao's
+    fp8_casts = (fp8_cast_terms(fw, generation_of(acc), tr.fp8_recipe, str(acc.get("name") or acc.get("id")), te)
                  if tr.precision == "fp8" else None)
+    if fw.cross_entropy_loss is not None:  # a loss kernel newer than the run's Transformer Engine is refused
+        te_requirement("cross_entropy_losses", fw.cross_entropy_loss, tr.transformer_engine, "cross-entropy loss",
+                       "the Triton cross-entropy kernel")
     states, fp8_inputs = memory_terms(tr, fw, fp8_casts)
     peak = peak_tflops(acc, tr.precision) * TERA
     # the 16-bit peak of the precision asked for: fp16 on V100/P100, which have no bf16 units
@@ -1040,6 +1045,15 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
                            f"the live-parameter limit of ZeRO-3 is set, but {why}: it has no effect",
                            fix="remove it; only DeepSpeed with ZeRO stage 3 reads it",
                            field="training.zero3_max_live_parameters"))
+    if tr.transformer_engine is not None and not (tr.precision == "fp8" and fw.fp8_transformer_engine) \
+            and fw.cross_entropy_loss != "te_triton":
+        why = (f"{fw.name} trains in FP8 with torchao, not Transformer Engine" if tr.precision == "fp8"
+               else f"the training precision is {tr.precision}")
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the Transformer Engine release is set, but {why}, and the loss is not Transformer "
+                           "Engine's: nothing the estimate reads depends on it, so it has no effect",
+                           fix="remove it, or train in fp8 with a framework that runs Transformer Engine",
+                           field="training.transformer_engine"))
     if tr.fp8_recipe is not None and tr.precision != "fp8":
         out.append(Finding("training-setting-ignored", "warning",
                            f"the FP8 recipe is set, but the training precision is {tr.precision}: no tensor is cast "

@@ -89,6 +89,9 @@ class Framework:
     #: TP communication overlap may run beside ZeRO-3 (the plan search offers both together); false: not
     #: (NeMo 25.04's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1)
     zero3_tp_comm_overlap: bool = True
+    #: FP8 training runs through Transformer Engine (its recipes' casts and, with ``training.transformer_engine``,
+    #: what that release has); false for TorchTitan (torchao's float8)
+    fp8_transformer_engine: bool = True
     #: ZeRO-3 unsharded gradients held in the reduce-scatter queue at the backward peak, in layers' worth of
     #: elements in ``zero3_reduce_bytes`` (Megatron-FSDP's ``suggested_RS_queue_capacity``: two units) [layers]
     zero3_reduce_queue_layers: float = 0.0
@@ -218,7 +221,7 @@ BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies"
                 "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
                 "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
-BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap")
+BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
@@ -337,6 +340,27 @@ def cross_entropy_bytes(loss: str) -> float:
     return float(table[loss]["bytes_per_logit"])
 
 
+def te_release(text: str | None) -> tuple[int, ...] | None:
+    """A Transformer Engine release ('1.14', '2.2.0') as a comparable tuple (1, 14), or None for none (a current
+    release). The scenario has checked its form (``training.transformer_engine``)."""
+    if text is None:
+        return None
+    return tuple(int(x) for x in str(text).split("."))
+
+
+def te_requirement(kind: str, key: str, release: str | None, field: str, what: str) -> None:
+    """A ``ScenarioError`` naming ``training.transformer_engine`` when ``release`` predates the first Transformer Engine
+    release with the feature ``key`` of the table ``kind`` (``fp8_recipes`` or ``cross_entropy_losses``: its
+    ``transformer_engine``); ``what`` is the feature in words, ``field`` the scenario key that chose it."""
+    need = _table()[kind][key].get("transformer_engine")
+    have = te_release(release)
+    if need is None or have is None or have >= te_release(str(need)):
+        return
+    raise ScenarioError("training.transformer_engine",
+                        f"{what} is in Transformer Engine from release {need}, but this scenario gives {release}; "
+                        f"give {need} or later, or choose another {field}")
+
+
 def fp8_recipes() -> dict[str, str]:
     """Every FP8 scaling recipe a scenario may choose (``training.fp8_recipe``): id -> human name."""
     return {k: str(v["name"]) for k, v in _table()["fp8_recipes"].items()}
@@ -366,12 +390,17 @@ GENERATION_WORDS = {"ampere": "Ampere", "hopper": "Hopper", "blackwell": "Blackw
 
 
 def fp8_casts(fw: Framework, generation: str, recipe: str | None = None,
-              accelerator_name: str | None = None) -> Fp8Casts:
+              accelerator_name: str | None = None, transformer_engine: str | None = None) -> Fp8Casts:
     """The FP8 cast traffic of framework ``fw`` on a GPU generation with ``recipe`` (default the
     framework's): see :class:`Fp8Casts` and data/training_frameworks.yaml ``fp8_recipes``. A
     ``ScenarioError`` naming ``training.fp8_recipe`` for an unknown recipe or one the generation lacks
     (MXFP8 before Blackwell), in words: "MXFP8 block scaling needs a Blackwell GPU; the NVIDIA H100 SXM5 80GB
     is a Hopper GPU; choose delayed or current scaling" (``accelerator_name``: the GPU's name in the message).
+
+    ``transformer_engine``: the run's Transformer Engine release (None: a current one). Before the release that runs
+    FP8 GEMMs in any layout on Blackwell (``transformer_engine.non_tn_fp8_gemm``, 2.0) Blackwell keeps Hopper's
+    column-wise copy; a recipe newer than the release (its ``transformer_engine``) is refused naming
+    ``training.transformer_engine``.
 
     Delayed scaling on Hopper: quantize 2 + 1 + 1 = 4 bytes; a norm-written input -1 forward, +2
     backward. Current scaling on Hopper: 4 + 2 (amax pass) = 6; a norm-written input 4 (the norm takes
@@ -393,10 +422,17 @@ def fp8_casts(fw: Framework, generation: str, recipe: str | None = None,
                 if generation in GENERATION_WORDS else f"{gpu} is not one")
         raise ScenarioError("training.fp8_recipe", f"{what} needs {'an' if need[0] in 'AEIOU' else 'a'} {need} GPU; "
                                                    f"{have}; choose {' or '.join(others)} scaling")
+    what = str(r["name"]).split(" (")[0]
+    te_requirement("fp8_recipes", name, transformer_engine, "FP8 scaling recipe", what)
     cols = r["columnwise_copy"]
+    columnwise = cols.get(generation, cols["default"])
+    have = te_release(transformer_engine)
+    if generation == "blackwell" and have is not None \
+            and have < te_release(str(_table()["transformer_engine"]["non_tn_fp8_gemm"])):
+        columnwise = cols.get("hopper", cols["default"])  # no FP8 GEMM in other layouts yet: transposed as on Hopper
     amax = float(r["amax_pass_bytes"])
     return Fp8Casts(recipe=name, cast=2.0 + 1.0 + amax + float(r["scale_bytes"]),
-                    columnwise=float(cols.get(generation, cols["default"])), amax=amax,
+                    columnwise=float(columnwise), amax=amax,
                     norm_fusion=bool(r["norm_fusion"]), amax_in_norm=bool(r.get("amax_in_norm", False)),
                     gather_quantized=bool(r["gather_quantized"]),
                     norm_qkv="qkv" in fw.fp8_norm_fused, norm_fc1="fc1" in fw.fp8_norm_fused,

@@ -82,6 +82,8 @@ def scenario_for(row: dict[str, Any]) -> Any:
         training["attention_kernel"] = row["attention_kernel"]
     if str(row.get("fp8_recipe", "")).strip():  # the run's FP8 scaling recipe (empty: the framework's)
         training["fp8_recipe"] = str(row["fp8_recipe"]).strip()
+    if str(row.get("transformer_engine", "")).strip():  # the run's Transformer Engine release (empty: a current one)
+        training["transformer_engine"] = str(row["transformer_engine"]).strip()
     if str(row.get("cross_entropy_loss", "")).strip():  # the run's loss (NeMo 1.x configs without the fusion flag)
         training["cross_entropy_loss"] = str(row["cross_entropy_loss"]).strip()
     if str(row.get("checkpoint_early_stop", "")).strip():  # the run's PyTorch checkpoint (before 2.1: no early stop)

@@ -168,6 +168,7 @@ LANGUAGE_MODEL_SETTINGS: dict[str, dict[str, str]] = {
         "cross_entropy_loss": "The cross-entropy loss implementation",
         "defer_output_wgrad": "The output-layer weight-gradient deferral",
         "wgrad_deferral_limit": "The weight-gradient deferral limit",
+        "transformer_engine": "The Transformer Engine release",
     },
     "parallelism": {
         "auto": "The automatic plan search", "tensor": "The tensor parallelism (TP)",
