@@ -267,8 +267,8 @@ class TrainingSpec:
         None, max_len=11, release=True,
         doc="the Transformer Engine release of the run, in quotes, e.g. '1.14' (data/training_frameworks.yaml "
             "transformer_engine): before 2.0 FP8 training on Blackwell keeps a transposed copy of every FP8 tensor as "
-            "on Hopper; the MXFP8 recipe needs 2.0, current scaling and the Triton cross-entropy 2.2; not read by "
-            "TorchTitan's torchao float8; default: a current release")
+            "on Hopper; the MXFP8 recipe needs 2.0, current scaling and the Triton cross-entropy 2.2; NVIDIA's "
+            "release numbers; not read by TorchTitan's torchao float8; default: a recent release (2.2 or later)")
     fp8_recipe: Literal["delayed", "current", "mxfp8"] | None = f(
         None, doc="FP8 scaling recipe, read with precision fp8 (data/training_frameworks.yaml fp8_recipes): delayed "
                   "(Transformer Engine's DelayedScaling: scales from the amax history, casts fused into the norm "
@@ -743,7 +743,7 @@ def _check_value(md: Any, value: Any, path: str) -> None:
         limit = md.get("max_len", MAX_TEXT_CHARS)
         if len(value) > limit:
             raise ScenarioError(path, f"must be at most {limit:,} characters, got {len(value):,}")
-        if md.get("release") and not re.fullmatch(r"\d{1,3}\.\d{1,3}(\.\d{1,3})?", value):
+        if md.get("release") and not re.fullmatch(r"[0-9]{1,3}\.[0-9]{1,3}(\.[0-9]{1,3})?", value):
             raise ScenarioError(path, f"must be a release number such as '1.14' or '2.2', got {excerpt(value)}")
         return
     if value is None or isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -796,8 +796,8 @@ def _build(cls: type, data: Any, path: str) -> Any:
             sub_path = f"{path}.{name}" if path else name
             if fl.metadata.get("release") and isinstance(data[name], (int, float)) and not isinstance(data[name], bool):
                 # YAML reads 2.10 as the number 2.1: a software release is text
-                raise ScenarioError(sub_path, f"write the release in quotes, e.g. '{data[name]}' or '2.10', so that it "
-                                              f"is read as written (a number loses trailing zeros), got {data[name]}")
+                raise ScenarioError(sub_path, "write the release in quotes, e.g. '1.14' or '2.10', so that it is read "
+                                              f"as written (a number loses trailing zeros), got {_given(data[name])}")
             value = _coerce(hints[name], data[name], sub_path)
             _check_rules(fl, value, sub_path)
             kwargs[name] = value

@@ -500,8 +500,8 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   applied. One part of the release is modelled: the 25.02 rows name Transformer Engine v1.14, NGC PyTorch 25.01's
   (`training.transformer_engine`), which runs FP8 GEMMs only in the TN layout and so transposes every FP8 tensor on
   Blackwell as on Hopper (the transpose is skipped from v2.0, `non_tn_fp8_gemm_supported` in
-  `csrc/extensions/util.cpp` and `quantizer.cpp`); that moves the four rows by {te_lo:+.1%} to {te_hi:+.1%}
-  (Nemotron-4 15B from {te15[1]:+.1%} to {te15[0]:+.1%}), a point of the 18% that Llama 3 8B gained. GB200's Llama 3 8B ran 5% slower in 25.11 than in 25.04. At a fixed global batch every series from 25.09
+  `csrc/extensions/util.cpp` and `quantizer.cpp`); that moves the four rows by {te_lo * 100:.1f} to {te_hi * 100:.1f}
+  points (Nemotron-4 15B from {te15[1]:+.1%} to {te15[0]:+.1%}), a point of the 18% that Llama 3 8B gained. GB200's Llama 3 8B ran 5% slower in 25.11 than in 25.04. At a fixed global batch every series from 25.09
   to 26.06 stays within about 6% (H100 Llama 3 70B 1,619 to 1,633; GB200 Llama 3.1 405B 813 to 843; GB300 988 to
   1,048).
 * The 2026 rows' errors are therefore not the 2026 software: the model is as far off on the same plans in earlier

@@ -4,7 +4,9 @@
 Sources (NVIDIA/TransformerEngine tags): ``non_tn_fp8_gemm_supported`` (csrc/extensions/util.cpp, compute capability
 major >= 10) and ``create_transpose = columnwise_usage && !non_tn_fp8_gemm_supported()`` (csrc/extensions/
 quantizer.cpp) first in v2.0, absent from release_v1.14; ``class MXFP8BlockScaling`` first in v2.0; ``class
-Float8CurrentScaling`` first in v2.2; transformer_engine/pytorch/triton/cross_entropy.py first in v2.2.
+Float8CurrentScaling`` first in v2.2 (release_v1.14's ``CurrentScaling`` is a stub its modules never run:
+module/base.py tests ``recipe.delayed`` without calling it); transformer_engine/pytorch/triton/cross_entropy.py
+first in v2.2.
 """
 
 from __future__ import annotations
@@ -85,8 +87,10 @@ def test_a_feature_newer_than_the_release_is_refused(training, names):
 
 
 @pytest.mark.parametrize("value, words", [
-    (2.1, "write the release in quotes"),   # YAML's 2.10 would arrive as 2.1
+    (2.1, "write the release in quotes, e.g. '1.14' or '2.10'"),   # YAML's 2.10 would arrive as 2.1
     (2, "write the release in quotes"),
+    pytest.param(10 ** 5000, "got an integer of about 5,001 digits", id="huge"),  # a hostile number: a short message
+    ("１.１４", "must be a release number"),                            # digits, but not ASCII ones
     ("two", "must be a release number such as '1.14' or '2.2'"),
     ("2.x", "must be a release number"),
 ])
@@ -115,5 +119,17 @@ def test_the_release_is_ignored_where_nothing_reads_it():
     assert estimate(tt).step_time_s == estimate(_scenario(framework="torchtitan")).step_time_s
     assert any(g.code == "training-setting-ignored" and g.field == "training.transformer_engine"
                and "torchao" in g.message for g in estimate(tt).findings)
+    # read by a BF16 run whose loss is Transformer Engine's (its release is checked): no such warning
+    bf16_te = _scenario(precision="bf16", cross_entropy_loss="te_triton", transformer_engine="2.2")
+    assert not any(g.field == "training.transformer_engine" for g in estimate(bf16_te).findings)
     # read: FP8 with Megatron-LM (no such warning)
     assert not any(g.field == "training.transformer_engine" for g in estimate(_scenario(transformer_engine="1.14")).findings)
+
+
+def test_a_release_that_skipped_the_scenario_check_is_still_refused_by_name():
+    from gpucluster_lib.training.framework import te_release as parse
+
+    for bad in ("2", "2.x", "1.2.3.4"):
+        with pytest.raises(ScenarioError) as e:
+            parse(bad)
+        assert e.value.path == "training.transformer_engine"

@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import lru_cache
 from typing import Any
 
-from gpucluster_lib.errors import CatalogError, ScenarioError
+from gpucluster_lib.errors import CatalogError, ScenarioError, excerpt
 from gpucluster_lib.resources import data_path, load_yaml
 
 FRAMEWORKS_PATH = data_path("training_frameworks.yaml")
@@ -345,7 +345,11 @@ def te_release(text: str | None) -> tuple[int, ...] | None:
     release). The scenario has checked its form (``training.transformer_engine``)."""
     if text is None:
         return None
-    return tuple(int(x) for x in str(text).split("."))
+    parts = str(text).split(".")
+    if not 2 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() for p in parts):
+        raise ScenarioError("training.transformer_engine",
+                            f"must be a release number such as '1.14' or '2.2', got {excerpt(text)}")
+    return tuple(int(x) for x in parts)
 
 
 def te_requirement(kind: str, key: str, release: str | None, field: str, what: str) -> None:
@@ -358,7 +362,7 @@ def te_requirement(kind: str, key: str, release: str | None, field: str, what: s
         return
     raise ScenarioError("training.transformer_engine",
                         f"{what} is in Transformer Engine from release {need}, but this scenario gives {release}; "
-                        f"give {need} or later, or choose another {field}")
+                        f"give release {need} or later, or choose another {field}")
 
 
 def fp8_recipes() -> dict[str, str]:

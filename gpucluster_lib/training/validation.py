@@ -34,7 +34,8 @@ RUNS_PATH = data_path("validation", "training_runs.csv")
 
 
 def load_runs(path: str | Path | None = None) -> pd.DataFrame:
-    return pd.read_csv(path or RUNS_PATH, keep_default_na=False)
+    # a software release stays text ('2.10' is not 2.1)
+    return pd.read_csv(path or RUNS_PATH, keep_default_na=False, dtype={"transformer_engine": str})
 
 
 def _flag(row: dict[str, Any], key: str) -> bool | None:
