@@ -201,8 +201,10 @@ class TrainingPanel:
         ])
         self.widget = widgets.VBox([
             widgets.HTML("<p>How long does this model take to train on this cluster, with which parallel plan, "
-                         "and does it fit in memory? Efficiency assumptions come from <code>data/efficiency.yaml</code> "
-                         "(validated against published runs, see docs/validation.md).</p>"),
+                         "and does it fit in memory? The efficiencies behind the estimate come from the workbook's "
+                         "efficiency table, each with its source; the notes beside the results say how far the "
+                         "estimate has been from published training runs on this GPU (the documentation's "
+                         "validation page has every run).</p>"),
             widgets.HBox([inputs, widgets.VBox([self.summary, self.msg, self.findings],
                                                layout=widgets.Layout(width="50%"))]),
             section("Step-time breakdown", self.time_chart),

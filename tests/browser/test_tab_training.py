@@ -18,6 +18,9 @@ def test_training_tab_updates_and_reports_bad_plan(app_page, artifacts):
     summary = page.locator(".gc-kv", has_text="Step time").first
     expect(summary).to_be_visible(timeout=120_000)
     expect(summary).to_contain_text("MFU")
+    # beside the results, how far the estimate has been from the held-out published runs on A100 80GB (a note)
+    expect(page.locator("li:visible", has_text="published training runs on this GPU").first).to_contain_text(
+        "that were not used to set these values, the estimated step time")
     # full recomputation on PyTorch 2.1's checkpoint: the rerun of each layer stops before its last projection
     page.locator(".widget-dropdown", has_text="Checkpoint stop").locator("select").select_option(index=1)  # "On: ..."
     expect(summary).to_contain_text("stops before the feed-forward output projection")
