@@ -372,3 +372,18 @@ def test_panel_loads_a_deferral_limit_it_does_not_offer():
     panel.precision.value = "bf16"  # any change writes the widgets back: the loaded values survive it
     t = panel.state.scenario.training
     assert (t.defer_output_wgrad, t.wgrad_deferral_limit, t.cross_entropy_loss) == (True, 7, "te_triton")
+
+
+def test_panel_fp8_recipes_follow_the_transformer_engine_release():
+    # A scenario that names Transformer Engine v1.14 on B200: MXFP8 (from 2.0) and current scaling (from 2.2) are not
+    # offered (tests/test_transformer_engine.py for the sources); with 2.2 both are
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state("b200-sxm-180gb", transformer_engine="1.14"))
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed"]
+    assert panel.msg.value == "" and "Step time" in panel.summary.value
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state("b200-sxm-180gb", transformer_engine="2.2"))
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "current", "mxfp8"]
+    # a loaded choice the release cannot run stays shown, with the engine's message naming the release
+    panel = tab_training.TrainingPanel(_mpt1b_fp8_state("b200-sxm-180gb", transformer_engine="1.14",
+                                                        fp8_recipe="mxfp8"))
+    assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "mxfp8"]
+    assert "training.transformer_engine: MXFP8 block scaling is in Transformer Engine from release 2.0" in panel.msg.value

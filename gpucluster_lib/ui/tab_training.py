@@ -356,23 +356,28 @@ class TrainingPanel:
         """The FP8 recipe and weights are read with precision fp8 only: other precisions grey them out."""
         self.fp8_recipe.disabled = self.fp8_params.disabled = self.precision.value != "fp8"
 
-    def _mxfp8_allowed(self, accelerator: str) -> bool:
-        """Whether the engine runs MXFP8 on this accelerator's GPU generation (its own check, fp8_casts)."""
+    def _recipe_allowed(self, accelerator: str, recipe: str) -> bool:
+        """Whether the engine runs the FP8 recipe on this accelerator's GPU generation with the scenario's
+        Transformer Engine release (its own checks, fp8_casts: MXFP8 on Blackwell from 2.0, current scaling from
+        2.2)."""
         if not self.state.catalog.has("accelerators", accelerator):
-            return False
+            return recipe != "mxfp8"
         try:
+            fw = framework(self.framework.value)
             gen = generation_of(self.state.catalog.accelerator(accelerator))
-            fp8_casts(framework(self.framework.value), gen, "mxfp8")
+            release = self.state.scenario.training.transformer_engine if fw.fp8_transformer_engine else None
+            fp8_casts(fw, gen, recipe, None, release)
         except GpuClusterError:
             return False
         return True
 
     def _fp8_recipe_options(self, accelerator: str, value: str) -> None:
-        """Offer MXFP8 on the generations that run it, and keep it offered while it is the choice on another
-        (the estimate then shows the engine's message, and the user picks another recipe here); ``value``
-        becomes the dropdown's value. New options only when they change (they reset the value)."""
-        keep = value == "mxfp8" or self._mxfp8_allowed(accelerator)
-        options = tuple(o for o in FP8_RECIPE if o[1] != "mxfp8" or keep)
+        """Offer the recipes the engine runs on this GPU generation and Transformer Engine release, and keep one
+        offered while it is the choice (the estimate then shows the engine's message, and the user picks another
+        recipe here); ``value`` becomes the dropdown's value. New options only when they change (they reset the
+        value)."""
+        options = tuple(o for o in FP8_RECIPE
+                        if o[1] in ("default", "delayed", value) or self._recipe_allowed(accelerator, o[1]))
         if self.fp8_recipe.options != options:
             self.fp8_recipe.options = options
         self.fp8_recipe.value = value
