@@ -65,7 +65,8 @@ from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.training import accuracy
 
 names = load_catalog().accelerators.set_index("id")["name"]
-by_gpu = pd.DataFrame.from_dict(accuracy.summarise(df), orient="index").drop(columns=["precisions", "frameworks"])
+by_gpu = pd.DataFrame.from_dict(accuracy.summarise(df), orient="index").drop(
+    columns=["precisions", "frameworks", "by_precision"], errors="ignore")
 (by_gpu.assign(**{c: (by_gpu[c] * 100).round(1) for c in ("error_min", "error_median", "error_max")})
  .rename(index=names.to_dict(),
          columns={"runs": "held-out runs", "error_min": "most negative: model faster [%]",

@@ -55,8 +55,16 @@ def test_summarise_by_hand():
     df = pd.DataFrame({"set": ["external", "external", "external", "calibration"],
                        "accelerator": ["x", "x", "x", "x"], "error": [-0.10, 0.05, 0.20, 0.50],
                        "precision": ["fp8", "bf16", "fp8", "fp16"], "framework": ["B", "A", "A", "C"]})
+    by = {"bf16": {"runs": 1, "precisions": ["bf16"], "frameworks": ["A"], "error_min": 0.05, "error_median": 0.05,
+                   "error_max": 0.05},
+          "fp8": {"runs": 2, "precisions": ["fp8"], "frameworks": ["A", "B"], "error_min": -0.1,
+                  "error_median": 0.05, "error_max": 0.2}}  # median of -10% and +20%: +5%
     assert accuracy.summarise(df) == {"x": {"runs": 3, "precisions": ["bf16", "fp8"], "frameworks": ["A", "B"],
-                                            "error_min": -0.1, "error_median": 0.05, "error_max": 0.2}}
+                                            "error_min": -0.1, "error_median": 0.05, "error_max": 0.2,
+                                            "by_precision": by}}
+    # one precision only: no split
+    one = df[df["precision"] != "bf16"]
+    assert "by_precision" not in accuracy.summarise(one)["x"]
 
 
 RUNS = "published training runs on this GPU (FP8, NVIDIA NeMo) that were not used to set these values"
@@ -146,18 +154,20 @@ def test_own_values_are_not_described_by_the_runs(own):
 
 
 def test_calibrated_gpus_get_it_as_a_note(table):
-    # H100 (Hopper, calibrated on the calibration rows): no warning, but the held-out runs on H100 as a note, with the
-    # figures of the validation table's H100 rows, read here from the table itself
+    # H100 (Hopper, calibrated on the calibration rows): no warning, but the held-out runs on H100 as a note. A BF16
+    # estimate quotes the BF16 runs (H100 has runs in BF16 and FP8, at least 3 of each), with the figures of the
+    # validation table's H100 BF16 rows, read here from the table itself
     h100 = table[(table["accelerator"] == "h100-sxm5-80gb") & (table["set"] == "external")]
-    err = h100["error"]
+    assert {"bf16", "fp8"} == set(h100["precision"]) and min(h100["precision"].value_counts()) >= 3
+    err = h100[h100["precision"] == "bf16"]["error"]
     lo, hi, mid = (int(abs(x) * 100 + 0.5) for x in (err.min(), err.max(), err.median()))
-    assert err.min() < 0 < err.max() and {"bf16", "fp8"} <= set(h100["precision"])
+    assert err.min() < 0 < err.max()
     est = estimate(_scenario("h100-sxm5-80gb"))
     codes = {f.code: f for f in est.findings}
     assert "training-efficiency-unvalidated" not in codes
     note = codes["training-accuracy-published-runs"]
     assert note.severity == "info" and note.message.startswith(f"checked against {len(err)} published training runs "
-                                                               "on this GPU (BF16 and FP8, ")
+                                                               "on this GPU (BF16, ")
     assert f"ranged from {lo}% shorter to {hi}% longer than published" in note.message
     assert note.message.endswith(f"(median {mid}% {'longer' if err.median() > 0 else 'shorter'})" if mid
                                  else "(median about the same)")
@@ -167,3 +177,17 @@ def test_calibrated_gpus_get_it_as_a_note(table):
     assert "training-accuracy-published-runs" not in {f.code for f in own.findings}
     # another vendor's accelerator (unvalidated, no held-out run): the warning without it
     assert "published training runs on this GPU" not in _warning(_scenario("mi300x"))
+
+
+def test_the_estimates_precision_is_quoted_on_its_own(table):
+    # an FP8 estimate on H100 quotes the FP8 runs only; on A100 80GB the FP16 runs are too few (under
+    # MIN_RUNS_OF_A_PRECISION), so an FP16 estimate quotes all the GPU's runs, FP16 among them (no mismatch clause)
+    ext = table[table["set"] == "external"]
+    n_fp8 = int(((ext["accelerator"] == "h100-sxm5-80gb") & (ext["precision"] == "fp8")).sum())
+    assert accuracy.sentence("h100-sxm5-80gb", "fp8").startswith(
+        f"checked against {n_fp8} published training runs on this GPU (FP8, ")
+    a100 = ext[ext["accelerator"] == "a100-sxm4-80gb"]
+    assert 0 < int((a100["precision"] == "fp16").sum()) < accuracy.MIN_RUNS_OF_A_PRECISION
+    fp16 = accuracy.sentence("a100-sxm4-80gb", "fp16")
+    assert fp16.startswith(f"checked against {len(a100)} published training runs on this GPU (BF16 and FP16, ")
+    assert "this estimate is" not in fp16

@@ -35,18 +35,29 @@ HEADER = """\
 PRECISION_WORDS = {"fp8": "FP8", "bf16": "BF16", "fp16": "FP16", "fp32": "FP32", "tf32": "TF32"}
 
 
+#: The fewest runs of one precision on a GPU that the sentence quotes on their own (else all the GPU's runs).
+MIN_RUNS_OF_A_PRECISION = 3
+
+
+def _stats(part: Any) -> dict[str, Any]:
+    err = part["error"]
+    return {"runs": int(len(err)), "precisions": sorted({str(p) for p in part["precision"]}),
+            "frameworks": sorted({str(f) for f in part["framework"]}),
+            "error_min": round(float(err.min()), 6), "error_median": round(float(err.median()), 6),
+            "error_max": round(float(err.max()), 6)}
+
+
 def summarise(df: Any) -> dict[str, dict[str, Any]]:
     """Per accelerator id, from a :func:`~gpucluster_lib.training.validation.compare` table: the held-out rows'
     count, precisions and frameworks (sorted) and smallest, median and largest signed step-time error (to six
-    decimals, so that the sentence's whole per cents are those of the errors themselves)."""
+    decimals, so that the sentence's whole per cents are those of the errors themselves); on a GPU with runs in
+    more than one precision, the same per precision (``by_precision``)."""
     ext = df[df["set"] == "external"]
     out: dict[str, dict[str, Any]] = {}
     for acc, part in sorted(ext.groupby("accelerator"), key=lambda kv: str(kv[0])):
-        err = part["error"]
-        out[str(acc)] = {"runs": int(len(err)), "precisions": sorted({str(p) for p in part["precision"]}),
-                         "frameworks": sorted({str(f) for f in part["framework"]}),
-                         "error_min": round(float(err.min()), 6), "error_median": round(float(err.median()), 6),
-                         "error_max": round(float(err.max()), 6)}
+        out[str(acc)] = _stats(part)
+        if len(out[str(acc)]["precisions"]) > 1:
+            out[str(acc)]["by_precision"] = {str(p): _stats(sub) for p, sub in sorted(part.groupby("precision"))}
     return out
 
 
@@ -57,12 +68,18 @@ def _flow(items: list[str]) -> str:
 
 def to_yaml(summary: dict[str, dict[str, Any]]) -> str:
     """The text of data/validation/accuracy.yaml for a :func:`summarise` result (fixed key order)."""
+    def entry(s: dict[str, Any], pad: str) -> list[str]:
+        return [f"{pad}runs: {s['runs']}", f"{pad}precisions: {_flow(s['precisions'])}",
+                f"{pad}frameworks: {_flow(s['frameworks'])}", f"{pad}error_min: {s['error_min']:.6f}",
+                f"{pad}error_median: {s['error_median']:.6f}", f"{pad}error_max: {s['error_max']:.6f}"]
+
     lines = [HEADER.rstrip("\n"), "accelerators:"]
     for acc, s in summary.items():
-        lines += [f"  {acc}:", f"    runs: {s['runs']}", f"    precisions: {_flow(s['precisions'])}",
-                  f"    frameworks: {_flow(s['frameworks'])}",
-                  f"    error_min: {s['error_min']:.6f}", f"    error_median: {s['error_median']:.6f}",
-                  f"    error_max: {s['error_max']:.6f}"]
+        lines += [f"  {acc}:", *entry(s, "    ")]
+        if "by_precision" in s:
+            lines.append("    by_precision:")
+            for p, sub in s["by_precision"].items():
+                lines += [f"      {p}:", *entry(sub, "        ")]
     return "\n".join(lines) + "\n"
 
 
@@ -98,12 +115,16 @@ def _framework_short(name: str) -> str:
 def sentence(accelerator_id: str, precision: str | None = None) -> str | None:
     """How the estimate has compared with held-out published runs on this GPU, in words, or None without any:
     "checked against 5 published training runs on this GPU (FP8, NVIDIA NeMo) that were not used to set these
-    values, the estimated step time was 6% to 25% longer than published (median 17% longer)". With
-    ``precision`` (the estimate's) not among the runs' precisions, it says so: "...; those runs are FP8 and this
-    estimate is BF16"."""
+    values, the estimated step time was 6% to 25% longer than published (median 17% longer)". With ``precision``
+    (the estimate's): the runs of that precision alone where the GPU has at least MIN_RUNS_OF_A_PRECISION of them
+    among others; not among the runs' precisions, it says so: "...; those runs are FP8 and this estimate is
+    BF16"."""
     s = load().get(str(accelerator_id))
     if not s:
         return None
+    own = (s.get("by_precision") or {}).get(str(precision)) if precision is not None else None
+    if own and int(own["runs"]) >= MIN_RUNS_OF_A_PRECISION:  # enough runs in the estimate's own precision
+        s = own
     lo, mid, hi = float(s["error_min"]), float(s["error_median"]), float(s["error_max"])
     n = int(s["runs"])
     precs = [PRECISION_WORDS.get(p, p.upper()) for p in s.get("precisions") or []]
