@@ -167,7 +167,7 @@ def test_unvalidated_blackwell_finding_says_what_evidence_exists():
     f = codes["training-efficiency-unvalidated"]
     # in words: the generation by name, the evidence without a repository path
     assert f.message.startswith("efficiency parameters for Blackwell GPUs are not calibrated on published training "
-                                "runs: its GEMM, attention, memory and NVLink values come from published "
+                                "runs: their GEMM, attention, memory and NVLink values come from published "
                                 "microbenchmarks")
     # then how the estimate compared with the held-out runs on B200 (their count from the validation table; the
     # figures, tests/test_accuracy.py), then the advice
