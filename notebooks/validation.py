@@ -61,8 +61,8 @@ validation.summary(df).round(3)
 # on GB300 every held-out run is slower in the model, on B200 every one faster.
 
 # %%
+from gpucluster_lib import accuracy
 from gpucluster_lib.catalog import load_catalog
-from gpucluster_lib.training import accuracy
 
 names = load_catalog().accelerators.set_index("id")["name"]
 by_gpu = pd.DataFrame.from_dict(accuracy.summarise(df), orient="index").drop(

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import numpy as np
 
-from gpucluster_lib import training
+from gpucluster_lib import accuracy, training
 from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.scenario import from_dict, load_scenario
-from gpucluster_lib.training import accuracy, core, efficiency, validation
+from gpucluster_lib.training import core, efficiency, validation
 from gpucluster_lib.training.comm import ring_steps_latency_s
 from gpucluster_lib.workloads.transformer import resolve_transformer
 
@@ -939,7 +939,7 @@ def loadgen_window_figures() -> dict:
 
 
 def by_gpu_table(df) -> str:
-    """The held-out rows per GPU (gpucluster_lib/training/accuracy.py summarise): count, precisions, frameworks and
+    """The held-out rows per GPU (gpucluster_lib/accuracy.py summarise): count, precisions, frameworks and
     the signed error's range and median, as a Markdown table."""
     names = load_catalog().accelerators.set_index("id")["name"].to_dict()
     lines = ["| GPU | runs | precisions | frameworks | most negative (model faster) | median | most positive (model slower) |",
@@ -1329,10 +1329,13 @@ those rows and are not part of the model: none is both sourced and consistent wi
 def main() -> None:
     df = validation.compare()
     (ROOT / "docs" / "validation.md").write_text(render(df), encoding="utf-8")
-    # the per-GPU summary the training estimate quotes (gpucluster_lib/training/accuracy.py), in the package's data
+    # the per-GPU summary the training estimate quotes (gpucluster_lib/accuracy.py), in the package's data
     # folder (not a GPUCLUSTER_DATA copy)
     path = ROOT / "gpucluster_lib" / "data" / "validation" / accuracy.ACCURACY_PATH.name
-    path.write_text(accuracy.to_yaml(accuracy.summarise(df)), encoding="utf-8")
+    from gpucluster_lib.inference.validation import mlperf_accuracy_rows
+
+    serving = accuracy.summarise_serving(mlperf_accuracy_rows())
+    path.write_text(accuracy.to_yaml(accuracy.summarise(df)) + accuracy.serving_yaml(serving), encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""The per-GPU accuracy the training estimate quotes (gpucluster_lib/training/accuracy.py,
+"""The per-GPU accuracy the training estimate quotes (gpucluster_lib/accuracy.py,
 data/validation/accuracy.yaml): current with the model, in words, and only for the catalogue's values."""
 
 from __future__ import annotations
@@ -6,8 +6,9 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 
+from gpucluster_lib import accuracy
 from gpucluster_lib.scenario import from_dict
-from gpucluster_lib.training import accuracy, validation
+from gpucluster_lib.training import validation
 from gpucluster_lib.training.estimate import estimate
 
 NEMO = "NVIDIA NeMo (Megatron-Core)"
@@ -44,10 +45,13 @@ def table():
 
 def test_the_file_is_the_current_model(table):
     # data/validation/accuracy.yaml is regenerated with docs/validation.md (scripts/make_validation_doc.py); a model
-    # change that moves a held-out row moves it, and this fails until it is regenerated
+    # change that moves a held-out row or an MLPerf result moves it, and this fails until it is regenerated
+    from gpucluster_lib.inference.validation import mlperf_accuracy_rows
+
     expected = accuracy.summarise(table)
-    assert accuracy.load() == expected
-    assert accuracy.ACCURACY_PATH.read_text(encoding="utf-8") == accuracy.to_yaml(expected)
+    serving = accuracy.summarise_serving(mlperf_accuracy_rows())
+    assert accuracy.load() == expected and accuracy.load_serving() == serving
+    assert accuracy.ACCURACY_PATH.read_text(encoding="utf-8") == accuracy.to_yaml(expected) + accuracy.serving_yaml(serving)
 
 
 def test_summarise_by_hand():
@@ -114,11 +118,12 @@ def test_sentence_in_words(monkeypatch, row, words):
 def test_no_file_no_sentence(monkeypatch, tmp_path):
     # a data folder from before the file existed: no sentence, no error
     monkeypatch.setattr(accuracy, "ACCURACY_PATH", tmp_path / "accuracy.yaml")
-    accuracy.load.cache_clear()
+    accuracy._document.cache_clear()
     try:
         assert accuracy.load() == {} and accuracy.sentence("gb300-gpu-288gb") is None
+        assert accuracy.load_serving() == {} and accuracy.serving_sentence("h100-sxm5-80gb") is None
     finally:
-        accuracy.load.cache_clear()
+        accuracy._document.cache_clear()
 
 
 def test_the_unvalidated_finding_quotes_this_gpus_runs(table):
@@ -191,3 +196,40 @@ def test_the_estimates_precision_is_quoted_on_its_own(table):
     fp16 = accuracy.sentence("a100-sxm4-80gb", "fp16")
     assert fp16.startswith(f"checked against {len(a100)} published training runs on this GPU (BF16 and FP16, ")
     assert "this estimate is" not in fp16
+
+
+def test_serving_summary_and_words_by_hand(monkeypatch):
+    rows = [{"accelerator": "x", "round": r, "scenario": sc, "model": "Llama 2 70B", "precision": "fp8", "error": e}
+            for r, sc, e in (("v4.0", "offline", 0.09), ("v4.0", "server", 0.15), ("v4.1", "offline", -0.03),
+                             ("v4.1", "server", 0.095))]
+    s = accuracy.summarise_serving(rows)["x"]
+    # the median of four: (0.09 + 0.095) / 2 = 0.0925
+    assert (s["results"], s["rounds"], s["scenarios"]) == (4, ["v4.0", "v4.1"], ["offline", "server"])
+    assert (s["error_min"], s["error_median"], s["error_max"]) == (-0.03, 0.0925, 0.15)
+    monkeypatch.setattr(accuracy, "load_serving", lambda: {"x": s})
+    assert accuracy.serving_sentence("x") == (
+        "checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8, offline and server, rounds v4.0 "
+        "and v4.1), the estimated throughput ranged from 3% lower to 15% higher than published (median 9% higher)")
+    assert accuracy.serving_sentence("y") is None
+
+
+def _serve_scenario(accelerator="h100-sxm5-80gb", **inference):
+    return from_dict({"name": "by hand", "model": {"preset": "llama2-70b"},
+                      "hardware": {"accelerator": accelerator, "gpus_per_node": 8, "nodes": 1},
+                      "inference": {"precision": "fp8", "requests_per_s": 1.0, **inference}})
+
+
+def test_the_serving_estimate_quotes_the_mlperf_results():
+    from gpucluster_lib.inference.serve import serve
+    from gpucluster_lib.inference.validation import mlperf_rows
+
+    # DGX H100 and H200 ran the MLPerf rows: 4 results each (data/validation/mlperf_llama2_70b.yaml)
+    assert sum(r.system == "dgx-h100" for r in mlperf_rows()) == 4
+    notes = [f for f in serve(_serve_scenario()).findings if f.code == "inference-accuracy-published-runs"]
+    assert len(notes) == 1 and notes[0].severity == "info"
+    assert notes[0].message == accuracy.serving_sentence("h100-sxm5-80gb")
+    assert notes[0].message.startswith("checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8")
+    # not with another engine profile or the scenario's own serving efficiencies, nor on a GPU with no result
+    for sc in (_serve_scenario(engine="tensorrt-llm"), _serve_scenario(memory_bandwidth_efficiency=0.7),
+               _serve_scenario("b200-sxm-180gb")):
+        assert not any(f.code == "inference-accuracy-published-runs" for f in serve(sc).findings)

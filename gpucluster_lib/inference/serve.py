@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from gpucluster_lib.accuracy import serving_sentence as accuracy_serving_sentence
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
 from gpucluster_lib.calibration.profile import (
     CalibrationProfile,
@@ -27,7 +28,7 @@ from gpucluster_lib.calibration.profile import (
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod
-from gpucluster_lib.inference.efficiency import ServingEfficiency
+from gpucluster_lib.inference.efficiency import OVERRIDE_FIELDS, ServingEfficiency
 from gpucluster_lib.inference.engines import (
     DEFAULT_ENGINE,
     EngineProfile,
@@ -591,6 +592,14 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
     tp, mem = best.tp, best.mem
     per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
+    own = prof is not None or inf.engine != DEFAULT_ENGINE or any(getattr(inf, name, None) is not None
+                                                                    for name in OVERRIDE_FIELDS)
+    said = None if own else accuracy_serving_sentence(str(acc.get("id") or ""))
+    if said:  # the MLPerf results measured the catalogue's values with the generic engine (gpucluster_lib/accuracy.py)
+        findings.append(Finding("inference-accuracy-published-runs", "info", said,
+                                fix="measure your engine's throughput at your request mix, and use the TensorRT-LLM "
+                                    "engine profile or a calibration profile where they match your stack",
+                                field="hardware.accelerator"))
     if prof is not None:   # an example profile, another device, a link measured above its nominal rate
         findings += profile_findings(prof, acc)
         above = _link_above_nominal(scenario, prof, _replica_hardware(scenario, hw, cat, tp, peak or 1.0, fabric_gbps),

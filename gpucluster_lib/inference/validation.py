@@ -27,10 +27,12 @@ from typing import Any
 
 import yaml
 
+from gpucluster_lib.catalog import load_catalog
 from gpucluster_lib.errors import GpuClusterError
 from gpucluster_lib.inference.serve import serve
 from gpucluster_lib.resources import data_path, load_yaml
 from gpucluster_lib.scenario import Scenario, from_dict
+from gpucluster_lib.workloads.transformer import load_presets
 
 MLPERF_PATH = data_path("validation", "mlperf_llama2_70b.yaml")
 
@@ -201,6 +203,22 @@ def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | Non
         tokens *= loadgen_completed_factor(float(_benchmark(path, "min_duration_s")),
                                            est.load["last_request_latency_s"])
     return tokens
+
+
+def mlperf_accuracy_rows(catalog: Any = None, path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Every published MLPerf row with the generic engine's error, ``predicted / published - 1`` on the throughput
+    (positive: the estimate serves more), and the accelerator, model and precision it ran: the input of the
+    serving part of data/validation/accuracy.yaml (gpucluster_lib/accuracy.py)."""
+    cat = catalog or load_catalog()
+    model = str(_benchmark(path, "model_preset"))
+    presets = load_presets()
+    name = str(presets[model].get("name") or model) if model in presets else model
+    out = []
+    for row in mlperf_rows(path):
+        out.append({"accelerator": str(cat.get("servers", row.system)["gpu_id"]), "round": row.round,
+                    "scenario": row.scenario, "model": name, "precision": str(_benchmark(path, "precision")),
+                    "error": mlperf_predicted(row, cat, path) / row.tokens_per_s - 1.0})
+    return out
 
 
 # -- TensorRT-LLM's own throughput tables ------------------------------------------------------------

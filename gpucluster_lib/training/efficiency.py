@@ -63,7 +63,7 @@ class Efficiency:
     #: published runs (``evidence`` of data/efficiency.yaml; the unvalidated-efficiency finding quotes it).
     evidence: str = ""
     #: How the estimate with the catalogue's values has compared with held-out published runs on this GPU, in
-    #: words (data/validation/accuracy.yaml through :func:`gpucluster_lib.training.accuracy.sentence`; filled by
+    #: words (data/validation/accuracy.yaml through :func:`gpucluster_lib.accuracy.sentence`; filled by
     #: the estimate's ``build_context``, empty when the GPU has none or the scenario sets its own values). The
     #: unvalidated-efficiency warning quotes it, or a note of its own on a calibrated generation.
     accuracy: str = ""

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from gpucluster_lib.accuracy import sentence as accuracy_sentence
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, gemm_curve
 from gpucluster_lib.calibration.profile import (
     CalibrationProfile,
@@ -29,7 +30,6 @@ from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolv
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
 from gpucluster_lib.training import flops as fl
-from gpucluster_lib.training.accuracy import sentence as accuracy_sentence
 from gpucluster_lib.training.core import (
     BREAKDOWN_KEYS,
     MEMORY_KEYS,
@@ -239,7 +239,7 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
             and not cudnn_trains_heads(generation, arch.qk_head_dim, arch.value_head_dim):
         kernel = fw.attention_fallback
     eff = for_accelerator(acc, overrides, kernel)
-    if not own_values:  # the held-out runs measured the catalogue's values, not a scenario's own (training/accuracy.py)
+    if not own_values:  # the held-out runs measured the catalogue's values, not a scenario's own (gpucluster_lib/accuracy.py)
         eff = eff.replace(accuracy=accuracy_sentence(str(acc.get("id") or ""), tr.precision) or "")
     if tr.grad_reduce_precision is not None:  # the run's own reduction precision (Composer's PURE: bf16)
         b = PRECISION_BYTES[tr.grad_reduce_precision]

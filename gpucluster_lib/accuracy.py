@@ -28,7 +28,7 @@ HEADER = """\
 # external: runs never used to set an efficiency), their count, training precisions and frameworks, and the
 # smallest, median and largest step-time error, predicted / published - 1 (positive: the estimate is slower
 # than the published run). The training estimate quotes it in its finding on GPUs whose efficiencies are not
-# validated (gpucluster_lib/training/accuracy.py); tests/test_accuracy.py checks it against the current model.
+# validated (gpucluster_lib/accuracy.py); tests/test_accuracy.py checks it against the current model.
 """
 
 #: Training precisions in words.
@@ -84,12 +84,79 @@ def to_yaml(summary: dict[str, dict[str, Any]]) -> str:
 
 
 @lru_cache(maxsize=1)
-def load() -> dict[str, dict[str, Any]]:
-    """data/validation/accuracy.yaml's ``accelerators`` mapping (read once; empty without the file)."""
+def _document() -> dict[str, Any]:
     if not ACCURACY_PATH.is_file():
         return {}
     with ACCURACY_PATH.open(encoding="utf-8") as fh:
-        return dict((load_yaml(fh) or {}).get("accelerators") or {})
+        return dict(load_yaml(fh) or {})
+
+
+def load() -> dict[str, dict[str, Any]]:
+    """data/validation/accuracy.yaml's ``accelerators`` mapping (read once; empty without the file)."""
+    return dict(_document().get("accelerators") or {})
+
+
+def load_serving() -> dict[str, dict[str, Any]]:
+    """data/validation/accuracy.yaml's ``serving`` mapping (read once; empty without the file or the section)."""
+    return dict(_document().get("serving") or {})
+
+
+def summarise_serving(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per accelerator id, from the MLPerf Inference rows (each ``accelerator``, ``round``, ``scenario``, ``model``,
+    ``precision`` and ``error``, predicted / published - 1 on the throughput, positive: the estimate serves more):
+    their count, model, precision, rounds and scenarios, and the smallest, median and largest error."""
+    out: dict[str, dict[str, Any]] = {}
+    for acc in sorted({str(r["accelerator"]) for r in results}):
+        rows = [r for r in results if r["accelerator"] == acc]
+        errs = sorted(float(r["error"]) for r in rows)
+        n = len(errs)
+        median = errs[n // 2] if n % 2 else (errs[n // 2 - 1] + errs[n // 2]) / 2
+        out[acc] = {"results": n, "models": sorted({str(r["model"]) for r in rows}),
+                    "precisions": sorted({str(r["precision"]) for r in rows}),
+                    "rounds": sorted({str(r["round"]) for r in rows}),
+                    "scenarios": sorted({str(r["scenario"]) for r in rows}),
+                    "error_min": round(errs[0], 6), "error_median": round(median, 6), "error_max": round(errs[-1], 6)}
+    return out
+
+
+def serving_yaml(summary: dict[str, dict[str, Any]]) -> str:
+    """The ``serving`` section of data/validation/accuracy.yaml for a :func:`summarise_serving` result."""
+    lines = ["serving:"]
+    for acc, s in summary.items():
+        lines += [f"  {acc}:", f"    results: {s['results']}", f"    models: {_flow(s['models'])}",
+                  f"    precisions: {_flow(s['precisions'])}", f"    rounds: {_flow(s['rounds'])}",
+                  f"    scenarios: {_flow(s['scenarios'])}", f"    error_min: {s['error_min']:.6f}",
+                  f"    error_median: {s['error_median']:.6f}", f"    error_max: {s['error_max']:.6f}"]
+    return "\n".join(lines) + "\n"
+
+
+def _lower_higher(e: float) -> str:
+    p = _pct(e)
+    return "about the same as" if p == 0 else f"{p}% {'higher' if e > 0 else 'lower'} than"
+
+
+def serving_sentence(accelerator_id: str) -> str | None:
+    """How the serving estimate has compared with MLPerf Inference results on this GPU, in words, or None without
+    any: "checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8, offline and server, rounds
+    v4.0 and v4.1), the estimated throughput ranged from 13% lower to 2% higher than published (median 4% lower)"."""
+    s = load_serving().get(str(accelerator_id))
+    if not s:
+        return None
+    lo, mid, hi = float(s["error_min"]), float(s["error_median"]), float(s["error_max"])
+    n = int(s["results"])
+    what = (f"{_and(list(s['models']))} in {_and([PRECISION_WORDS.get(p, p.upper()) for p in s['precisions']])}, "
+            f"{_and(list(s['scenarios']))}, round{'s' if len(s['rounds']) != 1 else ''} {_and(list(s['rounds']))}")
+    median = _lower_higher(mid).removesuffix(" than").removesuffix(" as")
+    if n == 1 or _pct(lo) == _pct(hi) and (lo > 0) == (hi > 0) or _pct(lo) == _pct(hi) == 0:
+        span = f"was {_lower_higher(mid)} published"
+    elif _pct(lo) > 0 and _pct(hi) > 0 and (lo > 0) == (hi > 0):
+        a, b = sorted((_pct(lo), _pct(hi)))
+        span = f"was {a}% to {b}% {'higher' if lo > 0 else 'lower'} than published (median {median})"
+    else:
+        span = (f"ranged from {_lower_higher(lo).removesuffix(' than').removesuffix(' as')} to {_lower_higher(hi)} "
+                f"published (median {median})")
+    return (f"checked against {n} MLPerf Inference result{'s' if n != 1 else ''} on this GPU ({what}), the "
+            f"estimated throughput {span}")
 
 
 def _pct(e: float) -> int:
