@@ -1,4 +1,8 @@
-"""How the training estimate compares with published runs on each GPU, for the estimate's own findings.
+"""How the training and serving estimates compare with published results on each GPU, for their own findings.
+
+The ``serving`` section of the same file holds, per accelerator, the MLPerf Inference results of the validation set
+(:func:`gpucluster_lib.inference.validation.mlperf_accuracy_rows`: the generic engine's throughput against each
+published row), which a serving estimate quotes as a note (:func:`serving_sentence`).
 
 ``data/validation/accuracy.yaml`` holds, per catalogue accelerator, the step-time errors of the held-out
 validation rows on that GPU (``set`` external of data/validation/training_runs.csv: runs never used to set
@@ -27,8 +31,10 @@ HEADER = """\
 # Per catalogue accelerator: the held-out validation rows on that GPU (data/validation/training_runs.csv, set
 # external: runs never used to set an efficiency), their count, training precisions and frameworks, and the
 # smallest, median and largest step-time error, predicted / published - 1 (positive: the estimate is slower
-# than the published run). The training estimate quotes it in its finding on GPUs whose efficiencies are not
-# validated (gpucluster_lib/accuracy.py); tests/test_accuracy.py checks it against the current model.
+# than the published run). The training estimate quotes it as a note, or in its warning on GPUs whose efficiencies
+# are not calibrated (gpucluster_lib/accuracy.py). The serving section: the MLPerf Inference results per GPU (throughput
+# error, positive: the estimate serves more), quoted by serving estimates. tests/test_accuracy.py checks both against
+# the current model.
 """
 
 #: Training precisions in words.
@@ -135,10 +141,12 @@ def _lower_higher(e: float) -> str:
     return "about the same as" if p == 0 else f"{p}% {'higher' if e > 0 else 'lower'} than"
 
 
-def serving_sentence(accelerator_id: str) -> str | None:
+def serving_sentence(accelerator_id: str, precision: str | None = None) -> str | None:
     """How the serving estimate has compared with MLPerf Inference results on this GPU, in words, or None without
     any: "checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8, offline and server, rounds
-    v4.0 and v4.1), the estimated throughput ranged from 13% lower to 2% higher than published (median 4% lower)"."""
+    v4.0 and v4.1), the estimated throughput ranged from 13% lower to 2% higher than published (median 4% lower)".
+    With ``precision`` (the estimate's) not among the results' precisions, it says so ("...; those results are FP8
+    and this estimate is BF16")."""
     s = load_serving().get(str(accelerator_id))
     if not s:
         return None
@@ -155,8 +163,14 @@ def serving_sentence(accelerator_id: str) -> str | None:
     else:
         span = (f"ranged from {_lower_higher(lo).removesuffix(' than').removesuffix(' as')} to {_lower_higher(hi)} "
                 f"published (median {median})")
-    return (f"checked against {n} MLPerf Inference result{'s' if n != 1 else ''} on this GPU ({what}), the "
-            f"estimated throughput {span}")
+    out = (f"checked against {n} MLPerf Inference result{'s' if n != 1 else ''} on this GPU ({what}), the "
+           f"estimated throughput {span}")
+    precs = list(s.get("precisions") or [])
+    if precision is not None and precs and str(precision) not in precs:
+        words = _and([PRECISION_WORDS.get(p, p.upper()) for p in precs])
+        out += (f"; {'those results are' if n != 1 else 'that result is'} {words} and this estimate is "
+                f"{PRECISION_WORDS.get(str(precision), str(precision).upper())}")
+    return out
 
 
 def _pct(e: float) -> int:

@@ -210,6 +210,9 @@ def test_serving_summary_and_words_by_hand(monkeypatch):
     assert accuracy.serving_sentence("x") == (
         "checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8, offline and server, rounds v4.0 "
         "and v4.1), the estimated throughput ranged from 3% lower to 15% higher than published (median 9% higher)")
+    assert accuracy.serving_sentence("x", "fp8") == accuracy.serving_sentence("x")
+    assert accuracy.serving_sentence("x", "bf16").endswith("(median 9% higher); those results are FP8 and this "
+                                                           "estimate is BF16")
     assert accuracy.serving_sentence("y") is None
 
 
@@ -230,6 +233,9 @@ def test_the_serving_estimate_quotes_the_mlperf_results():
     assert notes[0].message == accuracy.serving_sentence("h100-sxm5-80gb")
     assert notes[0].message.startswith("checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8")
     # not with another engine profile or the scenario's own serving efficiencies, nor on a GPU with no result
+    # a BF16 estimate is told the results were FP8
+    bf16 = [f for f in serve(_serve_scenario(precision="bf16")).findings if f.code == "inference-accuracy-published-runs"]
+    assert len(bf16) == 1 and bf16[0].message.endswith("those results are FP8 and this estimate is BF16")
     for sc in (_serve_scenario(engine="tensorrt-llm"), _serve_scenario(memory_bandwidth_efficiency=0.7),
-               _serve_scenario("b200-sxm-180gb")):
+               _serve_scenario("b200-sxm-180gb"), _serve_scenario(mig_profile="3g.40gb")):
         assert not any(f.code == "inference-accuracy-published-runs" for f in serve(sc).findings)

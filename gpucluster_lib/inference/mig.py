@@ -151,7 +151,8 @@ def serve_on_mig(scenario: Any, catalog: Any, hw: Any, *, serve: Callable[..., A
         return (math.ceil(est.replicas / p.instances_per_gpu), p.compute_slices)
 
     p, est = min(options, key=gpus_needed)
-    findings = [f for f in est.findings if f.code not in ("inference-quick-estimate",)]
+    # not the whole-node MLPerf results: they measured whole GPUs, not a slice (gpucluster_lib/accuracy.py)
+    findings = [f for f in est.findings if f.code not in ("inference-quick-estimate", "inference-accuracy-published-runs")]
     instances = est.replicas
     gpus = math.ceil(instances / p.instances_per_gpu) if instances else 0
     fleet = size_fleet(scenario, catalog, hw, replicas=gpus, tp=1, findings=findings, node=node,

@@ -592,13 +592,15 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
     tp, mem = best.tp, best.mem
     per_tok_model = arch.kv_cache_bytes_per_token(kv_bytes)
-    own = prof is not None or inf.engine != DEFAULT_ENGINE or any(getattr(inf, name, None) is not None
-                                                                    for name in OVERRIDE_FIELDS)
-    said = None if own else accuracy_serving_sentence(str(acc.get("id") or ""))
-    if said:  # the MLPerf results measured the catalogue's values with the generic engine (gpucluster_lib/accuracy.py)
+    # the MLPerf results measured the catalogue's values with the generic engine (accuracy.py); a MIG slice drops the
+    # note in inference/mig.py
+    own = prof is not None or inf.engine != DEFAULT_ENGINE \
+        or any(getattr(inf, name, None) is not None for name in OVERRIDE_FIELDS)
+    said = None if own else accuracy_serving_sentence(str(acc.get("id") or ""), precision)
+    if said:
         findings.append(Finding("inference-accuracy-published-runs", "info", said,
-                                fix="measure your engine's throughput at your request mix, and use the TensorRT-LLM "
-                                    "engine profile or a calibration profile where they match your stack",
+                                fix="measure your engine's throughput at your request mix, and use a calibration "
+                                    "profile of your GPUs' matrix-multiply and network rates",
                                 field="hardware.accelerator"))
     if prof is not None:   # an example profile, another device, a link measured above its nominal rate
         findings += profile_findings(prof, acc)
