@@ -19,9 +19,12 @@ not validated how far off the estimate has been on that GPU. A data folder witho
 from __future__ import annotations
 
 import json
+import statistics
 from functools import lru_cache
 from typing import Any
 
+from gpucluster_lib.errors import all_of as _and
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.resources import data_path, load_yaml
 
 ACCURACY_PATH = data_path("validation", "accuracy.yaml")
@@ -114,14 +117,13 @@ def summarise_serving(results: list[dict[str, Any]]) -> dict[str, dict[str, Any]
     out: dict[str, dict[str, Any]] = {}
     for acc in sorted({str(r["accelerator"]) for r in results}):
         rows = [r for r in results if r["accelerator"] == acc]
-        errs = sorted(float(r["error"]) for r in rows)
-        n = len(errs)
-        median = errs[n // 2] if n % 2 else (errs[n // 2 - 1] + errs[n // 2]) / 2
-        out[acc] = {"results": n, "models": sorted({str(r["model"]) for r in rows}),
+        errs = [float(r["error"]) for r in rows]
+        out[acc] = {"results": len(errs), "models": sorted({str(r["model"]) for r in rows}),
                     "precisions": sorted({str(r["precision"]) for r in rows}),
                     "rounds": sorted({str(r["round"]) for r in rows}),
                     "scenarios": sorted({str(r["scenario"]) for r in rows}),
-                    "error_min": round(errs[0], 6), "error_median": round(median, 6), "error_max": round(errs[-1], 6)}
+                    "error_min": round(min(errs), 6), "error_median": round(statistics.median(errs), 6),
+                    "error_max": round(max(errs), 6)}
     return out
 
 
@@ -136,11 +138,6 @@ def serving_yaml(summary: dict[str, dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _lower_higher(e: float) -> str:
-    p = _pct(e)
-    return "about the same as" if p == 0 else f"{p}% {'higher' if e > 0 else 'lower'} than"
-
-
 def serving_sentence(accelerator_id: str, precision: str | None = None) -> str | None:
     """How the serving estimate has compared with MLPerf Inference results on this GPU, in words, or None without
     any: "checked against 4 MLPerf Inference results on this GPU (Llama 2 70B in FP8, offline and server, rounds
@@ -150,27 +147,11 @@ def serving_sentence(accelerator_id: str, precision: str | None = None) -> str |
     s = load_serving().get(str(accelerator_id))
     if not s:
         return None
-    lo, mid, hi = float(s["error_min"]), float(s["error_median"]), float(s["error_max"])
     n = int(s["results"])
     what = (f"{_and(list(s['models']))} in {_and([PRECISION_WORDS.get(p, p.upper()) for p in s['precisions']])}, "
             f"{_and(list(s['scenarios']))}, round{'s' if len(s['rounds']) != 1 else ''} {_and(list(s['rounds']))}")
-    median = _lower_higher(mid).removesuffix(" than").removesuffix(" as")
-    if n == 1 or _pct(lo) == _pct(hi) and (lo > 0) == (hi > 0) or _pct(lo) == _pct(hi) == 0:
-        span = f"was {_lower_higher(mid)} published"
-    elif _pct(lo) > 0 and _pct(hi) > 0 and (lo > 0) == (hi > 0):
-        a, b = sorted((_pct(lo), _pct(hi)))
-        span = f"was {a}% to {b}% {'higher' if lo > 0 else 'lower'} than published (median {median})"
-    else:
-        span = (f"ranged from {_lower_higher(lo).removesuffix(' than').removesuffix(' as')} to {_lower_higher(hi)} "
-                f"published (median {median})")
-    out = (f"checked against {n} MLPerf Inference result{'s' if n != 1 else ''} on this GPU ({what}), the "
-           f"estimated throughput {span}")
-    precs = list(s.get("precisions") or [])
-    if precision is not None and precs and str(precision) not in precs:
-        words = _and([PRECISION_WORDS.get(p, p.upper()) for p in precs])
-        out += (f"; {'those results are' if n != 1 else 'that result is'} {words} and this estimate is "
-                f"{PRECISION_WORDS.get(str(precision), str(precision).upper())}")
-    return out
+    return (f"checked against {plural(n, 'MLPerf Inference result')} on this GPU ({what}), the estimated throughput "
+            f"{_span(s, 'higher', 'lower')}{_other_precision(s, precision, n, 'result')}")
 
 
 def _pct(e: float) -> int:
@@ -178,14 +159,41 @@ def _pct(e: float) -> int:
     return int(abs(e) * 100 + 0.5)
 
 
-def _side(e: float) -> str:
-    """A signed error in words against the published run: '17% longer than', '7% shorter than', 'about the same as'."""
+def _vs(e: float, more: str, less: str) -> str:
+    """A signed error in words against the published figure: '17% longer than', '7% shorter than', 'about the same
+    as' (``more`` / ``less``: the words for a positive / negative error)."""
     p = _pct(e)
-    return "about the same as" if p == 0 else f"{p}% {'longer' if e > 0 else 'shorter'} than"
+    return "about the same as" if p == 0 else f"{p}% {more if e > 0 else less} than"
 
 
-def _and(items: list[str]) -> str:
-    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+def _bare(words: str) -> str:
+    """'17% longer than' -> '17% longer', 'about the same as' -> 'about the same'."""
+    return words.removesuffix(" than").removesuffix(" as")
+
+
+def _span(s: dict[str, Any], more: str, less: str) -> str:
+    """The smallest, median and largest error of a summary entry in words: one figure when every run rounds to the
+    same per cent on one side (or there is one run), "was 6% to 25% longer than published (median 17% longer)" when
+    all are on one side, else "ranged from 8% shorter to 13% longer than published (median 3% longer)"."""
+    lo, mid, hi = float(s["error_min"]), float(s["error_median"]), float(s["error_max"])
+    one_side = (lo > 0) == (hi > 0)
+    if int(s.get("runs", s.get("results", 0))) == 1 or _pct(lo) == _pct(hi) and one_side or _pct(lo) == _pct(hi) == 0:
+        return f"was {_vs(mid, more, less)} published"
+    median = _bare(_vs(mid, more, less))
+    if _pct(lo) > 0 and _pct(hi) > 0 and one_side:
+        a, b = sorted((_pct(lo), _pct(hi)))
+        return f"was {a}% to {b}% {more if lo > 0 else less} than published (median {median})"
+    return f"ranged from {_bare(_vs(lo, more, less))} to {_vs(hi, more, less)} published (median {median})"
+
+
+def _other_precision(s: dict[str, Any], precision: str | None, n: int, noun: str) -> str:
+    """'; those runs are FP8 and this estimate is BF16' when the estimate's precision is not among the entry's, else ''."""
+    precs = list(s.get("precisions") or [])
+    if precision is None or not precs or str(precision) in precs:
+        return ""
+    which = f"those {noun}s are" if n != 1 else f"that {noun} is"
+    return (f"; {which} {_and([PRECISION_WORDS.get(p, p.upper()) for p in precs])} and this estimate is "
+            f"{PRECISION_WORDS.get(str(precision), str(precision).upper())}")
 
 
 def _framework_short(name: str) -> str:
@@ -206,25 +214,10 @@ def sentence(accelerator_id: str, precision: str | None = None) -> str | None:
     own = (s.get("by_precision") or {}).get(str(precision)) if precision is not None else None
     if own and int(own["runs"]) >= MIN_RUNS_OF_A_PRECISION:  # enough runs in the estimate's own precision
         s = own
-    lo, mid, hi = float(s["error_min"]), float(s["error_median"]), float(s["error_max"])
     n = int(s["runs"])
     precs = [PRECISION_WORDS.get(p, p.upper()) for p in s.get("precisions") or []]
     fws = [_framework_short(f) for f in s.get("frameworks") or []]
     what = ", ".join(x for x in (_and(precs) if precs else "", _and(fws) if fws else "") if x)
-    runs = f"{n} published training run{'s' if n != 1 else ''} on this GPU" + (f" ({what})" if what else "")
-    median = _side(mid).removesuffix(" than").removesuffix(" as")
-    if n == 1 or _pct(lo) == _pct(hi) and (lo > 0) == (hi > 0) or _pct(lo) == _pct(hi) == 0:
-        # one figure: one run, or every run rounds to the same per cent on the same side
-        span = f"was {_side(mid)} published"
-    elif _pct(lo) > 0 and _pct(hi) > 0 and (lo > 0) == (hi > 0):  # all on one side
-        a, b = sorted((_pct(lo), _pct(hi)))
-        span = f"was {a}% to {b}% {'longer' if lo > 0 else 'shorter'} than published (median {median})"
-    else:  # both sides, or one end about the same
-        span = (f"ranged from {_side(lo).removesuffix(' than').removesuffix(' as')} to {_side(hi)} published "
-                f"(median {median})")
-    out = f"checked against {runs} that {'were' if n != 1 else 'was'} not used to set these values, the estimated " \
-          f"step time {span}"
-    if precision is not None and precs and str(precision) not in (s.get("precisions") or []):
-        out += (f"; {'those runs are' if n != 1 else 'that run is'} {_and(precs)} and this estimate is "
-                f"{PRECISION_WORDS.get(str(precision), str(precision).upper())}")
-    return out
+    runs = f"{plural(n, 'published training run')} on this GPU" + (f" ({what})" if what else "")
+    return (f"checked against {runs} that {'were' if n != 1 else 'was'} not used to set these values, the estimated "
+            f"step time {_span(s, 'longer', 'shorter')}{_other_precision(s, precision, n, 'run')}")

@@ -43,6 +43,13 @@ def one_of(choices: Iterable[object]) -> str:
     return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " or " + words[-1]
 
 
+def all_of(items: Iterable[object]) -> str:
+    """Items as a sentence lists them: ``all_of(["BF16", "FP16", "FP8"])`` is ``BF16, FP16 and FP8`` (the
+    ``and`` counterpart of :func:`one_of`)."""
+    words = [str(c) for c in items]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
 def yaml_value(value: object) -> str:
     """A scenario value as its YAML file spells it, for a message: ``true``/``false``, ``null``,
     numbers as they are, strings and containers as :func:`excerpt` quotes or summarises them."""

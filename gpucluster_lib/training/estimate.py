@@ -24,7 +24,7 @@ from gpucluster_lib.calibration.profile import (
     scenario_profile,
 )
 from gpucluster_lib.catalog import Catalog
-from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, excerpt
+from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, all_of, excerpt
 from gpucluster_lib.findings import Finding, sort_findings
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
@@ -987,7 +987,7 @@ def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], s
     full = plan.recompute == "full"  # the backward gathers nothing: the recomputed forward has
     blocked = sorted({i for i, f in enumerate(fwd) if not f} | (set() if full else {i for i, b in enumerate(bwd) if not b}))
     names = [MODULE_NAMES[i] for i in blocked]
-    which = ", ".join(names[:-1]) + " and " + names[-1] if len(names) > 1 else names[0]
+    which = all_of(names)
     passes = (", in the forward and again in the recomputed forward" if full
               else f" ({sum(not f for f in fwd)} of 4 gathers in the forward, {sum(not b for b in bwd)} of 4 in the "
                    "backward)")
