@@ -417,6 +417,18 @@ GB300_GB200_2606 = (
     ("Qwen3 235B-A22B, MXFP8", 9015, 7376), ("Nemotron 3 Nano, MXFP8", 39749, 33522),
     ("Nemotron 3 Super, MXFP8", 9652, 6742), ("Nemotron 3 Super, NVFP4", 9900, 6928),
 )
+#: Llama 3 8B on 8 GPUs, one plan (TP 1), NeMo 25.11: tokens / s / GPU on GB300 and GB200 (Megatron-Bridge
+#: docs/performance-summary-archive.md @ 067f987d, "25.11 NeMo Container", FP8-CS).
+L8B_GB300, L8B_GB200 = 37556, 31508
+#: The same for NVIDIA's 26.08 tables, which list mixture-of-experts models only: NVIDIA-NeMo/Megatron-Bridge
+#: docs/performance-summary.md @ 067f987d, section "26.08 NeMo Container" (pre-training; Nemotron 3 Nano runs on
+#: GB300 only and Nemotron 3.5 Lightning on GB200 only, so they make no pair).
+GB300_GB200_2608 = (
+    ("DeepSeek-V3, MXFP8", 6288, 4912), ("DeepSeek-V4 Flash, MXFP8", 8224, 7776), ("GPT-OSS 120B, MXFP8", 33024, 28672),
+    ("Qwen3 30B-A3B, MXFP8", 44544, 39936), ("Qwen3 235B-A22B, MXFP8", 8816, 7280),
+    ("Nemotron 3 Super, MXFP8", 9856, 7040), ("Nemotron 3 Super, NVFP4", 10240, 7168),
+    ("Nemotron 3 Ultra, MXFP8", 3552, 2528),
+)
 #: The dense Llama rows of GB300_GB200_2606 (the models of the validation set).
 GB300_DENSE = ("Llama 3.1 405B, FP8", "Llama 3.1 405B, MXFP8", "Llama 3.1 405B, NVFP4", "Llama 3 70B SFT, FP8",
                "Llama 3 70B SFT, MXFP8", "Llama 3 70B LoRA, FP8", "Llama 3 70B LoRA, MXFP8")
@@ -484,6 +496,8 @@ def release_series_section() -> str:
     g_lo, g_hi = min(ratios.values()), max(ratios.values())
     d_lo, d_hi = min(ratios[k] for k in GB300_DENSE), max(ratios[k] for k in GB300_DENSE)
     g_list = "; ".join(f"{label} {a:,} / {b:,} = {a / b:.3f}x" for label, a, b in GB300_GB200_2606)
+    r08 = [a / b for _, a, b in GB300_GB200_2608]
+    g08_list = "; ".join(f"{label} {a / b:.3f}x" for label, a, b in GB300_GB200_2608)
     m_now = [e for rows in mamf.values() for _, e, _ in rows]
     m_new = [e for rows in mamf.values() for _, _, e in rows]
 
@@ -528,12 +542,17 @@ global batch; positive: too slow). Sources: {NEMO_PAGES}; {MB_ARCHIVE}.
   (25.11) as fast as B200, the model {gb200_b200:.3f}x: the Blackwell efficiencies of data/efficiency.yaml agree
   with NVIDIA's own ratio, and the 6-27% lead per GPU of the 25.04 GB200 table over the 25.02 B200 table on the
   plans both list (Llama 3.1 405B 665 / 625, Nemotron-4 15B 17,809 / 14,760, Nemotron-4 340B 737 / 602, Llama 3 8B
-  33,099 / 26,006) is the 25.02 release. GB300 runs it 37,556 / 31,508 = 1.192x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
+  33,099 / 26,006) is the 25.02 release. GB300 runs it {L8B_GB300:,} / {L8B_GB200:,} = {L8B_GB300 / L8B_GB200:.3f}x GB200 (25.11), the model {gb300_gb200:.3f}x; no microbenchmark
   read here puts GB300's FP8 GEMM (Azure's cuBLASLt, 1.14x) or attention (cuDNN 9.22, 1.10-1.13x) further ahead.
 * NVIDIA's 26.06 tables (Megatron-Bridge archive, "26.06 NeMo Container") run GB300 faster than GB200 on every model
   both run, each GPU with its own plan, {g_lo:.2f}x to {g_hi:.2f}x in tokens / s / GPU: {g_list}. The dense Llama rows
   are {d_lo:.2f}x to {d_hi:.2f}x: a property of the GPU in this software, not of one row; the model's
   {gb300_gb200:.3f}x (25.11, above) leaves GB300's estimates slower than published by about a tenth more than GB200's.
+  The 26.08 tables (Megatron-Bridge `docs/performance-summary.md` @ 067f987d, "26.08 NeMo Container") list
+  mixture-of-experts models only and run GB300 {min(r08):.2f}x to {max(r08):.2f}x as fast as GB200: {g08_list}. The one
+  model run with the same plan on both, DeepSeek-V4 Flash (TP 1, expert parallel 64, micro-batch 1), gains least,
+  {min(r08):.3f}x, against {L8B_GB300 / L8B_GB200:.3f}x for the dense Llama 3 8B with one plan (25.11, above); the others differ in tensor
+  parallel, expert parallel or micro-batch, so their lead mixes the GPU with the plan its memory allows.
 * A microbenchmark that ranks the Blackwell GPUs higher against Hopper in FP8 does not help: mamf-finder (one harness
   for every GPU: stas00/ml-engineering, `compute/accelerator/README.md` at 744d01e, "Maximum Achievable Matmul FLOPS
   comparison table", the best shape of a brute-force search; its rows ran different torch and CUDA releases) reaches

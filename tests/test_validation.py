@@ -219,6 +219,17 @@ def test_gb300_over_gb200_in_nvidia_2606_tables():
     assert min(dense) > 1.199 and max(dense) < 1.251
 
 
+def test_gb300_over_gb200_in_nvidia_2608_tables():
+    # Data check (no model): Megatron-Bridge docs/performance-summary.md @ 067f987d, "26.08 NeMo Container", tokens /
+    # s / GPU GB300 / GB200: DeepSeek-V3 MXFP8 6,288 / 4,912 = 1.280x, DeepSeek-V4 Flash 8,224 / 7,776 = 1.058x,
+    # Nemotron 3 Super NVFP4 10,240 / 7,168 = 1.429x (TP1 against TP2)
+    mod = load_script("make_validation_doc")
+    pairs = {label: (a, b) for label, a, b in mod.GB300_GB200_2608}
+    assert pairs["DeepSeek-V3, MXFP8"] == (6288, 4912) and pairs["Nemotron 3 Ultra, MXFP8"] == (3552, 2528)
+    ratios = sorted(a / b for a, b in pairs.values())
+    assert len(ratios) == 8 and 1.057 < ratios[0] < 1.058 and 1.428 < ratios[-1] < 1.429
+
+
 def test_nvidia_fp8_rows_regression_guard(table):
     # NVIDIA's DGX Cloud benchmarks (dgxc-benchmarking v24.11.1, NeMo on H100): published step times of the same
     # models and plans in BF16 and in FP8 (e.g. Llama 3.1 70B on 64 H100: 14.72 s and 11.01 s). With FP8 GEMMs at
