@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
 from gpucluster_lib.formatting import format_value, humanize_key
@@ -29,8 +30,8 @@ def run(args: argparse.Namespace) -> int:
     scenario = d.scenario
     out = require(d.training, "training estimate").to_dict()
     if args.deadline is not None:
-        if args.deadline <= 0:
-            raise ScenarioError("--deadline", f"must be a positive number of days, got {args.deadline}")
+        if not (math.isfinite(args.deadline) and args.deadline > 0):
+            raise ScenarioError("--deadline", f"must be a positive, finite number of days, got {args.deadline:g}")
         out["deadline"] = min_gpus_for_deadline(scenario, args.deadline)
     if args.json:
         print_json(out)
@@ -44,7 +45,7 @@ def _runs(values: list[int]) -> str:
     """Layers per stage in words, stages numbered from 1: ``[7, 8, ..., 8, 7]`` (16 stages) is
     ``7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16``; equal stages ``12 layers each``."""
     if len(set(values)) == 1:
-        return f"{values[0]} layers each"
+        return f"{values[0]} layer{'' if values[0] == 1 else 's'} each"
     out: list[str] = []
     i = 0
     while i < len(values):
@@ -52,7 +53,8 @@ def _runs(values: list[int]) -> str:
         while j + 1 < len(values) and values[j + 1] == values[i]:
             j += 1
         where = f"stage {i + 1}" if j == i else f"stages {i + 1} to {j + 1}"
-        out.append(f"{values[i]}{' layers' if not out else ''} on {where}")
+        unit = "" if out else (" layer" if values[i] == 1 else " layers")
+        out.append(f"{values[i]}{unit} on {where}")
         i = j + 1
     return ", ".join(out)
 

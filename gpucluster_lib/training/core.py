@@ -1253,6 +1253,12 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     :meth:`MemoryCommon.stage` for the stages that can need the most: the first, stage 1 (the
     middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last (PP > 1).
 
+    Stage 1 is charged the most layers of any middle stage (``lm``): the layouts made here put the
+    extra layers on the earliest middle stages, so stage 1 holds ``lm`` and this is its memory; for a
+    given ``parallelism.pipeline_layers`` whose middle stages differ otherwise it bounds every middle
+    stage from above (a stage's memory grows with its layers and with its micro-batches in flight,
+    which are most on stage 1). :func:`stage_table` gives every stage's own memory.
+
     ``q``: plan arrays; ``per_layer`` / ``rebuilt``: one layer's activation bytes
     (:func:`layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
     plan search passes plan dimensions on separate axes).
@@ -1266,8 +1272,8 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep), q["sp"])
-    return common, ((np.where(single, L, q["lf"]), 0.0, True, single), (q["l1"], 1.0, False, False),
-                    (q["ll"], pp - 1.0, False, True))
+    return common, ((np.where(single, L, q["lf"]), 0.0, True, single),
+                    (np.maximum(q["l1"], q["lm"]), 1.0, False, False), (q["ll"], pp - 1.0, False, True))
 
 
 def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:

@@ -64,6 +64,7 @@ from gpucluster_lib.training.memory import StateBytes
 from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
+    check_fixed_values,
     layout_findings,
     plan_from_codes,
     plan_space,
@@ -436,11 +437,22 @@ class SearchResult:
     enumerated: int
     fitting_count: int = -1
     layers: int | None = None
+    #: the scenario's ``parallelism.pipeline_layers``, kept as given (the table's layout codes hold only
+    #: its first, last and largest middle stage)
+    pipeline_layers: tuple[int, ...] | None = None
+
+    def plan(self, row: dict[str, Any]) -> Plan:
+        """The :class:`Plan` of one table row, with the given stage layout where the scenario sets one."""
+        plan = plan_from_codes(row, self.layers)
+        if self.pipeline_layers is not None and len(self.pipeline_layers) == plan.pipeline:
+            given = self.pipeline_layers
+            plan = dataclasses.replace(plan, pipeline_layers=None if len(set(given)) == 1 else given)
+        return plan
 
     @property
     def best(self) -> Plan | None:
         fit = self.table[self.table["fits"]]
-        return plan_from_codes(fit.iloc[0].to_dict(), self.layers) if len(fit) else None
+        return self.plan(fit.iloc[0].to_dict()) if len(fit) else None
 
     @property
     def fitting(self) -> int:
@@ -597,6 +609,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     (:mod:`gpucluster_lib.training.search`) unless ``exhaustive``: True evaluates every plan (the
     reference the bounded search is tested against, and its fallback), None (default) does so
     for a search of at most :data:`EXHAUSTIVE_PLANS_PER_ROW` plans per row kept."""
+    check_fixed_values(spec, ctx.arch)
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
         z3_tpo = ctx.framework.zero3_tp_comm_overlap
@@ -626,8 +639,9 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
         plans = space.plans()
         res = evaluate(ctx, plans)
         fitting = int(np.count_nonzero(res["fits"]))
+    given = tuple(int(x) for x in spec.pipeline_layers) if spec.pipeline_layers is not None else None
     return SearchResult(table=_rank_table(ctx, plans, res, tokens, limit), enumerated=n,
-                        fitting_count=fitting, layers=ctx.arch.layers)
+                        fitting_count=fitting, layers=ctx.arch.layers, pipeline_layers=given)
 
 
 def _fixed_fields(spec: ParallelismSpec) -> str:
@@ -705,7 +719,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         plan = result.best
         top = result.table
         if plan is None:
-            plan = plan_from_codes(result.table.iloc[0].to_dict(), arch.layers)  # the fastest of those that do not fit
+            plan = result.plan(result.table.iloc[0].to_dict())  # the fastest of those that do not fit
             findings.append(Finding("training-no-plan-fits", "error",
                                     f"none of the {result.enumerated} valid plans fits in {ctx.memory_capacity / GIB:.0f} GiB "
                                     "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
@@ -1156,7 +1170,7 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
         if not len(fit):
             continue
         best = fit.iloc[0]
-        rows.append({"gpus": g, "nodes": nodes, "plan": plan_from_codes(best.to_dict(), res.layers).label(),
+        rows.append({"gpus": g, "nodes": nodes, "plan": res.plan(best.to_dict()).label(),
                      "tokens_per_s": float(best["tokens_per_s"]), "mfu": float(best["mfu"]),
                      "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
     return pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])

@@ -79,7 +79,7 @@ class Plan:
         uneven = ""
         if self.pipeline_layers is not None:
             st = self.pipeline_layers
-            uneven = f" [{st[0]}/{st[1]}/../{st[-1]}]" if len(st) > 3 else " [" + "/".join(map(str, st)) + "]"
+            uneven = f" [{st[0]}/{st[1]}/../{st[-1]}]" if len(st) > 4 else " [" + "/".join(map(str, st)) + "]"
         return (f"TP{self.tensor} PP{self.pipeline}" + (f"x{self.virtual_stages}" if self.virtual_stages > 1 else "")
                 + uneven + f" DP{self.data}" + (f" CP{self.context}" if self.context > 1 else "")
                 + (f" EP{self.expert}" if self.expert > 1 else "")
@@ -248,16 +248,9 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
     pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers else 1)
     cp = spec.context or 1
     ep = spec.expert or 1
-    if arch.attention_heads % tp:
-        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.attention_heads} attention heads; "
-                            f"valid: {_choices(divisors(arch.attention_heads))}")
-    if arch.kv_heads % tp:
-        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.kv_heads} KV heads; "
-                            f"valid: {_choices(divisors(arch.kv_heads))}")
+    _check_tensor(arch, tp)
     stages = resolve_layout(spec, arch.layers, pp)
-    if arch.seq_length % cp:
-        raise ScenarioError("parallelism.context", f"{cp} does not divide the sequence length of {arch.seq_length} tokens; "
-                            f"valid: {_choices([c for c in divisors(arch.seq_length) if c <= 64])}")
+    _check_context(arch, cp)
     if gpus % (tp * pp * cp):
         raise ScenarioError("parallelism", f"{gpus} GPUs are not divisible by tensor x pipeline x context = "
                             f"{tp} x {pp} x {cp} = {tp * pp * cp}; change the plan or the GPU count")
@@ -266,13 +259,8 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
         raise ScenarioError("parallelism.data", f"tensor x pipeline x data x context = {tp} x {pp} x {dp} x {cp} = "
                             f"{tp * pp * dp * cp}, not the {gpus} GPUs of the cluster; use a data parallelism of "
                             f"{gpus // (tp * pp * cp)}")
+    _check_expert(arch, ep)
     if ep > 1:
-        if not arch.is_moe:
-            raise ScenarioError("parallelism.expert", f"{ep} needs a mixture-of-experts model; {arch.name} is dense (use an "
-                                "expert parallelism of 1)")
-        if arch.num_experts % ep:
-            raise ScenarioError("parallelism.expert", f"{ep} does not divide the model's {arch.num_experts} experts; "
-                                f"valid: {_choices(divisors(arch.num_experts))}")
         if (dp * cp) % ep:
             raise ScenarioError("parallelism.expert", f"{ep} does not divide data x context = {dp * cp} "
                                 "(experts are sharded over the data-parallel ranks)")
@@ -316,6 +304,46 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
                 zero_stage=spec.zero_stage if spec.zero_stage is not None else 0,
                 distributed_optimizer=bool(spec.distributed_optimizer), tp_comm_overlap=tpo and sp and tp > 1,
                 pipeline_layers=stages)
+
+
+def _check_tensor(arch: TransformerArch, tp: int) -> None:
+    """A tensor parallelism must divide the attention heads and the KV heads (each rank holds whole heads)."""
+    if arch.attention_heads % tp:
+        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.attention_heads} attention heads; "
+                            f"valid: {_choices(divisors(arch.attention_heads))}")
+    if arch.kv_heads % tp:
+        raise ScenarioError("parallelism.tensor", f"{tp} does not divide the model's {arch.kv_heads} KV heads; "
+                            f"valid: {_choices(divisors(arch.kv_heads))}")
+
+
+def _check_context(arch: TransformerArch, cp: int) -> None:
+    """A context parallelism must divide the sequence (each rank holds an equal share of the tokens)."""
+    if arch.seq_length % cp:
+        raise ScenarioError("parallelism.context", f"{cp} does not divide the sequence length of {arch.seq_length} tokens; "
+                            f"valid: {_choices([c for c in divisors(arch.seq_length) if c <= 64])}")
+
+
+def _check_expert(arch: TransformerArch, ep: int) -> None:
+    """An expert parallelism above 1 needs a mixture-of-experts model whose experts it divides."""
+    if ep > 1:
+        if not arch.is_moe:
+            raise ScenarioError("parallelism.expert", f"{ep} needs a mixture-of-experts model; {arch.name} is dense (use an "
+                                "expert parallelism of 1)")
+        if arch.num_experts % ep:
+            raise ScenarioError("parallelism.expert", f"{ep} does not divide the model's {arch.num_experts} experts; "
+                                f"valid: {_choices(divisors(arch.num_experts))}")
+
+
+def check_fixed_values(spec: ParallelismSpec, arch: TransformerArch) -> None:
+    """The plan search's fixed tensor, context and expert parallelism pass the explicit plan's checks
+    (:func:`resolve_plan`): the search takes a fixed value as given, so a value the model cannot split
+    by is refused with the explicit plan's message before the search."""
+    if spec.tensor:
+        _check_tensor(arch, spec.tensor)
+    if spec.context:
+        _check_context(arch, spec.context)
+    if spec.expert:
+        _check_expert(arch, spec.expert)
 
 
 def _interleaved_batch_error(vp: int, pp: int, gbs: int, dp: int, mb: int) -> ScenarioError:
@@ -443,9 +471,10 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
             st[0] = first
         if last is not None:
             st[-1] = last
-        base, extra = divmod(layers - fixed, len(free))
-        for k, i in enumerate(sorted(free, key=lambda i: (i in (0, pp - 1), i))):  # middle stages get the extra
-            st[i] = base + (1 if k < extra else 0)
+        if free:  # with 2 stages both counts given, nothing is left to spread
+            base, extra = divmod(layers - fixed, len(free))
+            for k, i in enumerate(sorted(free, key=lambda i: (i in (0, pp - 1), i))):  # middle stages get the extra
+                st[i] = base + (1 if k < extra else 0)
         return None if len(set(st)) == 1 else tuple(st)
     if pp > layers + int(spec.embedding_in_pipeline_split) + int(spec.loss_in_pipeline_split):
         raise ScenarioError("parallelism.pipeline", f"{pp} stages for {layers} layers leaves stages empty; "
@@ -631,8 +660,9 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
     sps = [bool(spec.sequence_parallel)] if spec.sequence_parallel is not None else [True, False]
     tpos = [bool(spec.tp_comm_overlap)] if spec.tp_comm_overlap is not None else [False, True]
+    both_fixed = spec.distributed_optimizer is not None and spec.zero_stage is not None  # the user's pair, as given
     opts = np.array([(r, z, d, q, o) for r in rcs for z in zeros for d in dopts for q in sps for o in tpos
-                     if not (d and z > 0)  # ZeRO >= 1 already shards the optimizer states
+                     if not (d and z > 0 and not both_fixed)  # ZeRO >= 1 already shards the optimizer states
                      and not (o and not q)], dtype=np.int64).reshape(-1, 5)  # TP overlap needs sequence parallelism
     prow = pipe[cols.pop("pipe")]
     base = {"tp": cols["tp"], "pp": prow[:, 0], "dp": cols["dp"], "cp": cols["cp"], "ep": cols["ep"],

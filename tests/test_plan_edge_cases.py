@@ -1,0 +1,94 @@
+"""Edge cases of explicit plans and of the plan search: two-stage layouts given as first and last
+stage layers, a given stage list kept through the search, fixed values the model cannot split by,
+the distributed optimizer fixed beside ZeRO-1, and the ``--deadline`` bound.
+
+Expected values are worked by hand on each line.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpucluster_lib.cli import main
+from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.resources import PACKAGE_DATA
+from gpucluster_lib.scenario import from_dict
+from gpucluster_lib.training import build_context, estimate, search_plans
+from gpucluster_lib.training.core import stage_table
+
+
+def scen(model="llama3-8b", nodes=2, **par):
+    return from_dict({"model": {"preset": model}, "hardware": {"server": "dgx-h100", "nodes": nodes},
+                      "parallelism": {"global_batch_size": 64, **par}, "training": {"precision": "bf16"}})
+
+
+@pytest.mark.parametrize("first, last", [(12, 20), (16, 16)])
+def test_two_stages_given_as_first_and_last_layers(first, last):
+    # Llama 3 8B has 32 layers: on 2 stages the two counts are the whole layout (12 + 20 = 32, 16 + 16 = 32)
+    est = estimate(scen(tensor=8, pipeline=2, first_stage_layers=first, last_stage_layers=last))
+    assert est.stages["layers_per_stage"] == [first, last]
+    searched = estimate(scen(auto=True, pipeline=2, first_stage_layers=first, last_stage_layers=last))
+    assert searched.stages["layers_per_stage"] == [first, last]
+
+
+def test_two_stages_that_do_not_add_up_are_refused():
+    # 12 + 12 = 24 of 32 layers, and no middle stage takes the rest
+    with pytest.raises(ScenarioError, match="add up to 24, not the model's 32"):
+        estimate(scen(tensor=8, pipeline=2, first_stage_layers=12, last_stage_layers=12))
+
+
+def test_search_keeps_a_given_stage_list():
+    # Llama 3 70B, 80 layers: 1 + 1 + 40 + 38 = 80; the table's codes hold only first (1), last (38) and the
+    # largest middle stage (40), from which an even rebuild would give 1 / 21 / 20 / 38
+    est = estimate(scen("llama3-70b", nodes=8, auto=True, pipeline=4, pipeline_layers=[1, 1, 40, 38]))
+    assert est.stages["layers_per_stage"] == [1, 1, 40, 38]
+    assert est.plan.pipeline_layers == (1, 1, 40, 38)
+
+
+def test_search_memory_bounds_every_middle_stage_of_a_given_list():
+    # stage 3 (40 layers) holds 2 micro-batches in flight under 1F1B, stage 2 (1 layer) 3 (p - i, p = 4): the
+    # search charges stage 2's place 40 layers, which no middle stage exceeds, so its memory is at least
+    # every stage's own memory (stage_table), and the plan it calls fitting fits stage by stage
+    s = scen("llama3-70b", nodes=8, auto=True, pipeline=4, pipeline_layers=[1, 1, 40, 38])
+    res = search_plans(s)
+    ctx = build_context(s)[0]
+    for _, row in res.table.head(20).iterrows():
+        plan = res.plan(row.to_dict())
+        worst = float(np.max(stage_table(ctx, plan.arrays(80), list(plan.stage_layers(80)))["memory"]["total"]))
+        assert row["memory_gib"] * 2**30 >= worst * (1 - 1e-9)
+
+
+@pytest.mark.parametrize("par, field, words", [
+    ({"tensor": 16}, "parallelism.tensor", "does not divide the model's 8 KV heads"),   # Llama 3 8B: 8 KV heads
+    ({"expert": 2}, "parallelism.expert", "needs a mixture-of-experts model"),          # Llama 3 8B is dense
+    ({"context": 3}, "parallelism.context", "does not divide the sequence length of 8192"),  # 8192 = 2^13
+])
+def test_search_refuses_fixed_values_the_explicit_plan_refuses(par, field, words):
+    with pytest.raises(ScenarioError, match=words) as e:
+        estimate(scen(auto=True, **par))
+    assert e.value.path == field
+    with pytest.raises(ScenarioError, match=words):
+        estimate(scen(**par))
+
+
+def test_search_takes_the_distributed_optimizer_fixed_beside_zero_1():
+    # the explicit plan accepts the pair (the distributed optimizer is ZeRO-1's sharding of the optimizer states)
+    est = estimate(scen(auto=True, zero_stage=1, distributed_optimizer=True))
+    assert est.plan.zero_stage == 1
+
+
+@pytest.mark.parametrize("days", ["nan", "inf", "-1", "0"])
+def test_deadline_must_be_a_positive_finite_number(days, capsys):
+    scenario = PACKAGE_DATA / "scenarios" / "gpt3-175b-1024-a100.yaml"
+    assert main(["estimate", str(scenario), "--deadline", days]) == 2
+    assert "--deadline: must be a positive, finite number of days" in capsys.readouterr().err
+
+
+def test_one_layer_reads_singular(tmp_path, capsys):
+    # 1 + 1 + 15 + 15 = 32 layers of Llama 3 8B on 4 stages
+    (tmp_path / "s.yaml").write_text(
+        "name: t\nmodel: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 4, pipeline: 4, pipeline_layers: [1, 1, 15, 15], global_batch_size: 64}\n")
+    assert main(["estimate", str(tmp_path / "s.yaml")]) == 0
+    assert "4 stages, 1 layer on stages 1 to 2, 15 on stages 3 to 4;" in capsys.readouterr().out
