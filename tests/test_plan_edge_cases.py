@@ -92,3 +92,59 @@ def test_one_layer_reads_singular(tmp_path, capsys):
         "parallelism: {tensor: 4, pipeline: 4, pipeline_layers: [1, 1, 15, 15], global_batch_size: 64}\n")
     assert main(["estimate", str(tmp_path / "s.yaml")]) == 0
     assert "4 stages, 1 layer on stages 1 to 2, 15 on stages 3 to 4;" in capsys.readouterr().out
+
+
+def fw_scen(framework, **par):
+    return from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"server": "dgx-h100", "nodes": 8},
+                      "parallelism": {"global_batch_size": 64, **par},
+                      "training": {"precision": "bf16", "framework": framework}})
+
+
+def test_deepspeed_pipeline_with_zero_2_is_an_error_finding():
+    # DeepSpeed's PipelineEngine asserts zero_optimization_stage() < ZeroStageEnum.gradients (2)
+    est = estimate(fw_scen("deepspeed", tensor=8, pipeline=4, zero_stage=2))
+    cannot = [f for f in est.findings if f.code == "training-framework-cannot-run"]
+    assert cannot and cannot[0].severity == "error" and cannot[0].field == "parallelism.zero_stage"
+    assert "at most ZeRO-1 beside pipeline stages" in cannot[0].message
+    ok = estimate(fw_scen("deepspeed", tensor=8, pipeline=4, zero_stage=1))   # ZeRO-1 with a pipeline runs
+    assert not [f for f in ok.findings if f.code == "training-framework-cannot-run"]
+
+
+def test_search_offers_each_framework_only_what_it_runs():
+    ds = search_plans(fw_scen("deepspeed", auto=True)).table
+    assert not ((ds["pp"] > 1) & (ds["zero"] >= 2)).any() and (ds["pp"] > 1).any()
+    fsdp = search_plans(fw_scen("fsdp", auto=True)).table    # llm-foundry / Composer: no pipeline schedule
+    assert (fsdp["pp"] == 1).all()
+    titan = search_plans(fw_scen("torchtitan", auto=True)).table   # torch.distributed.pipelining
+    assert (titan["pp"] > 1).any()
+
+
+def test_fsdp_pipeline_is_refused_or_flagged():
+    with pytest.raises(ScenarioError, match="has no pipeline schedule") as e:
+        estimate(fw_scen("fsdp", auto=True, pipeline=2))
+    assert e.value.path == "parallelism.pipeline"
+    est = estimate(fw_scen("fsdp", tensor=8, pipeline=2))
+    assert [f.field for f in est.findings if f.code == "training-framework-cannot-run"] == ["parallelism.pipeline"]
+
+
+@pytest.mark.parametrize("par, words", [
+    ({"tensor": 4, "pipeline": 4, "first_stage_layers": 7, "embedding_in_pipeline_split": True},
+     "the embedding counted as a pipeline layer: ignored, as the stage layer counts are given"),
+    ({"tensor": 8, "pipeline": 1, "loss_in_pipeline_split": True},
+     "the output layer and loss counted as a pipeline layer: ignored, as the pipeline has a single stage"),
+])
+def test_slot_flags_that_are_not_read_are_named(par, words):
+    est = estimate(scen(**par))
+    assert [f.message.startswith(words) for f in est.findings if f.code == "training-setting-ignored"] == [True]
+
+
+def test_slots_that_megatron_core_cannot_split_evenly_are_noted():
+    # 32 layers + embedding + loss = 34 slots on 4 stages: 34 / 4 = 8.5, which Megatron-Core's
+    # account_for_*_in_pipeline_split refuses; the balanced split is 8-1 / 9 / 9 / 8-1 = 7 / 9 / 9 / 7
+    est = estimate(scen(tensor=4, pipeline=4, embedding_in_pipeline_split=True, loss_in_pipeline_split=True))
+    assert est.stages["layers_per_stage"] == [7, 9, 9, 7]
+    assert [f.code for f in est.findings if f.code == "training-pipeline-slots-uneven"]
+    # 32 + 2 = 34 on 2 stages: 17 each (16 layers and a slot), no note
+    even = estimate(scen(tensor=4, pipeline=2, embedding_in_pipeline_split=True, loss_in_pipeline_split=True))
+    assert even.stages["layers_per_stage"] == [16, 16]
+    assert not [f for f in even.findings if f.code == "training-pipeline-slots-uneven"]

@@ -65,6 +65,7 @@ from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
     check_fixed_values,
+    framework_plan_problem,
     layout_findings,
     plan_from_codes,
     plan_space,
@@ -612,14 +613,17 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     check_fixed_values(spec, ctx.arch)
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
-        z3_tpo = ctx.framework.zero3_tp_comm_overlap
-        key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, z3_tpo)
-        space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, z3_tpo)
+        fw = ctx.framework
+        caps = (fw.zero3_tp_comm_overlap, fw.pipeline_schedule, fw.pipeline_max_zero)
+        key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, caps)
+        space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, caps)
         space = _SPACES.get(space_key)
     except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
         key, space_key, space = None, None, None
     if space is None:
-        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, ctx.framework.zero3_tp_comm_overlap)
+        fw = ctx.framework
+        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, fw.zero3_tp_comm_overlap,
+                           fw.pipeline_schedule, fw.pipeline_max_zero)
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
@@ -627,7 +631,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     n = space.size
     if n == 0:
         # a rule's own message when one rule empties the space
-        check_fixed_fields(spec, ctx.arch.layers, ctx.gpus, ctx.nvlink_domain)
+        check_fixed_fields(spec, ctx.arch.layers, ctx.gpus, ctx.nvlink_domain, ctx.framework)
         raise ScenarioError("parallelism", f"no valid plan for {ctx.gpus} GPUs with the fixed fields "
                             f"{_fixed_fields(spec)}; relax them or change the GPU count")
     if exhaustive is None:
@@ -873,10 +877,14 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            "its all-reduces run over the scale-out fabric",
                            fix="keep the tensor parallelism at most the GPUs per node",
                            field="parallelism.tensor"))
-    if plan.zero_stage == 3 and plan.pipeline > 1:
+    cannot = framework_plan_problem(ctx.framework, plan.pipeline, plan.zero_stage)
+    if cannot is not None:
+        field, message, fix = cannot
+        out.append(Finding("training-framework-cannot-run", "error", message, fix=fix, field=field))
+    elif plan.zero_stage == 3 and plan.pipeline > 1:
         out.append(Finding("training-zero3-with-pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
-                           "parameters for every micro-batch; frameworks (DeepSpeed) do not support it",
-                           field="parallelism.zero_stage"))
+                           "every parameter for each micro-batch (more traffic than the pipeline saves, so the plan "
+                           "search leaves it out)", field="parallelism.zero_stage"))
     if breakdown["bubble"] > 0.15 * step:
         out.append(Finding("training-pipeline-bubble", "warning",
                            f"pipeline bubble is {breakdown['bubble'] / step:.0%} of the step "

@@ -89,6 +89,12 @@ class Framework:
     #: TP communication overlap may run beside ZeRO-3 (the plan search offers both together); false: not
     #: (NeMo 25.04's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1)
     zero3_tp_comm_overlap: bool = True
+    #: the framework runs a pipeline schedule (false: llm-foundry / Composer, which have none of their own): plans with
+    #: pipeline parallelism are an error finding and the plan search leaves them out
+    pipeline_schedule: bool = True
+    #: the highest ZeRO stage the framework runs together with pipeline parallelism (DeepSpeed's PipelineEngine
+    #: refuses ZeRO-2 and ZeRO-3: 1)
+    pipeline_max_zero: int = 3
     #: FP8 training runs through Transformer Engine (its recipes' casts and, with ``training.transformer_engine``,
     #: what that release has); false for TorchTitan (torchao's float8)
     fp8_transformer_engine: bool = True
@@ -221,7 +227,7 @@ BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies"
                 "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
                 "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
-BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine")
+BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine", "pipeline_schedule")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
@@ -253,6 +259,10 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
     if row.get("defer_output_wgrad", False) and not row.get("output_wgrad_deferral", False):
         raise CatalogError(FRAMEWORKS_PATH.name, None, None,
                            f"framework {name}, defer_output_wgrad: needs the deferral path (output_wgrad_deferral: true)")
+    max_zero = row.get("pipeline_max_zero", 3)
+    if isinstance(max_zero, bool) or max_zero not in (0, 1, 2, 3):
+        raise CatalogError(FRAMEWORKS_PATH.name, None, None,
+                           f"framework {name}, pipeline_max_zero: must be a ZeRO stage from 0 to 3, got {max_zero!r}")
     kernels = _attention_kernels(name, row.get("attention_kernel"))
     fallback = row.get("attention_fallback")
     if fallback is not None:
@@ -288,6 +298,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      wgrad_deferral_limit=int(row.get("wgrad_deferral_limit", 0)),
                      zero3_reduce_queue_layers=float(row.get("zero3_reduce_queue_layers", 0.0)),
                      dp_last_reduction=str(row.get("dp_last_reduction", "embedding")),
+                     pipeline_max_zero=int(max_zero),
                      **{key: bool(row.get(key, True)) for key in BOOLEAN_KEYS_TRUE},
                      attention_kernels=kernels, attention_fallback=fallback, **fp8,
                      **{key: bool(row.get(key, False)) for key in BOOLEAN_KEYS})

@@ -18,6 +18,7 @@ from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.scenario import ParallelismSpec
 from gpucluster_lib.training.core import RC_CODES, RC_NAMES
+from gpucluster_lib.training.framework import Framework
 from gpucluster_lib.workloads.transformer import TransformerArch
 
 #: Default global batch when the scenario gives none: about 4M tokens (Llama 2/3 use 4M,
@@ -334,6 +335,26 @@ def _check_expert(arch: TransformerArch, ep: int) -> None:
                                 f"valid: {_choices(divisors(arch.num_experts))}")
 
 
+def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int) -> tuple[str, str, str] | None:
+    """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` as (field, message, fix),
+    or None: a framework without a pipeline schedule (``pipeline_schedule``: llm-foundry / Composer), or a ZeRO
+    stage above its ``pipeline_max_zero`` beside pipeline stages (DeepSpeed's pipeline engine: ZeRO-1);
+    data/training_frameworks.yaml gives the sources."""
+    if pipeline <= 1:
+        return None
+    if not framework.pipeline_schedule:
+        return ("parallelism.pipeline",
+                f"{framework.name} has no pipeline schedule, so a plan of {pipeline} pipeline stages cannot run there",
+                "use a pipeline of 1 stage, or a framework with pipeline parallelism (Megatron-LM, NeMo, DeepSpeed "
+                "or TorchTitan)")
+    if zero_stage > framework.pipeline_max_zero:
+        return ("parallelism.zero_stage",
+                f"{framework.name} runs at most ZeRO-{framework.pipeline_max_zero} beside pipeline stages, so "
+                f"ZeRO-{zero_stage} with {pipeline} stages cannot run there",
+                f"lower the ZeRO stage to {framework.pipeline_max_zero}, or use a pipeline of 1 stage")
+    return None
+
+
 def check_fixed_values(spec: ParallelismSpec, arch: TransformerArch) -> None:
     """The plan search's fixed tensor, context and expert parallelism pass the explicit plan's checks
     (:func:`resolve_plan`): the search takes a fixed value as given, so a value the model cannot split
@@ -389,25 +410,33 @@ def tp_overlap_reach(nvlink_domain: int) -> int:
     return nvlink_domain
 
 
-def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_domain: int | None = None) -> None:
+def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_domain: int | None = None,
+                       framework: Framework | None = None) -> None:
     """Raise the message of the rule that leaves the plan search nothing to try (an empty plan
     space): a stage layout no pipeline size allows, TP overlap without TP and sequence
     parallelism or with a tensor-parallel group beyond the NVLink domain, an interleaved schedule whose
     fixed batch gives micro-batches that are not a multiple of the fixed pipeline, ZeRO-3 with a fixed
-    pipeline. Returns when no single rule explains it."""
+    pipeline, a fixed pipeline or ZeRO stage that ``framework`` cannot run. Returns when no single rule
+    explains it."""
+    fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
+    if framework is not None and fixed_pp and fixed_pp > 1:
+        problem = framework_plan_problem(framework, fixed_pp, spec.zero_stage or 0)
+        if problem is not None:
+            field, message, fix = problem
+            raise ScenarioError(field, f"{message}; {fix}")
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
     if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
         raise _tp_overlap_domain_error(spec.tensor, nvlink_domain)
-    fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
     vp, gbs, dp, mb = spec.virtual_stages, spec.global_batch_size, spec.data, spec.micro_batch_size
     if vp and vp > 1 and fixed_pp and gbs and dp and mb and gbs % (dp * mb) == 0 \
             and not interleaved_micro_batches_ok(gbs // (dp * mb), fixed_pp):
         raise _interleaved_batch_error(vp, fixed_pp, gbs, dp, mb)
     if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
-        raise ScenarioError("parallelism.zero_stage", f"3 is tried only without pipelining (ZeRO-3 re-gathers every "
-                            f"parameter for each micro-batch), but the pipeline is fixed at {fixed_pp} stages; lower "
-                            "the ZeRO stage to 2 or less, or use a pipeline of 1 stage")
+        raise ScenarioError("parallelism.zero_stage", f"3 is left out of the plan search beside pipeline stages "
+                            f"(ZeRO-3 re-gathers every parameter for each micro-batch), but the pipeline is fixed at "
+                            f"{fixed_pp} stages; lower the ZeRO stage to 2 or less, use a pipeline of 1 stage, or "
+                            "write the plan out in full (no automatic search)")
     if spec.pipeline_layers is not None or spec.first_stage_layers is not None or spec.last_stage_layers is not None \
             or spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
         errors = []
@@ -484,11 +513,37 @@ def resolve_layout(spec: ParallelismSpec, layers: int, pp: int) -> tuple[int, ..
 
 
 def layout_findings(spec: ParallelismSpec, layers: int, plan: Plan) -> list[Finding]:
-    """An info finding when the stage layout was chosen here (pipeline does not divide the layers)."""
-    if plan.pipeline_layers is None or spec.pipeline_layers is not None or spec.first_stage_layers is not None \
-            or spec.last_stage_layers is not None:
+    """An info finding when the stage layout was chosen here (pipeline does not divide the layers); a warning
+    when the embedding / loss slot flags are not read (beside explicit layer counts, or on one stage); an info
+    finding when they are read but Megatron-Core's options would refuse the split (below)."""
+    flags = [w for w, on in (("embedding_in_pipeline_split", spec.embedding_in_pipeline_split),
+                             ("loss_in_pipeline_split", spec.loss_in_pipeline_split)) if on]
+    explicit = spec.pipeline_layers is not None or spec.first_stage_layers is not None \
+        or spec.last_stage_layers is not None
+    if flags and (explicit or plan.pipeline == 1):
+        why = ("the stage layer counts are given (Megatron-Core refuses its embedding and loss options beside "
+               "explicit first- and last-stage counts)" if explicit else "the pipeline has a single stage")
+        words = {"embedding_in_pipeline_split": "the embedding", "loss_in_pipeline_split": "the output layer and loss"}
+        names = " and ".join(words[f] for f in flags)
+        return [Finding("training-setting-ignored", "warning", f"{names} counted as a pipeline layer: ignored, as {why}",
+                        fix="remove it, or the stage layer counts" if explicit else "remove it",
+                        field=f"parallelism.{flags[0]}")]
+    if flags:
+        # Megatron-Core's account_for_embedding_in_pipeline_split / account_for_loss_in_pipeline_split need the
+        # layers plus those slots divisible by the pipeline size (TransformerConfig.__post_init__, core_r0.11.0
+        # transformer_config.py); BigScience's BLOOM layout (70 + 2 on 12) is of that kind
+        slots = layers + len(flags)
+        if slots % plan.pipeline:
+            st = plan.stage_layers(layers)
+            return [Finding("training-pipeline-slots-uneven", "info",
+                            f"{layers} layers and {len(flags)} embedding / loss slot{'s' if len(flags) > 1 else ''} "
+                            f"make {slots}, which {plan.pipeline} stages do not divide: the split used "
+                            f"({'/'.join(map(str, st))} layers) is one Megatron-Core's embedding and loss options "
+                            "refuse; its free-form pipeline layout (Megatron-Core 0.13) runs it",
+                            fix="give the layers of every stage, or a pipeline size that divides the layers and "
+                                "slots", field="parallelism.pipeline")]
         return []
-    if spec.embedding_in_pipeline_split or spec.loss_in_pipeline_split:
+    if plan.pipeline_layers is None or explicit:
         return []
     st = plan.pipeline_layers
     return [Finding("training-pipeline-uneven-split", "info",
@@ -591,12 +646,15 @@ class PlanSpace:
 
 
 def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
-               nvlink_domain: int | None = None, zero3_tp_overlap: bool = True) -> PlanSpace:
+               nvlink_domain: int | None = None, zero3_tp_overlap: bool = True, pipeline_schedule: bool = True,
+               pipeline_max_zero: int = 3) -> PlanSpace:
     """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`).
 
     ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (the framework's
     ``zero3_tp_comm_overlap``: NeMo's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1,
-    NeMo v2.3.0 scripts/performance/utils.py lines 314-325)."""
+    NeMo v2.3.0 scripts/performance/utils.py lines 314-325). ``pipeline_schedule`` false: no pipeline stages
+    (llm-foundry / Composer); ``pipeline_max_zero``: the highest ZeRO stage beside pipeline stages (DeepSpeed's
+    pipeline engine: 1) -- the framework's terms (data/training_frameworks.yaml)."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
@@ -607,6 +665,8 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
 
     # pipeline rows: (pp, lf, ll, lm, l1, vp)
     pps = [spec.pipeline] if spec.pipeline else [p for p in divisors(gpus) if p <= L]
+    if not pipeline_schedule:
+        pps = [p for p in pps if p == 1]
     rows = []
     for p in pps:
         for st, emb, loss in pipeline_options(spec, L, p):
@@ -671,6 +731,7 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     switches = {"rc": opts[:, 0], "zero": opts[:, 1], "dopt": opts[:, 2].astype(bool), "sp": opts[:, 3].astype(bool),
                 "tpo": opts[:, 4]}
     allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
+    allowed &= ~((switches["zero"][None, :] > pipeline_max_zero) & (base["pp"][:, None] > 1))
     # TP 1: one row, no SP, no TP overlap
     allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
     if not zero3_tp_overlap:  # the framework runs no TP overlap beside ZeRO-3
