@@ -345,7 +345,7 @@ def test_every_training_efficiency_parameter_has_a_range():
     # a 0 kept, a false one as "off", no Python True / None
     ({"data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False},
      "parallelism: no valid plan for 16 GPUs with the fixed fields pipeline 2, data 16, sequence parallel off, "
-     "zero stage 0; relax them or change the GPU count"),
+     "ZeRO stage 0; relax them or change the GPU count"),
 ])
 def test_automatic_plan_search_with_an_empty_space_says_which_rule(par, message):
     import gpucluster_lib
@@ -485,6 +485,8 @@ PLAN_CASES = [
     ({"auto": True, "first_stage_layers": 0}, {}),
     ({"auto": True, "data": 16, "pipeline": 2, "zero_stage": 0, "sequence_parallel": False}, {"nodes": 2}),
     ({"auto": True, "pipeline": 2}, {"framework": "fsdp"}),               # llm-foundry has no pipeline schedule
+    ({"auto": True, "micro_batch_size": 3, "global_batch_size": 64}, {}),  # 3 does not divide 64
+    ({"auto": True, "pipeline": 3}, {"nodes": 2}),                        # 16 GPUs, not divisible by 3
 ]
 
 
@@ -519,7 +521,7 @@ def test_every_plan_message_and_fix_names_settings_in_words():
     raises = [(n.lineno, n.end_lineno) for n in ast.walk(ast.parse(inspect.getsource(plans)))
               if isinstance(n, ast.Raise) and isinstance(n.exc, ast.Call)
               and getattr(n.exc.func, "id", "") in ("ScenarioError", "_tp_overlap_error", "_tp_overlap_domain_error")]
-    assert len(raises) == 28 and [r for r in raises if not any(r[0] <= n <= r[1] for n in reached)] == []
+    assert len(raises) == 30 and [r for r in raises if not any(r[0] <= n <= r[1] for n in reached)] == []
     # 96 layers on 5 stages (40 GPUs): the balanced split is a finding, with a fix
     uneven = [f for f in _plan_training({"pipeline": 5}, nodes=5).findings if f.code == "training-pipeline-uneven-split"]
     assert uneven and uneven[0].field == "parallelism.pipeline"

@@ -653,7 +653,10 @@ def _fixed_fields(spec: ParallelismSpec) -> str:
     defaults = {f.name: f.default for f in dataclasses.fields(spec)}
     d = {k: v for k, v in dataclasses.asdict(spec).items() if v is not None and v is not defaults[k] and k != "auto"}
     words = {True: "on", False: "off"}
-    return ", ".join(f"{k.replace('_', ' ')} " + (" / ".join(map(str, v)) if isinstance(v, (list, tuple))
+    names = {"zero_stage": "ZeRO stage", "tp_comm_overlap": "TP communication overlap",
+             "micro_batch_size": "micro-batch size", "virtual_stages": "model chunks per stage",
+             "allow_tp_across_nodes": "TP across nodes", "pipeline_layers": "layers per stage"}
+    return ", ".join(f"{names.get(k, k.replace('_', ' '))} " + (" / ".join(map(str, v)) if isinstance(v, (list, tuple))
                                                   else words.get(v, str(v)) if isinstance(v, bool) else f"{v:,}"
                                                   if isinstance(v, int) else str(v))
                      for k, v in d.items()) or "none"
@@ -729,7 +732,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
                                     "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
                                     "smaller micro-batch / full recomputation / ZeRO-3"))
         findings.append(Finding("training-plan-search", "info",
-                                f"searched {result.enumerated} valid plans, {result.fitting} fit in memory; "
+                                f"searched {result.enumerated:,} valid plans, {result.fitting:,} fit in memory; "
                                 f"best: {plan.label()}"))
     else:
         plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap,

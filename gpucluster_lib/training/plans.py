@@ -424,6 +424,14 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
         if problem is not None:
             field, message, fix = problem
             raise ScenarioError(field, f"{message}; {fix}")
+    mb, gbs = spec.micro_batch_size, spec.global_batch_size
+    if mb and gbs and gbs % mb:
+        raise ScenarioError("parallelism.micro_batch_size", f"{mb} does not divide the global batch of {gbs:,} "
+                            f"sequences; use a micro-batch size that divides it, at most {gbs:,}")
+    fixed_mp = (spec.tensor or 1) * (fixed_pp or 1) * (spec.context or 1)
+    if fixed_mp > 1 and gpus % fixed_mp:
+        raise ScenarioError("parallelism", f"{gpus:,} GPUs are not divisible by the fixed tensor x pipeline x context "
+                            f"= {fixed_mp}; change the plan or the GPU count")
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
     if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
