@@ -148,3 +148,14 @@ def test_slots_that_megatron_core_cannot_split_evenly_are_noted():
     even = estimate(scen(tensor=4, pipeline=2, embedding_in_pipeline_split=True, loss_in_pipeline_split=True))
     assert even.stages["layers_per_stage"] == [16, 16]
     assert not [f for f in even.findings if f.code == "training-pipeline-slots-uneven"]
+
+
+def test_deadline_line_gives_gpus_nodes_and_days(capsys):
+    import re
+
+    assert main(["estimate", "llama3-70b-512-h100", "--deadline", "30"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("deadline"))
+    m = re.fullmatch(r"\s+deadline\s+30 days: ([\d,]+) GPUs \(([\d,]+) nodes\) train in ([\d.,]+) days", line)
+    assert m, line
+    gpus, nodes, days = int(m[1].replace(",", "")), int(m[2].replace(",", "")), float(m[3].replace(",", ""))
+    assert gpus == 8 * nodes and days <= 30   # DGX H100: 8 GPUs a node; the deadline is met

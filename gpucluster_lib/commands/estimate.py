@@ -109,6 +109,12 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
               + (" (an example)" if cal.get("example") else "") + f": sets the {terms}")
     if "deadline" in d:
         dl = d["deadline"]
-        print(f"  deadline        {dl['deadline_days']:g} days: " + (f"{dl['gpus']} GPUs" if dl.get("gpus") else "not met"))
+        if dl.get("gpus"):
+            text = f"{dl['gpus']:,} GPUs ({dl['nodes']:,} nodes) train in {dl['training_days']:,.1f} days"
+        elif dl.get("best_gpus"):
+            text = f"not met; the fastest tried, {dl['best_gpus']:,} GPUs, takes {dl['training_days']:,.1f} days"
+        else:
+            text = "not met"
+        print(f"  deadline        {dl['deadline_days']:g} days: {text}")
     for f in d["findings"]:
         print(f"  [{f['severity']}] {f['code']}: {f['message']}")
