@@ -29,23 +29,37 @@
 # A3 Mega all-reduce run; `tests/data/README.md` gives their sources), not your cluster.
 
 # %% tags=["parameters"]
-gemm_csv = "../tests/data/xla_sm90_gemm_subset.csv"
-nccl_files = ["../tests/data/nccl_all_reduce_2x8_h100_a3mega.txt"]
+gemm_csv = "../tests/data/xla_sm90_gemm_subset.csv"   # None: links only
+nccl_files = ["../tests/data/nccl_all_reduce_2x8_h100_a3mega.txt"]   # FILE or LEVEL=FILE (nvlink, fabric); [] for none
+gpus_per_node = None   # for a fabric run whose output has no rank lines, e.g. 8
 accelerator = "h100-sxm5-80gb"
 profile_name = "example-h100"
 measured_on = "2026-12-01"
+example = True   # public example data; False for your own measurements
 
 # %%
 import altair as alt
+import pandas as pd
+from IPython.display import display
 
-from gpucluster_lib.calibration.nccl import read_nccl_tests
+from gpucluster_lib.calibration.nccl import LEVELS, read_nccl_tests
 from gpucluster_lib.calibration.run import calibrate, dense_peaks, read_gemm_table
 from gpucluster_lib.charts.calibration import gemm_fit, link_fit
 
 alt.renderers.enable("svg")  # static, deterministic, offline
-result = calibrate(profile_name, gemm=read_gemm_table(gemm_csv),
-                   nccl=[(read_nccl_tests(f), None) for f in nccl_files],
-                   peaks=dense_peaks(accelerator), date=measured_on, source="public example measurements")
+
+
+def level_and_file(item):
+    """'fabric=run.txt' -> ('fabric', 'run.txt'); 'run.txt' -> (None, 'run.txt'): the level from its rank lines."""
+    level, sep, path = item.partition("=")
+    return (level, path) if sep and level in LEVELS else (None, item)
+
+
+runs = [level_and_file(item) for item in nccl_files]
+result = calibrate(profile_name, gemm=read_gemm_table(gemm_csv) if gemm_csv else None,
+                   nccl=[(read_nccl_tests(path), level) for level, path in runs],
+                   peaks=dense_peaks(accelerator), date=measured_on, gpus_per_node=gpus_per_node,
+                   source="public example measurements" if example else "", example=example)
 print(result.summary())
 
 # %% [markdown]
@@ -55,12 +69,13 @@ print(result.summary())
 # below the large-GEMM rate (tile and wave quantisation, and the fixed time per GEMM).
 
 # %%
-gemm_fit(result.gemm_tables["bf16"])
-
-# %%
-t = result.gemm_tables["bf16"]
-t.assign(error=(t["error"] * 100).round(1)).round(1).rename(
-    columns={"tflops": "measured [TFLOP/s]", "predicted_tflops": "fitted [TFLOP/s]", "error": "error [%]"})
+gemm_table = pd.concat(list(result.gemm_tables.values()), ignore_index=True) if result.gemm_tables else None
+if gemm_table is None:
+    print("no GEMM table given")
+else:
+    display(gemm_fit(gemm_table))
+    display(gemm_table.assign(error=(gemm_table["error"] * 100).round(1)).round(1).rename(
+        columns={"tflops": "measured [TFLOP/s]", "predicted_tflops": "fitted [TFLOP/s]", "error": "error [%]"}))
 
 # %% [markdown]
 # ## Links: measured time against the alpha-beta line
@@ -71,8 +86,10 @@ t.assign(error=(t["error"] * 100).round(1)).round(1).rename(
 # bus bandwidth they measured; the summary above gives the worst error at those sizes.
 
 # %%
-level = sorted(result.tests)[0]
-link_fit(result.tests[level], result.profile.links[level])
+for level in sorted(result.tests):
+    display(link_fit(result.tests[level], result.profile.links[level]))
+if not result.tests:
+    print("no nccl-tests output given")
 
 # %% [markdown]
 # ## The profile

@@ -83,15 +83,20 @@ def test_real_all_gather_without_rank_lines_or_comment_marks():
     assert t.ranks == 16                   # 50.17 / 53.52 = 0.9374 = (n-1)/n -> n = 16 (2 nodes x 8, dstack README)
     assert len(t.rows) == 11 and t.rows[0].time_us == 784.9
     assert any("inferred" in n for n in t.notes)
-    f = fit_alpha_beta(t, level="fabric")
+    f = fit_alpha_beta(t, level="fabric", gpus_per_node=8)   # 2 nodes x 8 (dstack README)
     assert 40 < f.bus_bandwidth_gb_per_s < 60  # the printed busbw plateaus at 49.3-50.2 GB/s
+    assert f.ranks_per_host == 8
 
 
 def test_old_format_without_root_column():
     t = read_nccl_tests(DATA / "nccl_all_reduce_2x1_a100_old_format.txt")
     assert (t.collective, t.ranks, t.level) == ("all_reduce", 2, "nvlink")   # file name; 2 rank lines on one host
     assert [r.time_us for r in t.rows] == [10.14, 10.14]                     # the 'time' column, not 'redop'
-    with pytest.raises(CalibrationError, match="latency-bound, so the bandwidth cannot be measured"):
+    # the fixture is an excerpt: the header's 'maxBytes 1073741824', but the rows stop at 64 B
+    with pytest.raises(CalibrationError, match="the output ends at 64 B, but the run went to 1 GiB .* cut short"):
+        fit_alpha_beta(t)
+    t.last_size_bytes = None   # without the header line: only the latency-bound rows are left
+    with pytest.raises(CalibrationError, match=r"even the largest message \(64 B\) is latency-bound"):
         fit_alpha_beta(t)
 
 
@@ -127,7 +132,10 @@ def test_fit_without_small_messages_uses_one_line():
     f = fit_alpha_beta(parse_nccl_tests(nccl_text(sizes, times, ranks=16, collective="all_gather", hosts=2)))
     assert f.level == "fabric" and f.ranks_per_host == 8
     assert f.bus_bandwidth_gb_per_s == pytest.approx(50.0, rel=0.01)
-    assert f.alpha_s == pytest.approx(alpha, rel=0.05)
+    # the intercept recovers the latency of this exact model (15 steps x 20 us), but from 8 MiB up it is an
+    # extrapolation: it fits B and sets no alpha
+    assert f.latency_s == pytest.approx(15 * alpha, rel=0.05)
+    assert f.alpha_s is None and "extrapolated (the smallest size is 8 MiB)" in f.method
 
 
 def test_mpi_prefixes_and_log_lines_are_skipped():
@@ -144,7 +152,7 @@ def test_bad_nccl_input_names_the_file():
     with pytest.raises(CalibrationError, match="cannot read the nccl-tests output"):
         read_nccl_tests(DATA / "missing.txt")
     text = nccl_text([1 << 20, 1 << 30], [20.0, 3000.0], ranks=8).replace("all_reduce_perf", "alltoall_perf")
-    with pytest.raises(CalibrationError, match="'alltoall' is not supported"):
+    with pytest.raises(CalibrationError, match="the alltoall test is not supported"):
         parse_nccl_tests(text.replace("sum", "sum"), collective="alltoall")
     assert issubclass(CalibrationError, GpuClusterError)
 
@@ -310,7 +318,7 @@ def test_the_bandwidth_is_no_higher_than_the_large_messages_measured():
     # A3 High all-gather, 8 MB - 8 GB, no small sizes: B is fitted on 512 MiB - 8 GiB (>= 8 GiB / 16), where the
     # printed busbw is 49.27-50.19 GB/s; the one line over every size gave 54.6 GB/s, above all of them
     ag = read_nccl_tests(DATA / "nccl_all_gather_2x8_h100_a3high.txt")
-    f = fit_alpha_beta(ag, level="fabric")
+    f = fit_alpha_beta(ag, level="fabric", gpus_per_node=8)
     big = [r for r in ag.rows if r.size_bytes >= 2 ** 29]
     assert [r.busbw_gb_per_s for r in big] == [50.19, 49.27, 50.01, 49.77, 50.17]
     # capped at the highest measured there, 512 MiB x 15/16 in 10,028 us = 50.19 GB/s

@@ -75,10 +75,23 @@ from gpucluster_lib.units import TERA
 #: fits ``p = 2``). The upper bound also keeps ``x^p`` finite for every dimension below 1e38.
 EXPONENT_BOUNDS = (0.25, 8.0)
 
+#: Bounds a curve's parameters must keep, far beyond any GEMM (a typing slip trips them; an overflow in
+#: the engines does not follow): half-rate dimensions [elements], the fixed time per GEMM [s] (launches take
+#: microseconds) and the dense peak [TFLOP/s] (B200 FP4 dense: 9,000).
+MAX_HALF = 1e6
+MAX_FIXED_TIME_S = 1e-2
+MAX_PEAK_TFLOPS = 1e5
+
 #: dtype names accepted (aliases map onto these).
 DTYPES = ("bf16", "fp16", "tf32", "fp8", "int8")
+#: FP32 GEMMs on tensor-core GPUs run as TF32 in cuBLAS only when TF32 is allowed (PyTorch
+#: ``torch.backends.cuda.matmul.allow_tf32``), so ``fp32`` rows are taken for TF32: measure with TF32 on.
+#: FP8 names: the OCP formats (E4M3, E5M2) and PyTorch's ``torch.float8_e4m3fn`` / ``float8_e5m2`` (and the
+#: ``fnuz`` variants of AMD GPUs); ``torch.`` is dropped from any name.
 _ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp32": "tf32", "f32": "tf32",
-            "float32": "tf32", "float8": "fp8", "e4m3": "fp8", "fp8_e4m3": "fp8", "e5m2": "fp8"}
+            "float32": "tf32", "float": "tf32", "float8": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
+            "fp8_e5m2": "fp8", "fp8e4m3": "fp8", "fp8e5m2": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
+            "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8", "e4m3fn": "fp8", "int8_t": "int8", "i8": "int8"}
 
 
 @dataclass(frozen=True)
@@ -115,19 +128,25 @@ class GemmCurve:
     measured: bool = True
 
     def __post_init__(self) -> None:
-        require_positive(eff_max=self.eff_max, exponent=self.exponent)
-        if self.eff_max > 1:
-            raise ValueError(f"eff_max must be at most 1 (a fraction of peak), got {self.eff_max!r}")
-        lo, hi = EXPONENT_BOUNDS
-        if not lo <= self.exponent <= hi:
-            raise ValueError(f"exponent must be between {lo:g} and {hi:g} (the steepness of the curve), got "
-                             f"{self.exponent!r}")
-        for name in ("m_half", "n_half", "k_half", "fixed_time_s"):
+        def number(name: str, low: float, high: float, what: str, strict: bool = False) -> None:
             v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0):
-                raise ValueError(f"{name} must be a non-negative finite number, got {v!r}")
+            if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+                    and (v > low if strict else v >= low) and v <= high):
+                raise ValueError(f"{name} must be {what}, got {_shown(v)}")
+
+        number("eff_max", 0.0, 1.0, "at most 1 and above 0 (a fraction of peak)", strict=True)
+        lo, hi = EXPONENT_BOUNDS
+        number("exponent", lo, hi, f"between {lo:g} and {hi:g} (the steepness of the curve)")
+        for name in ("m_half", "n_half", "k_half"):
+            number(name, 0.0, MAX_HALF, f"a non-negative number of elements, at most {MAX_HALF:,.0f}")
+        number("fixed_time_s", 0.0, MAX_FIXED_TIME_S, f"a non-negative number of seconds, at most {MAX_FIXED_TIME_S:g}")
         if self.peak_tflops is not None:
-            require_positive(peak_tflops=self.peak_tflops)
+            number("peak_tflops", 0.0, MAX_PEAK_TFLOPS, f"a positive number of TFLOP/s, at most {MAX_PEAK_TFLOPS:,.0f}",
+                   strict=True)
+        if not isinstance(self.measured, bool):
+            raise ValueError(f"measured must be true or false, got {_shown(self.measured)}")
+        if not isinstance(self.source, str):
+            raise ValueError(f"source must be text, got {_shown(self.source)}")
 
     def _g(self, x: np.ndarray, half: float) -> np.ndarray:
         if half == 0:
@@ -221,11 +240,32 @@ DEFAULT_CURVES: dict[str, GemmCurve] = {
 
 def normalise_dtype(dtype: str) -> str:
     """``"bfloat16"`` -> ``"bf16"`` etc.; ``ValueError`` naming the valid dtypes otherwise."""
-    key = str(dtype).strip().lower()
+    key = str(dtype).strip().lower().removeprefix("torch.")
     key = _ALIASES.get(key, key)
     if key not in DTYPES:
-        raise ValueError(f"unknown GEMM dtype {dtype!r}; valid: {', '.join(DTYPES)}")
+        raise ValueError(f"unknown GEMM dtype {_quoted(str(dtype).strip())}; valid: {', '.join(DTYPES)} (or bfloat16, "
+                         "float16, fp32 for TF32, fp8_e4m3 / float8_e4m3fn, fp8_e5m2)")
     return key
+
+
+def _quoted(text: str) -> str:
+    return repr(text if len(text) <= 60 else text[:60] + "...")
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: null as ``nothing``, ``true``/``false``, numbers as written, text quoted."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.1f}" if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, (list, tuple, dict)):
+        return f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item{'s' if len(value) != 1 else ''}"
+    text = str(value)
+    return "the text " + repr(text if len(text) <= 60 else text[:60] + "...")
 
 
 def gemm_curve(dtype: str = "bf16", profile: Any = None) -> GemmCurve:
@@ -331,6 +371,8 @@ def fit_gemm_curve(m: Any, n: Any, k: Any, tflops: Any, peak_tflops: float, *, e
         q0.append(math.log(f0 / (1.0 - f0)))
     q = levenberg_marquardt(residuals, np.asarray(q0, dtype=float))
     em, hm, hn, hk, t0, p = unpack(q)
+    # a level above the peak is clamped to 1: the shapes never show where the rate levels off, so
+    # run.check_gemm_fit refuses a curve at the clamp
     return GemmCurve(eff_max=min(em, 1.0), m_half=hm, n_half=hn, k_half=hk, exponent=p, fixed_time_s=t0,
                      peak_tflops=float(peak_tflops), source=source)
 

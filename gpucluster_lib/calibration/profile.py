@@ -58,7 +58,7 @@ from typing import Any
 import yaml
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, GemmCurve, gemm_curve, normalise_dtype
-from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
+from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit, shown
 from gpucluster_lib.errors import ScenarioError, excerpt
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.formatting import significant
@@ -123,8 +123,8 @@ class CalibrationProfile:
         if nvlink_bw_bytes_per_s and self.link("nvlink") is not None:
             out["nvlink"] = float(nvlink_bw_bytes_per_s)
         fab = self.link("fabric")
-        if nic_bw_bytes_per_s and fab is not None:
-            out["fabric"] = (fab.ranks_per_host or 1) * float(nic_bw_bytes_per_s)
+        if nic_bw_bytes_per_s and fab is not None and fab.ranks_per_host:  # a fabric fit records it (LinkFit)
+            out["fabric"] = fab.ranks_per_host * float(nic_bw_bytes_per_s)
         return out
 
     def links_above_nominal(self, nvlink_bw_bytes_per_s: float | None = None,
@@ -177,7 +177,7 @@ def _date(value: Any, where: str) -> str:
             return dt.date.fromisoformat(value.strip()).isoformat()
         except ValueError:
             pass
-    raise CalibrationError(f"{where}date: must be a date like 2026-12-01, got {value!r}")
+    raise CalibrationError(f"{where}date: must be a date like 2026-12-01, got {shown(value)}")
 
 
 def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
@@ -190,7 +190,7 @@ def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
         raise CalibrationError(f"{pre}{bad[0]}: unknown key; valid: {', '.join(_KEYS)}")
     version = data.get("version", FORMAT_VERSION)
     if version != FORMAT_VERSION:
-        raise CalibrationError(f"{pre}version: {version!r} is not supported (this library reads version "
+        raise CalibrationError(f"{pre}version: {shown(version)} is not supported (this library reads version "
                                f"{FORMAT_VERSION})")
     name = data.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -205,6 +205,7 @@ def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
     if not isinstance(links_in, dict):
         raise CalibrationError(f"{pre}links: must map nvlink / fabric to fitted link terms")
     gemm: dict[str, GemmCurve] = {}
+    spelled: dict[str, str] = {}
     for dtype, params in gemm_in.items():
         try:
             key = normalise_dtype(dtype)
@@ -213,18 +214,27 @@ def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
             gemm[key] = GemmCurve.from_dict(params)
         except ValueError as exc:
             raise CalibrationError(f"{pre}gemm.{dtype}: {exc}") from None
+        if key in spelled:
+            raise CalibrationError(f"{pre}gemm.{dtype}: the same data type as gemm.{spelled[key]} ({key}); keep one")
+        spelled[key] = str(dtype)
     links: dict[str, LinkFit] = {}
     for level, params in links_in.items():
         if level not in LEVELS:
             raise CalibrationError(f"{pre}links.{level}: unknown link level; valid: {', '.join(LEVELS)}")
         if not isinstance(params, dict):
             raise CalibrationError(f"{pre}links.{level}: must be a mapping (bus_bandwidth_gb_per_s, alpha_s, ...)")
-        links[level] = LinkFit.from_dict({"level": level, **params}, where=f"{pre}links.{level}")
+        if "level" in params and params["level"] != level:
+            raise CalibrationError(f"{pre}links.{level}.level: {shown(params['level'])} under links.{level}; the "
+                                   f"level is the key, so write {level} or leave it out")
+        links[level] = LinkFit.from_dict({**params, "level": level}, where=f"{pre}links.{level}")
     example = data.get("example", False)
     if not isinstance(example, bool):
         raise CalibrationError(f"{pre}example: must be true or false")
     device = data.get("device")
-    return CalibrationProfile(name=name.strip(), date=date, device=str(device) if device is not None else None,
+    for key in ("device", "source"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            raise CalibrationError(f"{pre}{key}: must be text, got {shown(data[key])}")
+    return CalibrationProfile(name=name.strip(), date=date, device=device,
                               example=example, source=str(data.get("source") or ""), gemm=gemm, links=links)
 
 

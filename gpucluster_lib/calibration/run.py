@@ -19,9 +19,18 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.calibration.gemm import GemmCurve, fit_gemm_curve, fit_quality, normalise_dtype
-from gpucluster_lib.calibration.nccl import CalibrationError, LinkFit, NcclTest, fit_alpha_beta
+from gpucluster_lib.calibration.nccl import (
+    COLLECTIVES,
+    CalibrationError,
+    LinkFit,
+    NcclTest,
+    decode_text,
+    fit_alpha_beta,
+    link_level,
+    size_text,
+)
 from gpucluster_lib.calibration.profile import CalibrationProfile
-from gpucluster_lib.errors import excerpt
+from gpucluster_lib.errors import all_of, excerpt
 
 #: A profile name: also the default file name (NAME.yaml), so no folders, spaces or leading dot.
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -33,29 +42,49 @@ PEAK_COLUMNS = {"bf16": "bf16_tflops", "fp16": "fp16_tflops", "tf32": "tf32_tflo
 
 
 def read_gemm_table(path: str | Path) -> Any:
-    """Read a GEMM micro-benchmark CSV (columns ``m, n, k, dtype, tflops``; ``#`` lines are comments).
+    """Read a GEMM micro-benchmark CSV (columns ``m, n, k, dtype, tflops``; ``#`` starts a comment).
 
-    Raises :class:`~.nccl.CalibrationError` naming the file, the row and the column.
+    UTF-8, or UTF-16 with its byte-order mark (PowerShell's ``>``); a trailing comma on each row is
+    allowed, an extra value is not. Raises :class:`~.nccl.CalibrationError` naming the file, the line and
+    the column.
     """
+    import csv
+    import io
+
     import pandas as pd
 
     p = Path(path)
     try:
-        df = pd.read_csv(p, comment="#", skipinitialspace=True)
+        data = p.read_bytes()
     except OSError as exc:
         raise CalibrationError(f"{p}: cannot read the GEMM table ({exc.strerror or exc})") from exc
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise CalibrationError(f"{p.name}: not a CSV table ({str(exc).splitlines()[0]})") from None
-    return gemm_frame(df, p.name, lines=_data_lines(p, len(df)))
+    text = decode_text(data)
+    kept = [(i, line.split("#", 1)[0]) for i, line in enumerate(text.splitlines(), start=1)
+            if line.split("#", 1)[0].strip()]
+    if kept:
+        header = next(csv.reader([kept[0][1]]))
+        if len(header) == 1 and (";" in kept[0][1] or "\t" in kept[0][1]):
+            sep = "semicolons" if ";" in kept[0][1] else "tabs"
+            raise CalibrationError(f"{p.name}, line {kept[0][0]}: the columns are separated by {sep}, not commas; "
+                                   "save the table as CSV with commas (m,n,k,dtype,tflops)")
+        width = len([h for h in header if h.strip()])
+        for i, line in kept[1:]:
+            fields = next(csv.reader([line]), [])
+            if any(f.strip() for f in fields[width:]):
+                raise CalibrationError(f"{p.name}, line {i}: {len(fields)} values, but the header (line "
+                                       f"{kept[0][0]}) names {width} columns; give each row one value per column")
+    try:
+        df = pd.read_csv(io.StringIO(text), comment="#", skipinitialspace=True, index_col=False, dtype=str)
+    except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
+        raise CalibrationError(f"{p.name}: not a CSV table ({str(exc).splitlines()[0] if str(exc) else 'empty'}); "
+                               "save it as comma-separated text with the header m,n,k,dtype,tflops") from None
+    df = df.loc[:, [c for c in df.columns if not str(c).startswith("Unnamed:")]]
+    return gemm_frame(df, p.name, lines=_data_lines(text, len(df)))
 
 
-def _data_lines(path: Path, rows: int) -> tuple[int, ...] | None:
+def _data_lines(text: str, rows: int) -> tuple[int, ...] | None:
     """The file's line number of each data row (after the header; ``#`` comments and blank lines
     skipped, as the CSV reader skips them), or None when they cannot be matched to the rows."""
-    try:
-        text = path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
     kept = [i for i, line in enumerate(text.splitlines(), start=1) if line.split("#", 1)[0].strip()]
     return tuple(kept[1:]) if len(kept) == rows + 1 else None
 
@@ -94,10 +123,10 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
             except (TypeError, ValueError):
                 ok = False
             if not ok:
-                raise CalibrationError(f"{at(i)}, column {c!r}: must be a positive number, got {excerpt(v)}")
+                raise CalibrationError(f"{at(i)}, column {c!r}: must be a positive number, got {_cell(v)}")
             if c != "tflops" and float(v) != int(float(v)):
                 raise CalibrationError(f"{at(i)}, column {c!r}: a GEMM dimension is a whole number of elements, "
-                                       f"got {excerpt(v)}")
+                                       f"got {_cell(v)}")
         try:
             normalise_dtype(row.dtype)
         except ValueError as exc:
@@ -110,12 +139,21 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
     return out
 
 
-def size_text(size_bytes: int) -> str:
-    """A message size in words: powers of two as nccl-tests steps them (``512 MiB``), else in MB."""
-    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
-        if size_bytes >= 1 << shift and size_bytes % (1 << shift) == 0:
-            return f"{size_bytes >> shift:,} {unit}"
-    return f"{size_bytes:,} B" if size_bytes < 10**6 else f"{size_bytes / 1e6:,.3g} MB"
+def _cell(value: Any) -> str:
+    """A table cell as the file wrote it: a number as is (``-3``, not ``-3.0``), other text quoted, an empty
+    cell said so."""
+    if value is None or (isinstance(value, float) and value != value):
+        return "an empty cell"
+    if isinstance(value, str):
+        text = value.strip()
+        try:
+            float(text)
+        except ValueError:
+            return excerpt(text) if text else "an empty cell"
+        return text
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return excerpt(value)
 
 
 def dense_peaks(accelerator_id: str, catalog: Any = None) -> dict[str, float]:
@@ -130,6 +168,65 @@ def dense_peaks(accelerator_id: str, catalog: Any = None) -> dict[str, float]:
         if v is not None and v == v and float(v) > 0:
             out[dtype] = float(v)
     return out
+
+
+#: The GEMM fit is refused above these errors [fractions]: the median |error| (the shipped H100 fits: BF16
+#: 4.3%, TF32 10%) and the largest (BF16 12.5%, TF32 38%; 100% = a shape predicted at twice its rate).
+GEMM_MAX_MEDIAN_ERROR = 0.25
+GEMM_MAX_ERROR = 1.0
+#: Each dimension of training GEMMs reaches this size at least [elements]: tokens per micro-batch (4096 and
+#: up) by the hidden size (4096 for Llama 3 8B, 8192 for 70B) and the FFN width; a table whose largest shape
+#: stops below it in some dimension leaves the large-GEMM level an extrapolation (noted).
+TRAINING_GEMM_DIM = 4096
+#: A table whose smallest shape is above this in some dimension [elements] leaves the fall of the rate for
+#: small GEMMs unmeasured (noted): the shipped H100 fits put half rate at 136-226, so 1024 is where the
+#: curve is within a few percent of its level and the shapes below tell it the half-rate sizes.
+SMALL_GEMM_DIM = 1024
+
+
+def check_gemm_fit(curve: GemmCurve, table: Any, quality: dict[str, Any], dtype: str, where: str) -> list[str]:
+    """Refuse a GEMM fit that does not describe its measurements; return notes on one that holds.
+
+    Refused (:class:`~.nccl.CalibrationError`, naming the dtype and the shapes to add): a median |error| above
+    :data:`GEMM_MAX_MEDIAN_ERROR` or a largest above :data:`GEMM_MAX_ERROR`; a half-rate dimension above the
+    largest measured in that dimension (the rate is still climbing at the largest shape, so the large-GEMM
+    level is a guess); a large-GEMM level at the clamp of 1 (:func:`~.gemm.fit_gemm_curve`). Noted: a dimension
+    whose largest measured value is below :data:`TRAINING_GEMM_DIM`, or whose smallest is above
+    :data:`SMALL_GEMM_DIM`.
+    """
+    med, worst = quality["median_abs_error"], quality["max_abs_error"]
+    add = "measure shapes from small (256) to large (8192) in each of m, n and k"
+    if med > GEMM_MAX_MEDIAN_ERROR or worst > GEMM_MAX_ERROR:
+        raise CalibrationError(
+            f"{where}: the {dtype} GEMM curve misses the measured rates by {med:.0%} at the median and {worst:.0%} at "
+            f"worst (at most {GEMM_MAX_MEDIAN_ERROR:.0%} and {GEMM_MAX_ERROR:.0%} are accepted), so it does not "
+            f"describe them; check the rates (achieved TFLOP/s = 2 m n k / time / 10^12) and {add}")
+    if curve.eff_max >= 1.0:
+        raise CalibrationError(
+            f"{where}: the {dtype} fit puts the large-GEMM level at the dense peak ({curve.peak_tflops:,.6g} TFLOP/s), "
+            "which no GEMM reaches: the measured rates do not level off below it; check the peak (--accelerator or "
+            f"--peak {dtype}=TFLOPS) and {add}")
+    for dim, half in (("m", curve.m_half), ("n", curve.n_half), ("k", curve.k_half)):
+        top = float(np.max(table[dim]))
+        if half > top:
+            raise CalibrationError(
+                f"{where}: the {dtype} rate is still below half its level at the largest {dim} measured ({top:,.0f}; "
+                f"the fit puts half rate at {dim} = {half:,.0f}), so the large-GEMM level is a guess; add shapes "
+                f"with {dim} of 4096 and 8192 (such as 8192 x 8192 x 8192)")
+    notes = []
+    short = [f"{dim} {float(np.max(table[dim])):,.0f}" for dim in ("m", "n", "k")
+             if float(np.max(table[dim])) < TRAINING_GEMM_DIM]
+    if short:
+        notes.append(f"{where}: the largest {dtype} shapes measured reach only {all_of(short)}; training GEMMs reach "
+                     f"{TRAINING_GEMM_DIM:,} and more in every dimension, so the large-GEMM level there is "
+                     "extrapolated; add shapes up to 8192")
+    large = [f"{dim} {float(np.min(table[dim])):,.0f}" for dim in ("m", "n", "k")
+             if float(np.min(table[dim])) > SMALL_GEMM_DIM]
+    if large:
+        notes.append(f"{where}: the smallest {dtype} shapes measured start at {all_of(large)}, so the curve's fall "
+                     "for smaller GEMMs is not measured (it predicts them near the large-GEMM level); add shapes from "
+                     "256")
+    return notes
 
 
 @dataclass
@@ -148,7 +245,7 @@ class CalibrationResult:
 
     def summary(self) -> str:
         p = self.profile
-        lines = [f"calibration profile {p.name!r}, measured {p.date}" + (f" on {p.device}" if p.device else "")]
+        lines = [f"calibration profile '{p.name}', measured {p.date}" + (f" on {p.device}" if p.device else "")]
         for dtype, c in sorted(p.gemm.items()):
             q = self.gemm_quality.get(dtype, {})
             lines.append(f"  GEMM {dtype}: large-GEMM efficiency {c.eff_max:.3f} of {c.peak_tflops:g} TFLOP/s, "
@@ -156,26 +253,37 @@ class CalibrationResult:
                          f"fixed time {c.fixed_time_s * 1e6:.1f} us; median error "
                          f"{q.get('median_abs_error', float('nan')):.1%}, max {q.get('max_abs_error', float('nan')):.1%}")
         for level, f in sorted(p.links.items()):
-            lat = "n/a" if f.alpha_s is None else f"{f.alpha_s * 1e6:.2f} us per step"
+            if f.alpha_s is None:
+                lat = "latency not measured"
+            else:
+                steps = COLLECTIVES[f.collective][1](f.ranks)
+                lat = (f"alpha {f.alpha_s * 1e6:.2f} us per ring step ({f.alpha_s * steps * 1e6:,.1f} us per "
+                       f"{f.collective.replace('_', '-')} on {f.ranks} GPUs, {steps:g} steps)")
             fit = "" if f.rms_error is None else f", rms error {f.rms_error:.0%} over all sizes"
             if f.large_sizes_max_abs_error is not None and f.large_sizes_from_bytes:
                 fit += (f", at most {f.large_sizes_max_abs_error:.0%} from {size_text(f.large_sizes_from_bytes)} up "
                         "(the sizes the bandwidth is fitted on)")
             lines.append(f"  {level}: {f.collective.replace('_', '-')} on {f.ranks} GPUs, bus bandwidth "
                          f"{f.bus_bandwidth_gb_per_s:,.1f} GB/s (peak measured {f.peak_busbw_gb_per_s:,.1f}), "
-                         f"latency {lat}{fit}")
+                         f"{lat}{fit}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
 
 
 def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | None]] | None = None,
               peaks: dict[str, float] | None = None, device: str | None = None, date: str | None = None,
-              source: str = "", example: bool = False, exponent: float | None = 2.0) -> CalibrationResult:
+              source: str = "", example: bool = False, exponent: float | None = 2.0,
+              gpus_per_node: int | None = None) -> CalibrationResult:
     """Fit a profile from a GEMM table (DataFrame, :func:`gemm_frame` columns) and nccl-tests runs.
 
     ``peaks``: dense peak per dtype [TFLOP/s] of the measured device (required for every dtype
-    in the GEMM table). ``nccl``: (test, level) pairs, level None = from the test's hosts; one
-    run per level (a second raises). ``date`` defaults to today (UTC).
+    in the GEMM table). ``nccl``: (test, level) pairs, level None = from the test's rank lines
+    (:func:`~.nccl.link_level`); one run per level (a second raises). ``gpus_per_node``: the ranks per
+    host of a fabric run without rank lines (:func:`~.nccl.fit_alpha_beta`). ``date`` defaults to today (UTC).
+
+    A GEMM fit is refused when it does not describe the measurements (:func:`check_gemm_fit`), and noted
+    when the shapes stop short of training-size GEMMs; a link whose latency is extrapolated sets no
+    ``alpha`` and is noted.
     """
     if not isinstance(name, str) or not name.strip():
         raise CalibrationError("a calibration profile needs a name (--name)")
@@ -223,6 +331,7 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
                 raise CalibrationError(f"{where}: the {dtype} rates cannot be fitted with the GEMM curve ({exc}); "
                                        "measure shapes from small (256) to large (8192) in each dimension") from None
             q = fit_quality(curve, sub.m, sub.n, sub.k, sub.tflops)
+            notes += check_gemm_fit(curve, sub, q, dtype, where)
             curves[dtype] = curve
             t = sub.reset_index(drop=True).copy()
             t["predicted_tflops"] = q["predicted_tflops"]
@@ -232,10 +341,11 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
     links: dict[str, LinkFit] = {}
     tests: dict[str, NcclTest] = {}
     for test, level in nccl or []:
-        fit = fit_alpha_beta(test, level)
-        if fit.level in links:
-            raise CalibrationError(f"two nccl-tests runs for the {fit.level} level ({links[fit.level].source} and "
-                                   f"{fit.source}); give one per level")
+        lvl = link_level(test, level)
+        if lvl in links:
+            raise CalibrationError(f"two nccl-tests runs for the {lvl} level ({links[lvl].source} and "
+                                   f"{test.source}); give one per level")
+        fit = fit_alpha_beta(test, lvl, gpus_per_node=gpus_per_node if lvl == "fabric" else None)
         links[fit.level] = fit
         tests[fit.level] = test
         notes += [f"{test.source}: {n}" for n in test.notes]
@@ -243,6 +353,14 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
             notes.append(f"{test.source}: fabric measured on {fit.ranks // fit.ranks_per_host} nodes; NCCL's tree "
                          "and NVLS algorithms beat the ring on so few nodes, so measure on 4 or more for a figure "
                          "that holds at scale")
+        if fit.level == "nvlink" and len(test.hosts) > 1:
+            notes.append(f"{test.source}: the rank lines put the ranks on {len(test.hosts)} hosts; taken as NVLink, as "
+                         "given: right for a multi-node NVLink domain (GB200 NVL72), otherwise give it as fabric=FILE")
+        if fit.alpha_s is None and fit.latency_s is not None:
+            notes.append(f"{test.source}: latency not measured: the smallest size is {size_text(test.rows[0].size_bytes)}"
+                         f", above the small-message plateau, so the line's {fit.latency_s * 1e6:,.0f} us at size 0 is "
+                         "an extrapolation; the profile sets no latency (the engine's default stays); run from -b 8 "
+                         "to measure it")
     when = date or dt.datetime.now(dt.UTC).date().isoformat()
     try:
         when = dt.date.fromisoformat(str(when)).isoformat()
@@ -254,4 +372,5 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
     return CalibrationResult(profile, tables, quality, tests, notes)
 
 
-__all__ = ["PEAK_COLUMNS", "CalibrationResult", "calibrate", "dense_peaks", "gemm_frame", "read_gemm_table"]
+__all__ = ["PEAK_COLUMNS", "CalibrationResult", "calibrate", "check_gemm_fit", "dense_peaks", "gemm_frame",
+           "read_gemm_table", "size_text"]

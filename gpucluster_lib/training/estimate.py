@@ -26,6 +26,7 @@ from gpucluster_lib.calibration.profile import (
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, all_of, excerpt
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
@@ -349,7 +350,7 @@ def calibration_terms(scenario: Scenario, profile: CalibrationProfile | None, ac
         if level == "nvlink":
             basis = f"{nvlink_bw / GB:,.1f} GB/s of NVLink per GPU and direction"
         else:
-            basis = (f"{fit.ranks_per_host or 1} GPUs per node x {nic_bw / GB:,.1f} GB/s, "
+            basis = (f"{plural(fit.ranks_per_host, 'GPU')} per node x {nic_bw / GB:,.1f} GB/s, "
                      f"{nic_bw / GBPS_IN_BYTES_PER_S:,.0f} Gb/s, of network per GPU")
         findings.append(Finding(
             "calibration-link-above-nominal", "warning",
