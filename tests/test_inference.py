@@ -212,7 +212,7 @@ def test_model_that_fits_nowhere():
 def test_slo_no_batch_meets():
     est = serve(scenario(precision="fp8", tensor_parallel=2, requests_per_s=1, tpot_slo_s=0.005))
     f = codes(est)["inference-slo-unmet"]
-    assert f.severity == "error" and "TPOT <= 0.005 s" in f.message and f.field == "inference.tpot_slo_s"
+    assert f.severity == "error" and "TPOT <= 5 ms" in f.message and f.field == "inference.tpot_slo_s"  # 0.005 s in ms
     assert est.meets_slo is False
 
 
@@ -385,7 +385,9 @@ def test_serving_findings_and_assumptions_name_settings_in_words():
              scenario(precision="fp8", output_tokens_cv=2.0, requests_per_s=1),
              scenario(precision="fp8"),                                                 # no target
              scenario(precision="fp8", requests_per_s=1e7),                             # beyond the facility model
-             scenario(precision="fp8", arrival="poisson", requests_per_s=10)]
+             scenario(precision="fp8", arrival="poisson", requests_per_s=10),
+             scenario(precision="fp8", tensor_parallel=16),                             # TP above the 8 GPUs
+             scenario(model="bert-large", precision="fp8", requests_per_s=1)]           # encoder, 512 tokens
     codes_seen, texts = set(), []
     for s in cases:
         est = serve(s)
@@ -402,6 +404,7 @@ def test_serving_findings_and_assumptions_name_settings_in_words():
     assert {"inference-tp-kv-heads", "inference-tp-attention-heads", "inference-kv-heads-replicated",
             "inference-tp-across-nodes", "inference-precision-unsupported", "inference-model-does-not-fit",
             "inference-batch-exceeds-memory", "inference-batch-limited-by-kv-pool", "inference-slo-unmet",
-            "inference-prompt-exceeds-token-budget", "inference-no-target", "inference-mig"} <= codes_seen
+            "inference-prompt-exceeds-token-budget", "inference-no-target", "inference-mig",
+            "inference-tp-exceeds-gpus", "inference-context-exceeded", "inference-encoder-only"} <= codes_seen
     bad = [(code, t) for code, t in texts if KEY_LIKE.search(t)]
     assert not bad, bad

@@ -428,8 +428,9 @@ def test_engine_token_budget_sets_the_prefill_queue():
     # prefill utilisation rho = rate x T(b) / ((K - b) / L_in) (module queueing, item 4) with K = max_num_tokens
     est = serve(mlperf("dgx-h100", arrival="poisson", max_num_tokens=4096, output_tokens_cv=MLPERF_OUTPUT_CV))
     at = est.load["at_max_rate"]
+    # rate x T(b) = b / L_out by Little's law (the mean step, not the median's), L_out = 294
     assert at["prefill_utilisation"] == pytest.approx(
-        at["rate_per_s"] * at["tpot_p50_s"] * 222 / (4096 - at["mean_batch"]), rel=1e-9)
+        at["mean_batch"] / 294 * 222 / (4096 - at["mean_batch"]), rel=1e-6)
 
 
 @pytest.mark.parametrize("arrival", ["offline", "poisson"])
@@ -479,8 +480,8 @@ def test_one_default_token_budget_for_the_workspace_and_the_queue():
     explicit = serve(mlperf("dgx-h100", arrival="poisson", output_tokens_cv=MLPERF_OUTPUT_CV, max_num_tokens=8192))
     assert default.load == explicit.load and default.tokens_per_s_per_gpu == explicit.tokens_per_s_per_gpu
     at = default.load["at_max_rate"]   # the queue's budget is the same 8192 (module queueing, item 4)
-    assert at["prefill_utilisation"] == pytest.approx(
-        at["rate_per_s"] * at["tpot_p50_s"] * 222 / (8192 - at["mean_batch"]), rel=1e-9)
+    assert at["prefill_utilisation"] == pytest.approx(   # rate x T(b) = b / L_out (Little), L_out = 294
+        at["mean_batch"] / 294 * 222 / (8192 - at["mean_batch"]), rel=1e-6)
 
 
 def test_fleet_for_a_target_rate_and_the_operating_point():

@@ -24,56 +24,85 @@ HELP = "size an inference fleet (GPUs, nodes, racks, MW) for a traffic target an
 def add_arguments(p: argparse.ArgumentParser) -> None:
     add_scenario_arguments(p)
     p.add_argument("--max-rate", action="store_true",
-                   help="the highest Poisson request rate whose percentile TTFT and TPOT meet the SLOs, with "
-                        "output tokens/s per GPU at that rate (MLPerf server)")
+                   help="the highest Poisson request rate whose percentile TTFT and TPOT meet the SLOs on the "
+                        "scenario's GPUs, with output tokens/s per GPU at that rate (MLPerf server); the traffic "
+                        "target is not read")
     p.add_argument("--percentile", type=float, metavar="P",
-                   help="SLO percentile for --max-rate (default: the scenario's inference.slo_percentile, 99)")
+                   help="SLO percentile of TTFT and TPOT with Poisson arrivals (default: the scenario's SLO "
+                        "percentile, 99); needs --max-rate or Poisson arrivals in the scenario")
+
+
+def _percentile_change(args: argparse.Namespace, scenario) -> dict:
+    """``--percentile`` as a scenario change (checked: between 0 and 100, Poisson arrivals or --max-rate)."""
+    from gpucluster_lib.errors import ScenarioError
+
+    if args.percentile is None:
+        return {}
+    if not 0 < args.percentile < 100:
+        raise ScenarioError("--percentile", f"must be between 0 and 100 (exclusive), got {args.percentile:g}")
+    if not args.max_rate and scenario.inference.arrival != "poisson":
+        raise ScenarioError("--percentile", "the SLO percentile applies to Poisson arrivals: add --max-rate, or "
+                                            "set the scenario's arrival to poisson")
+    return {"inference__slo_percentile": args.percentile}
 
 
 def _max_rate(args: argparse.Namespace) -> int:
     from gpucluster_lib.design import Design
     from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.formatting import number_words
+    from gpucluster_lib.inference.queueing import percentile_label
+    from gpucluster_lib.workloads.vision import is_vision_model
 
     scenario = read_scenario(args)
-    changes = {"inference__arrival": "poisson"}
-    if args.percentile is not None:
-        if not 0 < args.percentile < 100:
-            raise ScenarioError("--percentile", f"must be between 0 and 100 (exclusive), got {args.percentile:g}")
-        changes["inference__slo_percentile"] = args.percentile
+    if is_vision_model(scenario.model):
+        raise ScenarioError("model", "--max-rate needs a language model (tokens); vision models serve images")
+    # the scenario's GPUs, whatever the traffic target: the tensor parallelism with the highest rate on them
+    changes = {"inference__arrival": "poisson", "inference__requests_per_s": None, "inference__tokens_per_s": None,
+               **_percentile_change(args, scenario)}
     d = Design(scenario.replace(**changes))
     result = require(d.serving, "serving fleet")
-    if getattr(result, "load", None) is None:
-        raise ScenarioError("model", "--max-rate needs a language model (tokens); vision models serve images")
-    load = result.load
-    at = load["at_max_rate"]
+    load = result.load or {}
+    pct = d.scenario.inference.slo_percentile
+    served = bool(load.get("at_max_rate")) and bool(result.gpus)
+    at = load.get("at_max_rate") if served else None
+    errors = [f.to_dict() for f in result.findings if f.severity == "error"]
     out = {"model": result.model, "accelerator": result.accelerator, "precision": result.precision,
-           "tensor_parallel": result.tensor_parallel, "percentile": load["percentile"],
-           "ttft_slo_s": result.ttft_slo_s, "tpot_slo_s": result.tpot_slo_s,
-           "gpus": result.tensor_parallel * max(d.hardware.gpus // result.tensor_parallel, 1),
-           "max_rate_per_s": load["max_rate_per_s"], "max_rate_per_replica_per_s": load["max_rate_per_replica_per_s"],
-           "tokens_per_s_per_gpu": result.tokens_per_s_per_gpu if at else None,
-           "offline_capacity_per_replica_per_s": load["capacity_per_replica_per_s"], "at_max_rate": at,
-           "findings": [f.to_dict() for f in result.findings if f.severity == "error"]}
+           "mig_profile": (result.mig or {}).get("profile"),
+           "tensor_parallel": result.tensor_parallel, "percentile": pct,
+           "ttft_slo_s": result.ttft_slo_s, "tpot_slo_s": result.tpot_slo_s, "gpus": result.gpus,
+           "max_rate_per_s": load.get("max_rate_per_s") if served else None,
+           "max_rate_per_replica_per_s": load.get("max_rate_per_replica_per_s"),
+           "tokens_per_s_per_gpu": result.tokens_per_s_per_gpu if served else None,
+           "offline_capacity_per_replica_per_s": load.get("capacity_per_replica_per_s"), "at_max_rate": at,
+           "findings": errors}
     if args.json:
         print_json(out)
         return 0
-    name = _accelerator_name(d)
-    if at is None:  # an error finding, exit status 0 as for every finding (docs/inference.md)
-        print(f"{result.model} on {name}: no Poisson rate meets the p{load['percentile']:g} SLOs "
-              f"(TTFT {result.ttft_slo_s:g} s, TPOT {result.tpot_slo_s * 1e3:g} ms)")
-        for f in out["findings"]:
-            print(f"  [{f['severity']}] {f['code']}: {f['message']}")
-        return 0
-    p = f"p{load['percentile']:g}"
-    print(f"{result.model} on {out['gpus']} x {name}, {result.precision}, TP {result.tensor_parallel}, "
-          f"{result.input_tokens} in / {result.output_tokens} out tokens")
-    print(f"  max rate {out['max_rate_per_s']:,.2f} requests/s ({out['max_rate_per_replica_per_s']:,.2f} per replica; "
-          f"offline capacity {out['offline_capacity_per_replica_per_s']:,.2f})")
-    print(f"  {out['tokens_per_s_per_gpu']:,.0f} output tokens/s per GPU at that rate, mean batch "
-          f"{at['mean_batch']:,.0f}")
-    print(f"  TTFT p50 {at['ttft_p50_s']:.3f} s, {p} {at['ttft_pct_s']:.3f} s (SLO {result.ttft_slo_s:g} s); "
-          f"TPOT p50 {at['tpot_p50_s'] * 1e3:.1f} ms, {p} {at['tpot_pct_s'] * 1e3:.1f} ms "
-          f"(SLO {result.tpot_slo_s * 1e3:g} ms)")
+    name = _accelerator_name(d) + (f" MIG {out['mig_profile']}" if out["mig_profile"] else "")
+    p = percentile_label(pct)
+    slos = f"TTFT {number_words(result.ttft_slo_s)} s, TPOT {number_words(result.tpot_slo_s * 1e3)} ms"
+    if not served:  # error findings, exit status 0 as for every finding (docs/inference.md)
+        what = (f"no Poisson rate meets the {p} SLOs ({slos})"
+                if any(f["code"] == "inference-slo-unmet" for f in errors) or not errors
+                else f"serves no requests at the {p} SLOs ({slos})")
+        print(f"{result.model} on {name}: {what}")
+    else:
+        replica = "instance" if out["mig_profile"] else "replica"
+        mean_batch = at["mean_batch"]
+        print(f"{result.model} on {out['gpus']:,} x {name}, {result.precision}, TP {result.tensor_parallel}, "
+              f"{result.input_tokens:,} in / {result.output_tokens:,} out tokens")
+        print(f"  max rate {out['max_rate_per_s']:,.2f} requests/s ({out['max_rate_per_replica_per_s']:,.2f} per "
+              f"{replica}; {out['offline_capacity_per_replica_per_s']:,.2f} at the memory-limited batch, no SLO)")
+        print(f"  {out['tokens_per_s_per_gpu']:,.0f} output tokens/s per GPU at that rate, mean batch "
+              + (f"{mean_batch:,.0f}" if mean_batch >= 10 else f"{mean_batch:.1f}" if mean_batch >= 1
+                 else f"{mean_batch:.2f} (below one sequence in flight)"))
+        ttft = f"TTFT p50 {at['ttft_p50_s']:,.3f} s" + (f", {p} {at['ttft_pct_s']:,.3f} s" if p != "p50" else "")
+        tpot = f"TPOT p50 {at['tpot_p50_s'] * 1e3:,.1f} ms" + (f", {p} {at['tpot_pct_s'] * 1e3:,.1f} ms"
+                                                               if p != "p50" else "")
+        print(f"  {ttft} (SLO {number_words(result.ttft_slo_s)} s); {tpot} (SLO "
+              f"{number_words(result.tpot_slo_s * 1e3)} ms)")
+    for f in errors:
+        print(f"  [{f['severity']}] {f['code']}: {f['message']}")
     return 0
 
 
@@ -89,7 +118,13 @@ def run(args: argparse.Namespace) -> int:
     bad input exits 2."""
     if args.max_rate:
         return _max_rate(args)
-    d = read_design(args)
+    if args.percentile is not None:
+        from gpucluster_lib.design import Design
+
+        scenario = read_scenario(args)
+        d = Design(scenario.replace(**_percentile_change(args, scenario)))
+    else:
+        d = read_design(args)
     result = require(d.serving, "serving fleet")  # CNN/ViT models: images/s
     if args.json:
         print_json(result.to_dict())

@@ -55,7 +55,7 @@ class FleetSize:
     it_power_kw: float
     facility_power_kw: float
     capex_usd: float | None
-    source: str  # "facility budget" or "quick estimate"
+    source: str  # "facility budget", "quick estimate", or "no fleet" (no replicas)
 
 
 def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
@@ -96,6 +96,9 @@ def size_fleet(scenario: Any, catalog: Any, hw: Any, *, replicas: int, tp: int,
         source = "facility budget"
         # the budget's problems (rack power, cooling, PSU load) concern this fleet too; its infos stay there
         findings.extend(f for f in b.findings if f.severity != "info")
+    elif not nodes:   # nothing served: no racks, no power, nothing estimated
+        racks, it_kw, fac_kw = 0, 0.0, 0.0
+        source = "no fleet"
     else:
         node = node if node is not None else build_node(scenario, catalog, hardware=hw)
         node_w = node.peak_power_w

@@ -114,7 +114,17 @@ def instance_accelerator(acc: dict[str, Any], p: MigProfile) -> dict[str, Any]:
     out["tdp_w"] = float(acc["tdp_w"]) * p.compute_fraction
     out["scaleup_bandwidth_gb_per_s"] = 0.0
     out["name"] = f"{acc['name']} MIG {p.name}"
+    out["mig_profile"] = p.name   # what the serving findings name (an instance, not a GPU)
     return out
+
+
+def larger_profiles(acc_id: str, name: str, by: str = "memory") -> list[str]:
+    """The profiles of ``acc_id`` larger than ``name`` (smallest first) by ``by``: ``"memory"`` (what a model
+    that does not fit on a ``name`` instance may fit on) or ``"compute"`` (more compute slices: faster steps)."""
+    mine = profile(acc_id, name)
+    if by == "compute":
+        return [p.name for p in profiles_for(acc_id) if p.compute_slices > mine.compute_slices]
+    return [p.name for p in profiles_for(acc_id) if p.memory_gb > mine.memory_gb]
 
 
 def serve_on_mig(scenario: Any, catalog: Any, hw: Any, *, serve: Callable[..., Any], node: Any = None,

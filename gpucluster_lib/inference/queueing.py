@@ -27,7 +27,9 @@ Model (per replica; rates in requests/s, times in s)
    Shortle, Thompson and Harris 2008, *Fundamentals of Queueing Theory*, 4th ed., the M/G/inf
    queue). ``TPOT_q = T(min(Q_q(b), B_max))`` with ``Q_q`` the Poisson q-quantile: every step a
    request lives through is about that long (a request's TPOT averages ~L_out steps of a batch that
-   changes slowly, so this bounds it from above).
+   changes slowly, so this bounds it from above). The median TPOT is the same formula at q = 0.5,
+   ``T(Q_0.5(b))`` (the step at the Poisson median batch, not at the mean batch ``b``), so at
+   ``slo_percentile: 50`` the p50 and percentile figures are one number.
 3. **KV-cache slots** (admission): with ``c = B_max`` slots the queue is M/G/c. The probability
    of waiting is Erlang's C formula ``C(c, a)``, ``a = b`` the offered load in slots (Erlang
    1917; Gross et al. 2008, the M/M/c queue), and the waiting tail the M/M/c one,
@@ -201,8 +203,8 @@ def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0)
     c = int(min(curve.max_batch, curve.batches[-1]))
     if b >= c:   # every KV slot busy on average: the slot queue has no steady state (Erlang C needs b < c)
         return LoadPoint(rate_per_s, percentile, False, None, None, None, None, None, 1.0, None, tokens_per_s)
-    step = curve.step_s(b)
-    tpot50 = step
+    step = curve.step_s(b)   # the mean step: throughput and the queues' service times
+    tpot50 = curve.step_s(min(poisson_quantile(b, 0.5), c))   # the median, as the percentile (module doc, item 2)
     tpot_q = curve.step_s(min(poisson_quantile(b, q), c))
     # KV-cache slots: M/G/c, Erlang C with the Allen-Cunneen factor (1 + c_s^2) / 2
     service = curve.output_tokens * step
@@ -251,23 +253,105 @@ def max_rate(curve: ReplicaCurve, ttft_slo_s: float, tpot_slo_s: float, percenti
     return load_point(lo, curve, percentile)
 
 
+def _gamma_tail(shape: float, x: np.ndarray) -> np.ndarray:
+    """Regularised upper incomplete gamma ``Q(a, x) = Gamma(a, x) / Gamma(a)`` (dimensionless) at ``x >= 0``
+    [in units of the scale]: the probability that a gamma variable of shape ``a`` and scale 1 exceeds ``x``.
+
+    Source: Press, Teukolsky, Vetterling and Flannery 2007, *Numerical Recipes*, 3rd ed., section 6.2: the
+    series ``P(a, x) = e^-x x^a / Gamma(a) sum_n x^n / (a (a+1) ... (a+n))`` for ``x < a + 1`` (Abramowitz
+    and Stegun 1964, 6.5.29) and the continued fraction for ``Q`` above it (A&S 6.5.31, modified Lentz),
+    vectorised; relative accuracy about 1e-14."""
+    x = np.asarray(x, dtype=float)
+    out = np.ones_like(x)
+    lg = math.lgamma(shape)
+    tiny = 1e-300
+    low = (x > 0) & (x < shape + 1.0)
+    if low.any():
+        xs = x[low]
+        term = np.full_like(xs, 1.0 / shape)
+        total = term.copy()
+        ap = shape
+        for _ in range(100_000):
+            ap += 1.0
+            term = term * xs / ap
+            total += term
+            if np.all(term < total * 1e-16):
+                break
+        out[low] = 1.0 - total * np.exp(shape * np.log(xs) - xs - lg)
+    high = x >= shape + 1.0
+    if high.any():
+        xc = x[high]
+        b = xc + 1.0 - shape
+        c = np.full_like(xc, 1.0 / tiny)
+        d = 1.0 / b
+        h = d.copy()
+        for i in range(1, 100_000):
+            an = -i * (i - shape)
+            b = b + 2.0
+            d = an * d + b
+            d = np.where(np.abs(d) < tiny, tiny, d)
+            c = b + an / c
+            c = np.where(np.abs(c) < tiny, tiny, c)
+            d = 1.0 / d
+            delta = d * c
+            h = h * delta
+            if np.all(np.abs(delta - 1.0) < 1e-15):
+                break
+        out[high] = np.exp(shape * np.log(xc) - xc - lg) * h
+    return np.clip(out, 0.0, 1.0)
+
+
 def gamma_length_pmf(mean_tokens: float, cv: float, max_tokens: int) -> tuple[np.ndarray, np.ndarray]:
     """Output lengths 1..``max_tokens`` [tokens] and their probabilities: a gamma density of mean
-    ``mean_tokens`` and spread ``cv`` (standard deviation over the mean; shape ``1 / cv^2``, scale
-    ``mean cv^2``) evaluated at the integers and normalised. ``cv = 0`` puts every request at the
-    mean (rounded). The gamma is an assumption: the published MLPerf logs give the spread (``cv``,
-    docs/inference.md), not the shape of the distribution."""
+    ``mean_tokens`` [tokens] and spread ``cv`` (standard deviation over the mean; shape ``1 / cv^2``, scale
+    ``mean cv^2``) integrated over each length's bin, ``(k - 1/2, k + 1/2]`` (rounding to the nearest
+    length), through the gamma distribution function (:func:`_gamma_tail`). The mass below 1.5 tokens
+    goes to 1 (a request generates at least one token) and the mass above ``max_tokens - 1/2`` to
+    ``max_tokens`` (an engine's cap on the output length), so the probabilities sum to 1 and the mean is
+    the gamma's up to that cap and the rounding (below 1% from 20 mean lengths on for cv <= 1).
+    ``cv = 0`` puts every request at the mean (rounded). The gamma is an assumption: the published MLPerf
+    logs give the spread (``cv``, docs/inference.md), not the shape of the distribution."""
     require_positive(mean_tokens=mean_tokens, max_tokens=max_tokens)
     require_non_negative(cv=cv)
     x = np.arange(1, int(max_tokens) + 1, dtype=float)
     if cv <= 0:
-        p = (x == max(round(mean_tokens), 1)).astype(float)
+        p = (x == min(max(round(mean_tokens), 1), int(max_tokens))).astype(float)
         return x, p
-    k = 1.0 / cv ** 2
+    shape = 1.0 / cv ** 2
     theta = mean_tokens * cv ** 2
-    logp = (k - 1.0) * np.log(x) - x / theta - math.lgamma(k) - k * math.log(theta)
-    p = np.exp(logp - logp.max())
+    edges = np.concatenate([[0.0], x[:-1] + 0.5])           # the lower edge of each length's bin
+    tail = _gamma_tail(shape, edges / theta)                # P(L > edge)
+    p = tail - np.concatenate([tail[1:], [0.0]])            # the last bin keeps the tail above it
+    p = np.clip(p, 0.0, None)
     return x, p / p.sum()
+
+
+def _truncated_mean_share(mean_tokens: float, cv: float, max_tokens: int) -> float:
+    """``E[min(L, N)] / E[L]`` for the gamma of :func:`gamma_length_pmf` cut at ``N = max_tokens``
+    (dimensionless): ``P(a + 1, N / theta) + (N / mean) Q(a, N / theta)``, from ``x f_a(x) = a theta f_{a+1}(x)``
+    (the gamma density's own identity; Johnson, Kotz and Balakrishnan 1994, *Continuous Univariate
+    Distributions* 1, ch. 17)."""
+    if cv <= 0:
+        return min(max_tokens / mean_tokens, 1.0)
+    shape, theta = 1.0 / cv ** 2, mean_tokens * cv ** 2
+    z = np.array([max_tokens / theta])
+    return float(1.0 - _gamma_tail(shape + 1.0, z)[0] + max_tokens / mean_tokens * _gamma_tail(shape, z)[0])
+
+
+#: Longest length grid :func:`last_request_latency` extends to for a wide spread of output lengths [tokens]
+#: (2^22: 32 MiB an array); 20 mean lengths is the shortest.
+MAX_LENGTH_GRID = 1 << 22
+
+
+def length_grid(mean_tokens: float, cv: float) -> int:
+    """The longest output length [tokens] :func:`last_request_latency` sums over: 20 mean lengths, doubled
+    until the lengths beyond it carry under 0.1% of the mean (at cv 5 about 160 mean lengths: most of a wide
+    gamma's mean lies in its rare long requests), at most :data:`MAX_LENGTH_GRID` unless 20 mean lengths
+    are more."""
+    n = int(20 * mean_tokens)
+    while n < MAX_LENGTH_GRID and _truncated_mean_share(mean_tokens, cv, n) < 0.999:
+        n = min(2 * n, MAX_LENGTH_GRID)
+    return max(n, 1)
 
 
 def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) -> float:
@@ -287,14 +371,14 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
     steps later. The request's own step ``j`` runs (``P(L > j)``) at ``T(b R(j) + 1)``, so the
     latency is ``ttft_s + sum_{j >= 1} P(L > j) T(b R(j) + 1)``, ``T`` the decode-only step (``curve.decode_s``:
     no prompt joins a draining replica; the mixed step when the curve has none), ``L`` the gamma of
-    :func:`gamma_length_pmf` with the curve's mean and spread, up to 20 mean lengths. With a step
+    :func:`gamma_length_pmf` with the curve's mean and spread, up to :func:`length_grid` tokens. With a step
     that does not depend on the batch, ``T``, it is ``ttft_s + T (E[L] - 1)``: the latency of a
     mean request.
     """
     require_positive(mean_batch=mean_batch)
     require_non_negative(ttft_s=ttft_s)
     mean = float(curve.output_tokens)
-    x, p = gamma_length_pmf(mean, curve.service_cv, int(20 * mean))
+    x, p = gamma_length_pmf(mean, curve.service_cv, length_grid(mean, curve.service_cv))
     el = float((x * p).sum())
     # survival S(j) = P(L > j) and the integrated survival E[(L - j)^+] = sum_{i >= j} S(i), j = 0..n-1
     surv = 1.0 - np.concatenate([[0.0], np.cumsum(p)[:-1]])     # P(L > j) for j = 0..n-1 (P(L > 0) = 1)
@@ -306,5 +390,20 @@ def last_request_latency(curve: ReplicaCurve, mean_batch: float, ttft_s: float) 
     return float(ttft_s + (surv[j] * steps).sum())
 
 
-__all__ = ["LoadPoint", "ReplicaCurve", "erlang_c", "gamma_length_pmf", "last_request_latency", "load_point",
-           "max_rate", "mg1_wait_quantile", "poisson_quantile"]
+def percentile_label(percentile: float) -> str:
+    """A percentile as people write it: "p99", "p99.9", "p50" (at most four decimals); one that those
+    decimals would round to 0 or 100 keeps the digits it needs ("p99.99999999999999"), and one below
+    0.0001 is written as a power of ten ("p10^-9")."""
+    p = float(percentile)
+    for digits in range(5):
+        text = f"{p:.{digits}f}"
+        if abs(float(text) - p) <= 1e-9 * max(p, 1e-12) and 0.0 < float(text) < 100.0:
+            return f"p{text}"
+    if p < 1e-4:
+        mantissa, exp = f"{p:.3g}".split("e")
+        return f"p{'' if mantissa == '1' else mantissa + ' x '}10^{int(exp)}"
+    return "p" + np.format_float_positional(p, trim="-")
+
+
+__all__ = ["LoadPoint", "ReplicaCurve", "erlang_c", "gamma_length_pmf", "last_request_latency", "length_grid",
+           "load_point", "max_rate", "mg1_wait_quantile", "percentile_label", "poisson_quantile"]

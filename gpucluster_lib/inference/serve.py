@@ -6,8 +6,10 @@ Wiring only: memory (:mod:`.memory`), timing (:mod:`.latency`), efficiencies
 Steps: resolve the model and accelerator; for the tensor-parallel size (given, or each
 power of two up to the node's GPUs when ``inference.tensor_parallel`` is absent) find the
 largest batch that fits, sweep batch sizes, keep the highest-throughput batch that meets
-TTFT and TPOT (continuous batching), then count replicas for the target, and nodes,
-racks and power for those replicas. Design problems are findings, never exceptions.
+TTFT and TPOT (continuous batching); keep the size that needs the fewest GPUs for the target
+(of two that need as many, the one with more tokens/s per GPU), or without a target the one
+whose whole replicas serve the most on the scenario's GPUs; then count replicas for the target,
+and nodes, racks and power for those replicas. Design problems are findings, never exceptions.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from gpucluster_lib.calibration.profile import (
     scenario_profile,
 )
 from gpucluster_lib.findings import Finding, sort_findings
+from gpucluster_lib.formatting import number_words, plural
 from gpucluster_lib.hardware.resolve import catalog_for, resolve_hardware
 from gpucluster_lib.inference import mig as mig_mod
 from gpucluster_lib.inference.efficiency import OVERRIDE_FIELDS, ServingEfficiency
@@ -62,6 +65,7 @@ from gpucluster_lib.inference.queueing import (
     last_request_latency,
     load_point,
     max_rate,
+    percentile_label,
 )
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
@@ -166,15 +170,23 @@ class ServingEstimate:
         def count(n: int | None, word: str) -> str:
             return f"{fmt(n, ',d')} {word}{'' if n == 1 else 's'}"
 
+        compute = (f"compute {self.compute_precision}" if self.compute_precision
+                   else "no dense rate at this precision on this GPU")
+        slos = f"SLO TTFT {number_words(self.ttft_slo_s)} s, TPOT {number_words(self.tpot_slo_s * 1e3)} ms"
+        poisson = bool(self.load and self.load.get("at_max_rate"))
+        if self.ttft_s is None or self.tpot_s is None:
+            latency = f"  no request served ({slos}): does not meet the SLOs"
+        else:
+            where = f"at the max rate per replica, {percentile_label(self.load['percentile'])}: " if poisson else ""
+            latency = (f"  {where}TTFT {self.ttft_s:,.3f} s (SLO {number_words(self.ttft_slo_s)} s), TPOT "
+                       f"{self.tpot_s * 1e3:,.1f} ms (SLO {number_words(self.tpot_slo_s * 1e3)} ms), "
+                       f"{'meets the SLOs' if self.meets_slo else 'does not meet the SLOs'}")
         lines = [
-            f"{self.model} on {accelerator_name or self.accelerator}, {self.precision} (compute "
-            f"{self.compute_precision}), TP {self.tensor_parallel}, {self.input_tokens} in / {self.output_tokens} out "
-            "tokens",
+            f"{self.model} on {accelerator_name or self.accelerator}, {self.precision} ({compute}), TP "
+            f"{self.tensor_parallel}, {self.input_tokens:,} in / {self.output_tokens:,} out tokens",
             f"  weights {self.weights_bytes_per_gpu / GB:.1f} GB/GPU, KV {self.kv_cache_bytes_per_token:,.0f} B/token, "
-            f"max batch {self.max_batch}, chosen batch {self.batch}",
-            f"  TTFT {fmt(self.ttft_s, '.3f')} s (SLO {self.ttft_slo_s:g} s), TPOT "
-            f"{fmt(self.tpot_s and self.tpot_s * 1e3, '.1f')} ms (SLO {self.tpot_slo_s * 1e3:g} ms), "
-            f"{'meets the SLOs' if self.meets_slo else 'does not meet the SLOs'}",
+            f"max batch {self.max_batch:,}, chosen batch {self.batch:,}",
+            latency,
             f"  {fmt(self.tokens_per_s_per_gpu, ',.0f')} tokens/s/GPU; {count(self.replicas, 'replica')} = "
             f"{count(self.gpus, 'GPU')}, {count(self.nodes, 'node')}, {count(self.racks, 'rack')}, "
             f"{fmt(self.it_power_kw, ',.1f')} kW IT",
@@ -186,13 +198,13 @@ class ServingEstimate:
                             f"{(self.tpot_s or 0) * 1e3:.1f} ms step)" if "engine_host" in self.step_time_breakdown_s
                             and self.tpot_s else ""))
         if self.load and self.load.get("at_max_rate"):
-            pct = f"p{self.load['percentile']:g}"
+            pct = percentile_label(self.load["percentile"])
             lines.append(f"  Poisson arrivals: max {self.load['max_rate_per_replica_per_s']:,.2f} requests/s per replica "
-                         f"({_latencies(self.load['at_max_rate'], pct)})")
+                         f"({latency_words(self.load['at_max_rate'], pct)})")
             at = self.load.get("at_target")
             if at:
                 lines.append(f"  at the target rate, {at['rate_per_s']:,.2f} requests/s per replica: "
-                             + (_latencies(at, pct) if at.get("stable") and at.get("ttft_pct_s") is not None
+                             + (latency_words(at, pct) if at.get("stable") and at.get("ttft_pct_s") is not None
                                 else "above what a replica sustains (no steady state)"))
         lines += [f"  [{f.severity}] {f.code}: {f.message}" for f in sort_findings(self.findings)]
         return "\n".join(lines)
@@ -204,10 +216,13 @@ class ServingEstimate:
         return pd.DataFrame(self.sweep)
 
 
-def _latencies(at: dict[str, Any], pct: str) -> str:
-    """TTFT and TPOT at the median and at the SLO percentile of one load point (``LoadPoint.to_dict()``)."""
-    return (f"TTFT p50 {at['ttft_p50_s']:.3f} s, {pct} {at['ttft_pct_s']:.3f} s; TPOT p50 "
-            f"{at['tpot_p50_s'] * 1e3:.1f} ms, {pct} {at['tpot_pct_s'] * 1e3:.1f} ms")
+def latency_words(at: dict[str, Any], pct: str) -> str:
+    """TTFT and TPOT at the median and at the SLO percentile ``pct`` ("p99") of one load point
+    (``LoadPoint.to_dict()``); at "p50" the two are one figure, written once."""
+    if pct == "p50":
+        return f"TTFT p50 {at['ttft_p50_s']:,.3f} s; TPOT p50 {at['tpot_p50_s'] * 1e3:,.1f} ms"
+    return (f"TTFT p50 {at['ttft_p50_s']:,.3f} s, {pct} {at['ttft_pct_s']:,.3f} s; TPOT p50 "
+            f"{at['tpot_p50_s'] * 1e3:,.1f} ms, {pct} {at['tpot_pct_s'] * 1e3:,.1f} ms")
 
 
 @dataclass
@@ -278,7 +293,7 @@ def _calibrated(eff: ServingEfficiency, scenario: Scenario, prof: CalibrationPro
     inf = scenario.inference
     changes: dict[str, float] = {}
     if inf.link_bandwidth_efficiency is None:  # capped at 1: see _link_above_nominal
-        per_gpu = link.bus_bandwidth_gb_per_s / (1 if within_node else (link.ranks_per_host or 1))
+        per_gpu = link.bus_bandwidth_gb_per_s / (1 if within_node else link.ranks_per_host)
         changes["link_bandwidth_efficiency"] = min(per_gpu / rhw.link_gb_per_s, 1.0)
     if inf.allreduce_latency_s is None and link.alpha_s is not None:
         changes["allreduce_latency_s"] = 2.0 * (rhw.tp - 1) * link.alpha_s
@@ -294,7 +309,7 @@ def _link_above_nominal(scenario: Scenario, prof: CalibrationProfile | None, rhw
     link = prof.link("nvlink" if within_node else "fabric")
     if link is None:
         return None
-    per_host = 1 if within_node else (link.ranks_per_host or 1)
+    per_host = 1 if within_node else link.ranks_per_host
     per_gpu = link.bus_bandwidth_gb_per_s / per_host
     if per_gpu <= rhw.link_gb_per_s:
         return None
@@ -388,9 +403,18 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
                              token_budget=_token_budget(inf), service_cv=inf.output_tokens_cv, decode_s=grid_decode)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
-        chosen = int(np.argmin(np.abs(batches - load.mean_batch))) if load is not None else None
+        # the whole batch at or below the mean (Little's law) meets the offline SLOs: its step is at most the
+        # median's, T(floor(b)) <= T(Q_0.5(b)) (a Poisson median is above b - ln 2), so at the SLO percentile
+        # of 50 or more the sweep's row for it meets them
+        chosen = int(np.argmin(np.abs(batches - _whole_batch(load.mean_batch)))) if load is not None else None
     return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff, capacity,
                      load, curve)
+
+
+def _whole_batch(mean_batch: float) -> int:
+    """The batch shown for a Poisson mean batch [sequences]: its whole part, at least 1 (below one in flight on
+    average, a request runs alone)."""
+    return max(math.floor(mean_batch), 1)
 
 
 def _token_budget(inf: Any) -> int:
@@ -431,7 +455,8 @@ def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int
     """The queue at the max rate and at the target rate (per replica), for ``ServingEstimate.load``."""
     out: dict[str, Any] = {"arrival": "poisson", "percentile": inf.slo_percentile,
                            "max_rate_per_replica_per_s": best.load.rate_per_s if best.load else None,
-                           "max_rate_per_s": (best.load.rate_per_s * max(gpus // best.tp, 1)
+                           # the scenario's GPUs in whole replicas (none when one replica needs more GPUs)
+                           "max_rate_per_s": (best.load.rate_per_s * (gpus // best.tp)
                                               if best.load else None),
                            "capacity_per_replica_per_s": best.curve.capacity_per_s,
                            "at_max_rate": best.load.to_dict() if best.load else None, "at_target": None,
@@ -491,6 +516,75 @@ def _tp_findings(arch: TransformerArch, tp: int, hw: Any, findings: list[Finding
             f"tensor parallelism {tp} spans {math.ceil(tp / _domain(hw))} NVLink domains of {_domain(hw)} GPUs: "
             "its all-reduces run over the scale-out fabric",
             fix=f"use a tensor parallelism of at most {_domain(hw)}", field="inference.tensor_parallel"))
+
+
+def _context_findings(arch: TransformerArch, scenario: Scenario) -> list[Finding]:
+    """An encoder-only model asked to generate tokens (error), and a request longer than the model's sequence
+    length ``arch.seq_length`` [tokens]: an error with learned positions (the position table has that many
+    rows: no position beyond it), a warning otherwise (rotary or ALiBi positions: the presets' figure is the
+    sequence the model was trained at, which a long-context version may extend)."""
+    inf = scenario.inference
+    out = []
+    if arch.encoder_only:   # data/models.yaml (BERT: Devlin et al. 2019, arXiv:1810.04805, Sec. 3)
+        out.append(Finding(
+            "inference-encoder-only", "error",
+            f"{arch.name} is an encoder-only model (bidirectional attention, trained to fill in masked tokens): it "
+            "generates no tokens, so it has no output tokens to serve and no fleet is sized",
+            fix="choose a decoder (generative) model such as llama3-8b, or size the encoder's work as a training "
+                "or batch job",
+            field="model.preset"))
+    total = inf.input_tokens + inf.output_tokens
+    if total <= arch.seq_length:
+        return out
+    request = f"a request of {inf.input_tokens:,} input + {inf.output_tokens:,} output = {total:,} tokens"
+    if arch.position_embedding == "learned":
+        out.append(Finding(
+            "inference-context-exceeded", "error",
+            f"{request} is longer than {arch.name}'s {arch.seq_length:,}-token context: its learned position "
+            f"table has {arch.seq_length:,} positions, none beyond, so no such request is served and no fleet "
+            "is sized",
+            fix=f"use at most {arch.seq_length:,} input plus output tokens, or a model with a longer context",
+            field="inference.input_tokens"))
+    else:
+        out.append(Finding(
+            "inference-context-exceeded", "warning",
+            f"{request} is longer than the {arch.seq_length:,}-token sequence {arch.name} is described with "
+            f"(the model's sequence length, {arch.position_embedding} positions): a model trained only that far "
+            "may not keep its quality beyond it; the fleet is sized as asked",
+            fix=f"use at most {arch.seq_length:,} input plus output tokens, or a long-context version of the "
+                "model (with its context as the model's sequence length)",
+            field="inference.input_tokens"))
+    return out
+
+
+def _slo_fix(inf: Any, tp: int, hw: Any, arch: TransformerArch, acc: dict[str, Any], slo: str) -> str:
+    """The fix of an unmet SLO: only the changes not already made (a larger tensor parallelism inside the
+    NVLink domain, FP8 when the GPU has it and the precision is wider)."""
+    steps = [f"relax {slo}"]
+    mig = acc.get("mig_profile")
+    larger = mig_mod.larger_profiles(acc["id"], mig, by="compute") if mig \
+        else [t for t in _tp_candidates(arch, hw, None) if t > tp]
+    if mig and larger:   # a MIG instance serves alone (TP 1): a larger slice is the way up
+        steps.append(f"use a larger MIG profile ({_or_words(larger)}, or auto)")
+    elif larger:
+        steps.append(f"raise the tensor parallelism (up to {larger[-1]})")
+    if WEIGHT_BYTES[inf.precision] > WEIGHT_BYTES["fp8"] and "fp8" in supported_precisions(acc):
+        steps.append("use FP8")
+    steps.append("use a faster accelerator")
+    return ", ".join(steps[:-1]) + " or " + steps[-1]
+
+
+def _tp_exceeds_gpus(tp: int, hw: Any) -> Finding:
+    """An error: one replica of ``tp`` GPUs needs more GPUs than the scenario has (no traffic target, so the
+    fleet is the scenario's GPUs)."""
+    nodes = math.ceil(tp / hw.gpus_per_node)
+    return Finding(
+        "inference-tp-exceeds-gpus", "error",
+        f"tensor parallelism {tp} needs {plural(tp, 'GPU')} for one replica; the scenario has "
+        f"{plural(hw.gpus, 'GPU')}, so it serves nothing",
+        fix=f"use a tensor parallelism of at most {hw.gpus}, or at least {plural(nodes, 'node')} of "
+            f"{plural(hw.gpus_per_node, 'GPU')}",
+        field="inference.tensor_parallel")
 
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
@@ -564,7 +658,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                                 f"scale per 128), GEMMs run at {cprec} peak", field="inference.precision"))
     if inf.tensor_parallel is not None:
         _tp_findings(arch, inf.tensor_parallel, hw, findings)
-    if not acc.get("scaleup_bandwidth_gb_per_s") and _domain(hw) > 1:
+    mig = acc.get("mig_profile")   # a MIG instance (inference/mig.py): no NVLink on purpose, TP 1
+    if not acc.get("scaleup_bandwidth_gb_per_s") and _domain(hw) > 1 and not mig:
         findings.append(Finding(
             "inference-no-scaleup-bandwidth", "info",
             f"{acc['id']} has no scale-up (GPU-to-GPU) bandwidth in the catalogue: tensor parallelism "
@@ -572,6 +667,9 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             fix="add the accelerator's scale-up bandwidth (GB/s per GPU) to its catalogue row (a catalogue "
                 "overlay)",
             field="hardware.accelerator"))
+    context = _context_findings(arch, scenario)
+    findings += context
+    refused = any(f.severity == "error" for f in context)   # nothing to serve: no batch, no fleet
     target = _target_tokens_per_s(scenario)
     prof = scenario_profile(scenario) if isinstance(calibration, str) else calibration
     results = [_evaluate_tp(arch, scenario, hw, cat, tp, peak or float("nan"),
@@ -581,13 +679,17 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                for tp in _tp_candidates(arch, hw, inf.tensor_parallel)]
 
     def gpus_for(r: _TpResult) -> float:
+        """The option's rank: the GPUs the target needs, fewest first; without a target, minus the output
+        tokens/s of the scenario's GPUs (whole replicas of TP GPUs), the most first."""
         if r.capacity is None:
             return math.inf
         if target is None:
-            return -r.capacity / r.tp
+            return -r.capacity * (hw.gpus // r.tp)
         return math.ceil(target / r.capacity) * r.tp
 
-    best = min(results, key=lambda r: (gpus_for(r), r.tp)) if peak is not None else results[-1]
+    # the same GPUs for the target: the option with more tokens/s per GPU (headroom), then the smaller TP
+    best = min(results, key=lambda r: (gpus_for(r), -(r.capacity or 0.0) / r.tp, r.tp)) \
+        if peak is not None else results[-1]
     if peak is not None and best.capacity is None and inf.tensor_parallel is None:
         best = max(results, key=lambda r: (r.fits, r.tp))   # report the most capable option
     tp, mem = best.tp, best.mem
@@ -611,6 +713,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
 
     budget = _token_budget(inf)
     prompt_too_long = budget < inf.input_tokens
+    where = f"on a MIG {mig} instance" if mig else f"at TP {tp}"
     if not best.fits:
         needed = mem.weights_bytes + mem.workspace_bytes + mem.runtime_bytes + mem.bytes_per_sequence
         fitting = [t for t in (1, 2, 4, 8, 16, 32, 64) if t > tp and
@@ -620,19 +723,29 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                                kv_scheduling=inf.kv_cache_scheduling).max_batch >= 1]
         smaller = [p for p in ("fp8", "int8", "int4") if WEIGHT_BYTES[p] < weight_bytes and p in supported_precisions(acc)]
         fix = []
-        if fitting:
+        if mig:   # one instance serves a replica alone (TP 1): a larger slice, or whole GPUs
+            # the larger slices whose usable memory holds what this one lacks (the same need: the model's bytes)
+            larger = [q for q in mig_mod.larger_profiles(acc["id"], mig)
+                      if mem.usable_bytes / float(acc["memory_gib"]) * mig_mod.profile(acc["id"], q).memory_gb
+                      >= needed]
+            if larger:
+                fix.append(f"a larger MIG profile ({_or_words(larger)}, or auto)")
+        elif fitting:
             fix.append(f"a tensor parallelism of {fitting[0]}")
         if smaller:
             fix.append(f"the precision {smaller[0]}")
-        fix.append("an accelerator with more memory")
+        fix.append("whole GPUs (no MIG profile)" if mig else "an accelerator with more memory")
         findings.append(Finding(
             "inference-model-does-not-fit", "error",
-            f"{arch.name} at {precision} needs {needed / GB:.1f} GB per GPU at TP {tp} (weights "
-            f"{mem.weights_bytes / GB:.1f} GB + workspace {mem.workspace_bytes / GB:.1f} GB + runtime "
+            f"{arch.name} at {precision} needs {needed / GB:.1f} GB "
+            + (f"per MIG {mig} instance" if mig else f"per GPU at TP {tp}")
+            + f" (weights {mem.weights_bytes / GB:.1f} GB + workspace {mem.workspace_bytes / GB:.1f} GB + runtime "
             f"{mem.runtime_bytes / GB:.1f} GB + one sequence's KV {mem.bytes_per_sequence / GB:.2f} GB) but "
-            f"{acc['id']} offers {mem.usable_bytes / GB:.1f} GB ({eff.memory_utilization:.0%} of "
+            + (f"a MIG {mig} instance of {(acc.get('name') or acc['id']).removesuffix(f' MIG {mig}')}" if mig
+               else acc.get("name") or acc["id"])
+            + f" offers {mem.usable_bytes / GB:.1f} GB ({eff.memory_utilization:.0%} of "
             f"{float(acc['memory_gib']):g} GiB)",
-            fix="use " + " or ".join(fix), field="inference.tensor_parallel"))
+            fix="use " + _or_words(fix), field="inference.mig_profile" if mig else "inference.tensor_parallel"))
     elif (inf.batch_size is not None and inf.batch_size > mem.max_batch
           and inf.kv_cache_scheduling == "max_utilization"):
         findings.append(Finding(
@@ -654,24 +767,25 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
             fix=(f"use a batch size of at most {mem.max_batch}, a larger tensor parallelism, a smaller KV-cache "
                  "precision, or the max-utilization KV-cache scheduling when the engine takes KV pages on demand"),
             field="inference.batch_size"))
-    elif prompt_too_long:
+    elif prompt_too_long or refused:
         pass   # its own finding below; no batch is sized, so no SLO finding either
     elif best.capacity is None and peak is not None and inf.arrival == "poisson":
         i0 = 0
         findings.append(Finding(
             "inference-slo-unmet", "error",
-            f"no Poisson arrival rate meets the p{inf.slo_percentile:g} TTFT <= {inf.ttft_slo_s:g} s and TPOT <= "
-            f"{inf.tpot_slo_s:g} s at TP {tp}: even one request at a time takes TTFT {best.ttft[i0]:.3f} s and TPOT "
-            f"{best.tpot[i0] * 1e3:.1f} ms",
-            fix="relax the SLO or its percentile, raise the tensor parallelism, use FP8 or a faster accelerator",
+            f"no Poisson arrival rate meets the {percentile_label(inf.slo_percentile)} TTFT <= "
+            f"{number_words(inf.ttft_slo_s)} s and TPOT <= {number_words(inf.tpot_slo_s * 1e3)} ms {where}: even "
+            f"one request at a time takes TTFT {best.ttft[i0]:,.3f} s and TPOT {best.tpot[i0] * 1e3:,.1f} ms",
+            fix=_slo_fix(inf, tp, hw, arch, acc, "the SLO or its percentile"),
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
     elif best.chosen is None and peak is not None:
         i0 = 0
         findings.append(Finding(
             "inference-slo-unmet", "error",
-            f"no batch size meets TTFT <= {inf.ttft_slo_s:g} s and TPOT <= {inf.tpot_slo_s:g} s at TP {tp}: "
-            f"at batch {int(best.batches[i0])} TTFT is {best.ttft[i0]:.3f} s and TPOT {best.tpot[i0] * 1e3:.1f} ms",
-            fix="relax the SLO, raise the tensor parallelism, use a lower precision (FP8) or a faster accelerator",
+            f"no batch size meets TTFT <= {number_words(inf.ttft_slo_s)} s and TPOT <= "
+            f"{number_words(inf.tpot_slo_s * 1e3)} ms {where}: at batch {int(best.batches[i0]):,} TTFT is "
+            f"{best.ttft[i0]:,.3f} s and TPOT {best.tpot[i0] * 1e3:,.1f} ms",
+            fix=_slo_fix(inf, tp, hw, arch, acc, "the SLO"),
             field="inference.tpot_slo_s" if best.tpot[i0] > inf.tpot_slo_s else "inference.ttft_slo_s"))
     if prompt_too_long:
         findings.append(Finding(
@@ -702,6 +816,22 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
                 f"{math.ceil(inf.batch_size * (1 + inf.input_tokens / inf.output_tokens)):,} tokens, or use a batch "
                 f"size of at most {cap}",
             field="inference.max_num_tokens"))
+    if (cap is None and inf.arrival == "offline" and best.chosen is not None and best.fits and not prompt_too_long
+            and not refused):
+        # the generic engine's offline batch is not capped by the budget (the MLPerf rows, sized this way, sit far
+        # below it); say so when the steady state needs more tokens a step than the budget holds
+        b_off = int(best.batches[best.chosen])
+        per_step = b_off * (1 + inf.input_tokens / inf.output_tokens)
+        if per_step > budget:
+            findings.append(Finding(
+                "inference-step-exceeds-token-budget", "warning",
+                f"the chosen batch of {b_off:,} sequences needs about {per_step:,.0f} tokens a step (one decode token "
+                f"each plus its share of the prompts, {inf.input_tokens:,} prompt tokens over {inf.output_tokens:,} "
+                f"output steps), more than the engine's budget of {budget:,} tokens per step: the engine cannot "
+                "keep this batch in flight, so its throughput is lower than shown",
+                fix=f"raise the engine's token budget per step to at least {math.ceil(per_step):,} tokens, or fix "
+                    f"the batch size at most {max(int(budget / (1 + inf.input_tokens / inf.output_tokens)), 1):,}",
+                field="inference.max_num_tokens"))
     if inf.output_tokens_cv > 1 and best.fits:
         ctx = mean_context_in_flight(inf.input_tokens, inf.output_tokens, inf.output_tokens_cv)
         findings.append(Finding(
@@ -726,13 +856,21 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if best.load is not None:   # Poisson arrivals: the replica's capacity is its max rate meeting the SLOs
         tok_rep = best.load.output_tokens_per_s
         ttft, tpot = best.load.ttft_pct_s, best.load.tpot_pct_s
-        batch = max(int(round(best.load.mean_batch)), 1)   # below one in flight on average, a request runs alone
+        batch = _whole_batch(best.load.mean_batch)
+    if refused:
+        tok_rep = ttft = tpot = None
+        batch = 0
+        meets = False
     if tok_rep and target is not None:
         replicas = math.ceil(target / tok_rep)
+    elif tok_rep and hw.gpus < tp:
+        replicas = 0
+        findings.append(_tp_exceeds_gpus(tp, hw))
     elif tok_rep:
-        replicas = max(hw.gpus // tp, 1)
+        replicas = hw.gpus // tp
         findings.append(Finding("inference-no-target", "info",
-                                f"no traffic target: sized the scenario's {hw.gpus} GPUs ({replicas} replicas of TP {tp})",
+                                f"no traffic target: sized the scenario's {plural(hw.gpus, 'GPU')} "
+                                f"({plural(replicas, 'replica')} of TP {tp})",
                                 fix="set a traffic target: requests per second or tokens per second",
                                 field="inference.requests_per_s"))
     else:
@@ -776,7 +914,7 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
         sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), **engine.echo(inf.streaming), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
-        load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None else None,
+        load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None and not refused else None,
         assumptions=list(ASSUMPTIONS) + [KV_ASSUMPTIONS[inf.kv_cache_scheduling]] + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
         + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []) + _engine_assumptions(engine, inf.streaming),
         findings=findings, engine=engine.name)

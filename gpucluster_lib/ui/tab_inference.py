@@ -13,9 +13,12 @@ from gpucluster_lib.charts.inference import (
 )
 from gpucluster_lib.design import STAGES, scenario_input
 from gpucluster_lib.errors import ScenarioError
+from gpucluster_lib.formatting import plural
 from gpucluster_lib.inference.compare import compare_accelerators, system_for
 from gpucluster_lib.inference.engines import engine_profiles
 from gpucluster_lib.inference.precision import WEIGHT_BYTES, supported_precisions
+from gpucluster_lib.inference.queueing import percentile_label
+from gpucluster_lib.inference.serve import latency_words
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -39,6 +42,11 @@ ORDER = 50
 SWEEP_HEADERS = {"batch": "batch", "ttft_s": "TTFT [s]", "tpot_s": "TPOT [s]",
                  "tokens_per_s_per_replica": "tokens/s per replica", "tokens_per_s_per_gpu": "tokens/s per GPU",
                  "meets_slo": "meets SLO", "kv_cache_bytes_per_gpu": "KV cache per GPU [B]"}
+
+
+def _arrival_options(percentile: float) -> list[tuple[str, str]]:
+    """The Arrivals choices, the Poisson one with the scenario's SLO percentile ("Poisson, p90 SLOs")."""
+    return [("saturated (offline)", "offline"), (f"Poisson, {percentile_label(percentile)} SLOs", "poisson")]
 
 
 def _fmt(v, spec: str, scale: float = 1.0, unit: str = "") -> str:
@@ -73,8 +81,8 @@ class InferencePanel:
                                              description="TTFT SLO s")
         self.tpot = widgets.BoundedFloatText(value=inf.tpot_slo_s * 1000, min=1, max=100_000, step=10,
                                              description="TPOT SLO ms")
-        self.arrival = widgets.Dropdown(options=[("saturated (offline)", "offline"), ("Poisson, p99 SLOs", "poisson")],
-                                        value=inf.arrival, description="Arrivals")
+        self.arrival = widgets.Dropdown(options=_arrival_options(inf.slo_percentile), value=inf.arrival,
+                                        description="Arrivals")
         self.engine = widgets.Dropdown(options=[(p.label, name) for name, p in engine_profiles().items()],
                                        value=inf.engine, description="Engine", layout=widgets.Layout(width="640px"),
                                        tooltip="the serving software: its host time per step, matrix-multiply "
@@ -162,6 +170,7 @@ class InferencePanel:
             self.output_tokens.value = inf.output_tokens
             self.ttft.value = inf.ttft_slo_s
             self.tpot.value = inf.tpot_slo_s * 1000
+            self.arrival.options = _arrival_options(inf.slo_percentile)
             self.arrival.value = inf.arrival
             self.engine.value = inf.engine
             self.streaming.value = inf.streaming
@@ -221,6 +230,9 @@ class InferencePanel:
         ])
 
     def _render(self, est) -> None:
+        if not hasattr(est, "sweep_frame"):  # a CNN/ViT scenario: images/s, no token batch sweep
+            self._render_vision(est)
+            return
         target = self.state.scenario.inference
         if target.requests_per_s:
             traffic = f"{target.requests_per_s:,.6g} requests/s"
@@ -230,29 +242,46 @@ class InferencePanel:
             traffic = "none: the fleet is the cluster's GPUs (set Requests/s to size one)"
         sweep = est.sweep_frame()
         if not est.gpus or not len(sweep):  # nothing serves: no fleet, latency or efficiency to print
+            name = self.state.design.hardware.accelerator.get("name") or est.accelerator
             self.summary.value = kv_html([
                 ("Traffic target", traffic),
-                ("Fleet", f"none: {est.model} does not fit on {est.accelerator} at TP {est.tensor_parallel} "
-                          f"({est.precision}); see the findings"),
+                ("Fleet", f"none: {est.model} serves no request on {name} at TP {est.tensor_parallel} "
+                          f"({est.precision}); the errors below say why"),
                 ("Memory", f"weights {est.weights_bytes_per_gpu / GB:,.1f} GB per GPU"),
             ])
             show_findings(self.findings, est.findings, empty="")
             self.sweep_table.value = self.compare_table.value = ""
             for chart in (self.curve, self.compare):  # hidden on purpose: the refresh's guard keeps them so
                 set_shown(chart, False)
+            set_shown(self.memory, True)
             self.memory.spec = memory_breakdown_spec(est.memory_per_gpu_bytes)
             return
-        for chart in (self.curve, self.compare):
+        for chart in (self.curve, self.memory, self.compare):
             set_shown(chart, True)
         ok = "✔ meets" if est.meets_slo else "✖ does not meet"
-        self.summary.value = kv_html([
+        load = est.load if est.load and est.load.get("at_max_rate") else None
+        pct = percentile_label(load["percentile"]) if load else ""
+        rows = [
             ("Traffic target", traffic),
-            ("Fleet", f"{est.replicas:,} replicas x TP {est.tensor_parallel} = {est.gpus:,} GPUs, {est.nodes:,} "
-                      f"nodes, {_fmt(est.racks, ',d')} racks, {_fmt(est.it_power_kw, ',.3f', 1e-3, ' MW IT')}"),
+            ("Fleet", f"{plural(est.replicas, 'replica')} x TP {est.tensor_parallel} = {plural(est.gpus, 'GPU')}, "
+                      f"{plural(est.nodes, 'node')}, "
+                      f"{plural(est.racks, 'rack') if est.racks is not None else '– racks'}, "
+                      f"{_fmt(est.it_power_kw, ',.3f', 1e-3, ' MW IT')}"),
             ("Per GPU", f"{_fmt(est.tokens_per_s_per_gpu, ',.0f')} output tokens/s at batch {est.batch:,} "
                         f"(max {est.max_batch:,} fits)"),
-            ("Latency", f"TTFT {_fmt(est.ttft_s, ',.3f', 1, ' s')}, TPOT {_fmt(est.tpot_s, ',.1f', 1000, ' ms')}: "
-                        f"{ok} the SLO"),
+            ("Latency", (f"at the max rate per replica, {pct}: " if load else "")
+             + f"TTFT {_fmt(est.ttft_s, ',.3f', 1, ' s')}, TPOT {_fmt(est.tpot_s, ',.1f', 1000, ' ms')}: "
+               f"{ok} the SLO"),
+        ]
+        if load:
+            rows.append(("Poisson arrivals", f"max {load['max_rate_per_replica_per_s']:,.2f} requests/s per replica: "
+                                             + latency_words(load["at_max_rate"], pct)))
+            at = load.get("at_target")
+            if at:
+                rows.append(("At the target", f"{at['rate_per_s']:,.2f} requests/s per replica: "
+                             + (latency_words(at, pct) if at.get("stable") and at.get("ttft_pct_s") is not None
+                                else "above what a replica sustains (no steady state)")))
+        self.summary.value = kv_html(rows + [
             ("Memory", f"weights {est.weights_bytes_per_gpu / GB:,.1f} GB/GPU; KV cache "
                        f"{est.kv_cache_bytes_per_token:,.0f} bytes/token ({est.kv_cache_precision})"),
             ("Efficiency", f"{_fmt(est.tokens_per_s_per_mw, ',.0f')} tokens/s per MW IT; "
@@ -271,6 +300,37 @@ class InferencePanel:
                                 accelerator_comparison_spec(comparison))
         # set every time: an error in between emptied the table (the same values notify nothing)
         self.compare_table.value, self.compare.spec = self._comparison[2], self._comparison[3]
+
+    def _render_vision(self, est) -> None:
+        """A vision scenario's fleet (``VisionServingEstimate``): images/s per GPU and the GPUs for the target;
+        the token charts and tables stay empty (they describe language models)."""
+        inf = self.state.scenario.inference
+        if inf.images_per_s:
+            traffic = f"{inf.images_per_s:,.6g} images/s"
+        elif inf.video_streams:
+            traffic = f"{inf.video_streams:,} video streams of {inf.video_fps or 0:g} frames/s"
+        else:
+            traffic = "none: the fleet is the cluster's GPUs"
+        acc = self.state.design.hardware.accelerator
+        name = acc.get("name") or est.accelerator
+        if est.images_per_s_per_gpu is None:
+            per_gpu = f"none: {est.model} cannot run at {est.precision} on {name}; see the findings"
+        else:
+            per_gpu = (f"{est.images_per_s_per_gpu:,.0f} images/s at batch {est.batch_size:,}, "
+                       f"{_fmt(est.latency_s, ',.1f', 1000, ' ms')} per batch")
+        self.summary.value = kv_html([
+            ("Model", f"{est.model} (a vision model: images per second, not tokens; pick a language model above "
+                      "to size a token fleet)"),
+            ("Traffic target", traffic),
+            ("Per GPU", per_gpu),
+            ("Fleet", f"{plural(est.gpus, 'GPU')}, {plural(est.nodes, 'node')}, "
+                      f"{plural(est.racks, 'rack') if est.racks is not None else '– racks'}, "
+                      f"{_fmt(est.it_power_kw, ',.3f', 1e-3, ' MW IT')}"),
+        ])
+        show_findings(self.findings, est.findings)
+        self.sweep_table.value = self.compare_table.value = ""
+        for chart in (self.curve, self.memory, self.compare):  # nothing of a token model to draw
+            set_shown(chart, False)
 
     def _comparison_key(self) -> tuple:
         """What the comparison reads of the scenario: the sections the Design's serving stage and its

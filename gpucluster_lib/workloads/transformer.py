@@ -80,6 +80,9 @@ class TransformerArch:
     #: ``hidden_dropout``, llm-foundry ``resid_pdrop``) and on the attention probabilities [6]
     hidden_dropout: float = 0.1
     attention_dropout: float = 0.1
+    #: an encoder-only model (bidirectional attention, trained to fill in masked tokens: BERT): it generates
+    #: no tokens, so it has nothing to serve as a text generator (data/models.yaml; decoders leave it out)
+    encoder_only: bool = False
     kind: str = "transformer"
     source: str = ""
     published_params_billion: float | None = None
