@@ -159,3 +159,16 @@ def test_deadline_line_gives_gpus_nodes_and_days(capsys):
     assert m, line
     gpus, nodes, days = int(m[1].replace(",", "")), int(m[2].replace(",", "")), float(m[3].replace(",", ""))
     assert gpus == 8 * nodes and days <= 30   # DGX H100: 8 GPUs a node; the deadline is met
+
+
+def test_findings_describe_the_plan_in_words():
+    from gpucluster_lib.training.plans import Plan, describe
+
+    plan = Plan(tensor=4, pipeline=2, data=64, context=1, expert=1, virtual_stages=10, micro_batch_size=1,
+                global_batch_size=512, recompute="none", sequence_parallel=True, zero_stage=0,
+                distributed_optimizer=True, tp_comm_overlap=True)
+    assert describe(plan) == ("TP 4, PP 2 with 10 model chunks per stage, DP 64, micro-batch 1, no recomputation, "
+                              "distributed optimizer, TP communication overlap")
+    est = estimate(scen(auto=True))
+    search = next(f.message for f in est.findings if f.code == "training-plan-search")
+    assert "best: TP " in search and " mb" not in search and "dist-opt" not in search

@@ -72,6 +72,9 @@ from gpucluster_lib.training.plans import (
     plan_space,
     resolve_plan,
 )
+from gpucluster_lib.training.plans import (
+    describe as describe_plan,
+)
 from gpucluster_lib.training.search import candidates
 from gpucluster_lib.training.vision import estimate_training
 from gpucluster_lib.units import GB, GBPS_IN_BYTES_PER_S, GIB, SECONDS_PER_DAY, TERA
@@ -734,7 +737,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
                                     "smaller micro-batch / full recomputation / ZeRO-3"))
         findings.append(Finding("training-plan-search", "info",
                                 f"searched {result.enumerated:,} valid plans, {result.fitting:,} fit in memory; "
-                                f"best: {plan.label()}"))
+                                f"best: {describe_plan(plan)}"))
     else:
         plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap,
                             nvlink_domain=ctx.nvlink_domain)
@@ -871,7 +874,7 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
         where = f"pipeline stage {stages['memory_stage'] + 1} of {plan.pipeline}" if stages and plan.pipeline > 1 \
             else "the only pipeline stage"
         out.append(Finding("training-memory-exceeded", "error",
-                           f"plan {plan.label()} needs {memory['total'] / GIB:.1f} GiB per GPU ({where}: "
+                           f"plan {describe_plan(plan)} needs {memory['total'] / GIB:.1f} GiB per GPU ({where}: "
                            f"{parts}) but the accelerator has {cap / GIB:.1f} GiB",
                            fix="raise tensor/pipeline parallelism, use ZeRO/distributed optimizer, full recomputation, "
                                "a smaller micro-batch, or the automatic plan search", field="parallelism"))

@@ -89,6 +89,31 @@ class Plan:
                 + (" TP-overlap" if self.tp_comm_overlap else ""))
 
 
+def describe(plan: Plan) -> str:
+    """The plan in words, for findings and messages (``Plan.label`` is the compact form of tables):
+    "TP 4, PP 2 with 10 model chunks per stage, DP 64, micro-batch 1, no recomputation, ZeRO-2, TP
+    communication overlap"."""
+    parts = [f"TP {plan.tensor}", f"PP {plan.pipeline}" + (f" with {plan.virtual_stages} model chunks per stage"
+                                                           if plan.virtual_stages > 1 else "")]
+    if plan.pipeline_layers is not None:
+        parts[-1] += " (" + "/".join(map(str, plan.pipeline_layers)) + " layers)"
+    parts.append(f"DP {plan.data:,}")
+    if plan.context > 1:
+        parts.append(f"CP {plan.context}")
+    if plan.expert > 1:
+        parts.append(f"EP {plan.expert}")
+    parts.append(f"micro-batch {plan.micro_batch_size}")
+    parts.append({"none": "no recomputation", "selective": "selective recomputation",
+                  "full": "full recomputation"}.get(plan.recompute, f"{plan.recompute} recomputation"))
+    if plan.zero_stage:
+        parts.append(f"ZeRO-{plan.zero_stage}")
+    elif plan.distributed_optimizer:
+        parts.append("distributed optimizer")
+    if plan.tp_comm_overlap:
+        parts.append("TP communication overlap")
+    return ", ".join(parts)
+
+
 def layout_codes(stages: tuple[int, ...] | list[int]) -> tuple[int, int, int, int]:
     """(first, last, largest middle, stage 1) layer counts of a stage layout."""
     st = list(stages)
