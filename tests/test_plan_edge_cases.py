@@ -172,3 +172,9 @@ def test_findings_describe_the_plan_in_words():
     est = estimate(scen(auto=True))
     search = next(f.message for f in est.findings if f.code == "training-plan-search")
     assert "best: TP " in search and " mb" not in search and "dist-opt" not in search
+
+
+def test_a_micro_batch_above_the_local_batch_is_told_to_shrink():
+    # 16 GPUs at TP 8: data parallelism 2, so a global batch of 64 is 64 / 2 = 32 sequences per rank; 128 > 32
+    with pytest.raises(ScenarioError, match="or a micro-batch size that divides the 32 sequences per data-parallel"):
+        estimate(scen(tensor=8, micro_batch_size=128))

@@ -307,14 +307,17 @@ def resolve_plan(spec: ParallelismSpec, arch: TransformerArch, gpus: int,
             raise ScenarioError("parallelism.virtual_stages",
                                 f"{vp} model chunks per stage need every stage's layers to split into {vp} equal "
                                 f"chunks{', ' + slots if slots else ''}; stages of {counts} layers (first {st[0]}, "
-                                f"last {st[-1]}) allow {_choices(valid)}; choose one of those, or stages whose "
-                                f"layers {vp} divides")
+                                f"last {st[-1]}) allow {_choices(valid)}; "
+                                + ("choose one of those" if len(valid) > 1 else "use 1 (no interleaving)")
+                                + f", or stages whose layers {vp} divides")
     mb = spec.micro_batch_size or 1
     gbs = spec.global_batch_size or default_global_batch(arch.seq_length, dp, mb, pp if vp > 1 else 1)
     if gbs % (dp * mb):
         raise ScenarioError("parallelism.global_batch_size",
                             f"{gbs} is not divisible by data parallelism x micro-batch size = {dp} x {mb} = {dp * mb}; "
-                            f"use a multiple of {dp * mb}, e.g. {dp * mb * max(1, round(gbs / (dp * mb)))}")
+                            f"use a multiple of {dp * mb}, e.g. {dp * mb * max(1, round(gbs / (dp * mb)))}"
+                            + (f", or a micro-batch size that divides the {gbs // dp:,} sequences per data-parallel "
+                               "rank" if gbs % dp == 0 and mb > 1 else ""))
     if vp > 1 and not interleaved_micro_batches_ok(gbs // (dp * mb), pp):
         raise _interleaved_batch_error(vp, pp, gbs, dp, mb)
     sp = bool(spec.sequence_parallel) if spec.sequence_parallel is not None else tp > 1
