@@ -178,3 +178,17 @@ def test_a_micro_batch_above_the_local_batch_is_told_to_shrink():
     # 16 GPUs at TP 8: data parallelism 2, so a global batch of 64 is 64 / 2 = 32 sequences per rank; 128 > 32
     with pytest.raises(ScenarioError, match="or a micro-batch size that divides the 32 sequences per data-parallel"):
         estimate(scen(tensor=8, micro_batch_size=128))
+
+
+def test_small_memory_lines_read_in_mib(tmp_path, capsys):
+    (tmp_path / "s.yaml").write_text(
+        "name: t\nmodel: {preset: mpt-125m}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 1, zero_stage: 3, global_batch_size: 64}\ntraining: {framework: fsdp}\n")
+    assert main(["estimate", str(tmp_path / "s.yaml"), "--json"]) == 0
+    import json
+
+    params = json.loads(capsys.readouterr().out)["params"]
+    assert main(["estimate", str(tmp_path / "s.yaml")]) == 0
+    out = capsys.readouterr().out
+    # ZeRO-3 over 16 GPUs: 2 bytes a parameter / 16 (the ZeRO paper's 2P / N_d), about 125M x 2 / 16 = 15.6 MB
+    assert f"weights {2 * params / 16 / 2**20:,.1f} MiB" in out and "0.0 GiB" not in out

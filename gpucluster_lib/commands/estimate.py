@@ -41,6 +41,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _size(n_bytes: float, gib: float) -> str:
+    """Bytes in GiB to one decimal, or in MiB when that would read 0.0 GiB (a small model's ZeRO-3 shard)."""
+    if 0 < n_bytes < 0.05 * gib:
+        return f"{n_bytes / (gib / 1024):,.1f} MiB"
+    return f"{n_bytes / gib:,.1f} GiB"
+
+
 def _runs(values: list[int]) -> str:
     """Layers per stage in words, stages numbered from 1: ``[7, 8, ..., 8, 7]`` (16 stages) is
     ``7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16``; equal stages ``12 layers each``."""
@@ -95,7 +102,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     m = d["memory_per_gpu_bytes"]
     print(f"  memory per GPU  {m['total'] / gib:.1f} GiB of {d['memory_capacity_bytes'] / gib:.1f} GiB "
           f"({'fits' if d['fits'] else 'DOES NOT FIT'}): "
-          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {m[k] / gib:.1f} GiB" for k in memory_parts(m, m)))
+          + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {_size(m[k], gib)}" for k in memory_parts(m, m)))
     print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {v:.3g} s"
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:
