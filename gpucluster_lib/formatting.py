@@ -61,6 +61,17 @@ def format_value(v: Any, unit: str = "") -> str:
     return f"{text} {unit}" if unit else text
 
 
+def format_duration(seconds: float) -> str:
+    """A time for people, three significant figures in the unit that keeps it readable: "12.3 s",
+    "1,234 s", "5.44 ms", "82.5 µs" (never a power of ten)."""
+    a = abs(seconds)
+    if a == 0 or a >= 0.1:
+        return f"{seconds:,.0f} s" if a >= 100 else f"{seconds:.3g} s"
+    if a >= 1e-4:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:,.3g} µs" if a >= 1e-7 else f"{seconds * 1e9:,.3g} ns"
+
+
 def number_words(v: int | float) -> str:
     """A number as a person writes it in a sentence: whole numbers with thousands separators and no ".0"
     (0, 16,777,216), 10^12 and above, and below 10^-4, as a power of ten ("10^15", "2 x 10^15", "1.5 x 10^-5"),

@@ -170,3 +170,13 @@ def test_operations_plan_and_cli_resolve_their_plurals(capsys):
     assert main(["operations", str(EXAMPLES / "reference-8x-a100.yaml")]) == 0
     out = capsys.readouterr().out
     assert "; 1 head node (2 recommended)" in out and not re.search(r"\w\((e?s)\)", out)
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (12.34, "12.3 s"), (1234.0, "1,234 s"), (0.00544, "5.44 ms"), (8.25e-05, "82.5 µs"), (0.0, "0 s"),
+    (0.1, "0.1 s"), (2.5e-8, "25 ns"),
+])
+def test_durations_read_without_powers_of_ten(seconds, text):
+    from gpucluster_lib.formatting import format_duration
+
+    assert format_duration(seconds) == text

@@ -6,7 +6,7 @@ import argparse
 import math
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
-from gpucluster_lib.formatting import format_value, humanize_key
+from gpucluster_lib.formatting import format_duration, format_value, humanize_key
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 
 NAME = "estimate"
@@ -103,7 +103,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     print(f"  memory per GPU  {m['total'] / gib:.1f} GiB of {d['memory_capacity_bytes'] / gib:.1f} GiB "
           f"({'fits' if d['fits'] else 'DOES NOT FIT'}): "
           + ", ".join(f"{MEMORY_LABELS.get(k, humanize_key(k))} {_size(m[k], gib)}" for k in memory_parts(m, m)))
-    print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {v:.3g} s"
+    print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {format_duration(v)}"
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:
         print(f"  time to train   {d['training_days']:.1f} days")
