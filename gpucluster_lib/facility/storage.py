@@ -46,6 +46,7 @@ from typing import Any
 
 from gpucluster_lib.checks import require_non_negative, require_positive
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError
+from gpucluster_lib.formatting import number_words
 from gpucluster_lib.hardware import power_assumptions as pa
 from gpucluster_lib.scenario import Scenario
 from gpucluster_lib.units import GB, TB
@@ -279,7 +280,7 @@ def dataset_bytes(scenario: Scenario) -> tuple[float, float, str]:
         except GpuClusterError:
             per = 4.0
     raw = float(tokens) * st.raw_bytes_per_token * st.raw_data_multiple
-    return float(tokens) * per, raw, f"{float(tokens):.3g} tokens x {per:g} B"
+    return float(tokens) * per, raw, f"{number_words(float(tokens))} tokens x {per:g} B"
 
 
 def size_storage(scenario: Scenario, catalog: Any, *, nodes: int, gpus: int | None = None,

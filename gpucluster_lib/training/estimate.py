@@ -26,7 +26,7 @@ from gpucluster_lib.calibration.profile import (
 from gpucluster_lib.catalog import Catalog
 from gpucluster_lib.errors import GpuClusterError, ScenarioError, UnknownIdError, all_of, excerpt
 from gpucluster_lib.findings import Finding, sort_findings
-from gpucluster_lib.formatting import plural
+from gpucluster_lib.formatting import format_duration, plural
 from gpucluster_lib.hardware.resolve import ClusterHardware, catalog_for, resolve_hardware
 from gpucluster_lib.network.topology import TopologyDesign, fabric_gbps_per_gpu
 from gpucluster_lib.scenario import ParallelismSpec, Scenario
@@ -1027,7 +1027,7 @@ def _blocked_prefetch(ctx: Context, plan: Plan, arrays: dict[str, np.ndarray], s
         f"or more are gathered (its live-parameter limit), and this plan's largest weights hold "
         f"{_params(max(module_shares(ctx)) * lp)} per GPU, so in each layer the gathers of the "
         f"{which} weights wait for the compute before them instead of running beside it{passes}: "
-        f"{exposed:.3g} s per step ({exposed / step:.0%} of the step). A limit of {_params(limit)} "
+        f"{format_duration(exposed)} per step ({exposed / step:.0%} of the step). A limit of {_params(limit)} "
         f"lets every gather be prefetched, for {(more - total) / GB:.2f} GB more memory per GPU "
         f"({more / GB:.1f} GB of {cap / GB:.1f} GB, {fits})",
         fix=f"raise DeepSpeed's maximum live parameters of stage 3 to {_count_words(limit)} if the memory allows, "
