@@ -180,3 +180,14 @@ def test_durations_read_without_powers_of_ten(seconds, text):
     from gpucluster_lib.formatting import format_duration
 
     assert format_duration(seconds) == text
+
+
+def test_dataset_sources_write_token_counts_in_words():
+    from gpucluster_lib.facility.storage import dataset_bytes
+    from gpucluster_lib.scenario import from_dict
+
+    s = from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                   "training": {"tokens": 2e10}})
+    _, _, source = dataset_bytes(s)
+    # 2 x 10^10 tokens: below 10^12, so written out with separators
+    assert source.startswith("20,000,000,000 tokens x ") and "e+" not in source
