@@ -36,6 +36,22 @@ def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
+def shown(value: object) -> str:
+    """A value from a YAML file as a message shows it: ``nothing`` for null, ``true``/``false``, numbers as
+    written, text quoted (and said to be text), lists and mappings by their length (:func:`excerpt`)."""
+    if value is None:
+        return "nothing"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:.1f}" if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
+    if isinstance(value, int):
+        return excerpt(value) if value.bit_length() > 3.33 * EXCERPT_CHARS else str(value)
+    if isinstance(value, str):
+        return f"the text {excerpt(value)}"
+    return excerpt(value)
+
+
 def one_of(choices: Iterable[object]) -> str:
     """Choices as a message lists them: ``one_of(["fp32", "bf16", "fp16"])`` is
     ``fp32, bf16 or fp16`` (no quotes, brackets or Python reprs)."""

@@ -87,10 +87,13 @@ def number_words(v: int | float) -> str:
     if math.isinf(v):
         return "infinity" if v > 0 else "minus infinity"
     a = abs(v)
-    if a != 0 and (a >= 1e12 or a < 1e-4):
-        mantissa, exp = f"{v:.3g}".split("e")
+    text = f"{v:.3g}"
+    if a != 0 and (a >= 1e12 or a < 1e-4) and "e" in text:  # 9.9999e-5 rounds to "0.0001": no power then
+        mantissa, exp = text.split("e")
         power = f"10^{int(exp)}"
         return {"1": power, "-1": f"-{power}"}.get(mantissa, f"{mantissa} x {power}")
+    if a != 0 and a < 1e-4:
+        return text
     if v.is_integer():
         return f"{int(v):,}"
     return f"{v:g}"

@@ -264,8 +264,11 @@ CURVE = GemmCurve(eff_max=0.7, m_half=159.0, n_half=188.0, k_half=200.0, fixed_t
 def test_a_gemm_fit_that_misses_its_measurements_is_refused():
     tiny = pd.DataFrame({"m": [16, 32, 64, 16, 32], "n": [16, 32, 64, 64, 16], "k": [16, 32, 64, 32, 64],
                          "dtype": "bf16", "tflops": [0.001, 0.010, 0.080, 0.020, 0.020]})
-    with pytest.raises(CalibrationError, match="bf16"):
+    # the rate climbs 80x from 16^3 to 64^3 (0.001 to 0.080 TFLOP/s): no level within the shapes measured
+    with pytest.raises(CalibrationError, match="the bf16 rates .* do not level off within the shapes measured "
+                                               r"\(the largest m, n and k: 64, 64 and 64\)") as e:
         calibrate("x", gemm=tiny, peaks={"bf16": 989.4})
+    assert "k_half" not in str(e.value) and "e+" not in str(e.value)
     falling = pd.DataFrame({"m": [256, 512, 1024, 2048, 4096, 8192], "n": [256, 512, 1024, 2048, 4096, 8192],
                             "k": [256, 512, 1024, 2048, 4096, 8192], "dtype": "bf16",
                             "tflops": [900.0, 700.0, 500.0, 300.0, 200.0, 100.0]})
@@ -340,6 +343,10 @@ BASE_CURVE = {"eff_max": 0.8, "m_half": 159, "n_half": 188, "k_half": 200}
                                                           "nothing"),
     ({"gemm": {"bf16": BASE_CURVE, "BF16": BASE_CURVE}}, "gemm.BF16: the same data type as gemm.bf16"),
     ({"device": [1]}, "device: must be text, got a list of 1 item"),
+    ({"links": {"fabric": {**BASE_LINK, "level": "fabric", "ranks": None, "ranks_per_host": 8}}},
+     "links.fabric.ranks: missing"),                                    # "ranks:" written with no value
+    ({"links": {"nvlink": {**BASE_LINK, "level": "nvlink", "collective": [1]}}}, "links.nvlink.collective: .* is not"),
+    ({"links": {"nvlink": {**BASE_LINK, "level": "nvlink", "collective": {"a": 1}}}}, "links.nvlink.collective: .* is not"),
 ])
 def test_hand_edited_profiles_are_checked(change, message):
     with pytest.raises(CalibrationError, match=message):

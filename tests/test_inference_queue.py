@@ -558,7 +558,7 @@ def test_the_published_server_summaries_give_the_last_query_latency():
                                    ("v4.1-dgx-h100-server", "tensorrt-llm", 0.9, 1.1),
                                    ("v4.1-dgx-h200-server", "tensorrt-llm", 0.9, 1.1)):
         row = next(r for r in mlperf_rows() if r.id == rid)
-        est = serve(mlperf_scenario(row.round, row.system, row.scenario, engine=engine))
+        est = serve(mlperf_scenario(row.round, row.system, row.scenario, engine=engine), drain_latency=True)
         lat = est.load["last_request_latency_s"]
         assert low * drains[rid] < lat < high * drains[rid], (rid, engine, lat)
 
@@ -655,3 +655,22 @@ def test_the_drain_helpers_refuse_a_spread_or_time_that_is_not_a_number():
     for d, lat in ((float("nan"), 1.0), (2400.0, float("nan")), (float("inf"), 1.0)):
         with pytest.raises(GpuClusterError):
             loadgen_completed_factor(d, lat)
+
+
+
+def test_the_drain_latency_is_computed_only_when_asked(monkeypatch):
+    # it sums over every output length (queueing.last_request_latency): the app and the CLI do not ask for it
+    import sys
+
+    serve_mod = sys.modules["gpucluster_lib.inference.serve"]   # the module (the package exports the function)
+
+    def refuse(*a, **k):
+        raise AssertionError("last_request_latency called")
+
+    row = next(r for r in mlperf_rows() if r.id == "v4.0-dgx-h100-server")
+    scenario = mlperf_scenario(row.round, row.system, row.scenario)
+    monkeypatch.setattr(serve_mod, "last_request_latency", refuse)
+    est = serve(scenario)
+    assert est.load is not None and est.load["last_request_latency_s"] is None
+    with pytest.raises(AssertionError, match="last_request_latency called"):
+        serve(scenario, drain_latency=True)

@@ -298,3 +298,39 @@ def test_serving_tab_label_carries_the_percentile(tmp_path):
     assert dict((v, k) for k, v in panel.arrival.options)["poisson"] == "Poisson, p90 SLOs"
     assert "p90" in panel.summary.value and "p99" not in panel.summary.value
     assert "1 node," in panel.summary.value                                   # 2 replicas of TP 1 on one node
+
+
+def test_a_replica_larger_than_the_scenario_serves_nothing_and_says_so():
+    # TP 16 on one DGX H100 (8 GPUs), no target: one replica needs 16 GPUs, so nothing is served; the summary must
+    # not also say it meets the SLOs or give a throughput
+    from gpucluster_lib.inference.serve import serve
+    from gpucluster_lib.scenario import from_dict
+
+    est = serve(from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                           "inference": {"precision": "fp8", "tensor_parallel": 16, "input_tokens": 1024,
+                                         "output_tokens": 256, "ttft_slo_s": 2, "tpot_slo_s": 0.05}}))
+    assert "inference-tp-exceeds-gpus" in [f.code for f in est.findings]
+    assert est.gpus == 0 and not est.meets_slo and est.tokens_per_s_per_gpu is None and est.batch == 0
+
+
+@pytest.mark.parametrize("percentile, fixed", [(99, None), (50, None), (10, None), (99, 256)])
+def test_the_shown_batch_row_meets_the_slos(percentile, fixed):
+    # Llama 3 70B FP8 on TP 2, Poisson at the max rate: the batch shown is min(floor(b), Q_q(b)) (its TPOT is at
+    # most the percentile's, within the SLO); a fixed batch size has only its own row, shown only when it is that
+    from gpucluster_lib.inference.serve import serve
+    from gpucluster_lib.scenario import from_dict
+
+    inf = {"precision": "fp8", "input_tokens": 1024, "output_tokens": 256, "requests_per_s": 5, "tensor_parallel": 2,
+           "ttft_slo_s": 2.0, "tpot_slo_s": 0.03, "arrival": "poisson", "slo_percentile": percentile}
+    if fixed:
+        inf["batch_size"] = fixed
+    est = serve(from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"server": "dgx-h100", "nodes": 2},
+                           "inference": inf}))
+    assert est.meets_slo
+    rows = [r for r in est.sweep if r["batch"] == est.batch]
+    assert all(r["meets_slo"] for r in rows)
+    shown = next(o["batch"] for o in est.tp_options if o["tensor_parallel"] == 2)   # the row the app highlights
+    if fixed:
+        assert est.batch != fixed and rows == [] and shown is None
+    else:
+        assert len(rows) == 1 and shown == est.batch

@@ -191,3 +191,24 @@ def test_dataset_sources_write_token_counts_in_words():
     _, _, source = dataset_bytes(s)
     # 2 x 10^10 tokens: below 10^12, so written out with separators
     assert source.startswith("20,000,000,000 tokens x ") and "e+" not in source
+
+
+@pytest.mark.parametrize("value, text", [(9.9999e-5, "0.0001"), (9.995e-5, "0.0001"), (2e-9, "2 x 10^-9"),
+                                         (1e-9, "10^-9")])
+def test_tiny_numbers_in_words(value, text):
+    # 9.9999e-5 has three significant figures 1.00e-4, which Python writes "0.0001" (no exponent to split)
+    from gpucluster_lib.inference.queueing import percentile_label
+
+    assert number_words(value) == text
+    assert percentile_label(value) == "p" + text
+
+
+def test_a_scenario_value_just_below_1e_4_loads_or_is_refused_cleanly():
+    from gpucluster_lib.errors import GpuClusterError
+    from gpucluster_lib.scenario import from_dict
+
+    try:
+        from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                   "inference": {"ttft_slo_s": 0.0000999999, "slo_percentile": 0.0000999999}})
+    except GpuClusterError:
+        pass

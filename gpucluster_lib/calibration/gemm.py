@@ -67,6 +67,7 @@ import numpy as np
 
 from gpucluster_lib.calibration.fit import levenberg_marquardt
 from gpucluster_lib.checks import require_positive
+from gpucluster_lib.errors import excerpt, shown
 from gpucluster_lib.units import TERA
 
 #: Bounds of the Hill exponent ``p`` [-]. ``g`` rises from 10% to 90% of its range while ``x / x_half``
@@ -132,7 +133,7 @@ class GemmCurve:
             v = getattr(self, name)
             if not (isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
                     and (v > low if strict else v >= low) and v <= high):
-                raise ValueError(f"{name} must be {what}, got {_shown(v)}")
+                raise ValueError(f"{name} must be {what}, got {shown(v)}")
 
         number("eff_max", 0.0, 1.0, "at most 1 and above 0 (a fraction of peak)", strict=True)
         lo, hi = EXPONENT_BOUNDS
@@ -144,9 +145,9 @@ class GemmCurve:
             number("peak_tflops", 0.0, MAX_PEAK_TFLOPS, f"a positive number of TFLOP/s, at most {MAX_PEAK_TFLOPS:,.0f}",
                    strict=True)
         if not isinstance(self.measured, bool):
-            raise ValueError(f"measured must be true or false, got {_shown(self.measured)}")
+            raise ValueError(f"measured must be true or false, got {shown(self.measured)}")
         if not isinstance(self.source, str):
-            raise ValueError(f"source must be text, got {_shown(self.source)}")
+            raise ValueError(f"source must be text, got {shown(self.source)}")
 
     def _g(self, x: np.ndarray, half: float) -> np.ndarray:
         if half == 0:
@@ -243,29 +244,11 @@ def normalise_dtype(dtype: str) -> str:
     key = str(dtype).strip().lower().removeprefix("torch.")
     key = _ALIASES.get(key, key)
     if key not in DTYPES:
-        raise ValueError(f"unknown GEMM dtype {_quoted(str(dtype).strip())}; valid: {', '.join(DTYPES)} (or bfloat16, "
+        raise ValueError(f"unknown GEMM dtype {excerpt(str(dtype).strip())}; valid: {', '.join(DTYPES)} (or bfloat16, "
                          "float16, fp32 for TF32, fp8_e4m3 / float8_e4m3fn, fp8_e5m2)")
     return key
 
 
-def _quoted(text: str) -> str:
-    return repr(text if len(text) <= 60 else text[:60] + "...")
-
-
-def _shown(value: Any) -> str:
-    """A value as a message shows it: null as ``nothing``, ``true``/``false``, numbers as written, text quoted."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.1f}" if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, (list, tuple, dict)):
-        return f"a {'mapping' if isinstance(value, dict) else 'list'} of {len(value)} item{'s' if len(value) != 1 else ''}"
-    text = str(value)
-    return "the text " + repr(text if len(text) <= 60 else text[:60] + "...")
 
 
 def gemm_curve(dtype: str = "bf16", profile: Any = None) -> GemmCurve:

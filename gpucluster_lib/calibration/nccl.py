@@ -62,7 +62,7 @@ from typing import Any
 
 import numpy as np
 
-from gpucluster_lib.errors import GpuClusterError, all_of, excerpt, one_of
+from gpucluster_lib.errors import GpuClusterError, all_of, excerpt, one_of, shown
 from gpucluster_lib.formatting import plural
 from gpucluster_lib.units import GB
 
@@ -501,12 +501,11 @@ class LinkFit:
         if bad:
             raise CalibrationError(f"{where}.{bad[0]}: unknown key; valid: {', '.join(sorted(names))}")
         for key in ("level", "collective", "ranks", "bus_bandwidth_gb_per_s"):
-            if key not in data:
+            if data.get(key) is None:   # absent, or written with no value
                 raise CalibrationError(f"{where}.{key}: missing")
-        if data["level"] not in LEVELS:
-            raise CalibrationError(f"{where}.level: {shown(data['level'])} is not {one_of(LEVELS)}")
-        if data["collective"] not in COLLECTIVES:
-            raise CalibrationError(f"{where}.collective: {shown(data['collective'])} is not {one_of(COLLECTIVES)}")
+        for key, valid in (("level", LEVELS), ("collective", COLLECTIVES)):
+            if not isinstance(data[key], str) or data[key] not in valid:
+                raise CalibrationError(f"{where}.{key}: {shown(data[key])} is not {one_of(valid)}")
 
         def number(key: str, low: float, high: float, what: str, strict: bool = False) -> None:
             v = data.get(key)
@@ -552,21 +551,6 @@ class LinkFit:
                     "large_sizes_max_abs_error": None}
         return cls(**{**defaults, **data})
 
-
-def shown(value: Any) -> str:
-    """A value from a YAML file as a message shows it: ``nothing`` for null, ``true``/``false``, numbers as
-    written, text quoted (and said to be text), lists and mappings by their length."""
-    if value is None:
-        return "nothing"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, float):
-        return f"{value:.1f}" if value.is_integer() and abs(value) < 1e15 else f"{value:g}"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, str):
-        return f"the text {excerpt(value)}"
-    return excerpt(value)
 
 
 def link_level(test: NcclTest, level: str | None = None) -> str:

@@ -58,8 +58,8 @@ from typing import Any
 import yaml
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, GemmCurve, gemm_curve, normalise_dtype
-from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit, shown
-from gpucluster_lib.errors import ScenarioError, excerpt
+from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
+from gpucluster_lib.errors import ScenarioError, excerpt, shown
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.formatting import significant
 from gpucluster_lib.resources import data_path

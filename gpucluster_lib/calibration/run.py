@@ -327,9 +327,12 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
             try:
                 curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
                                        source=source or "measured")
-            except ValueError as exc:  # a fit that leaves the curve's bounds: the shapes cannot pin it down
-                raise CalibrationError(f"{where}: the {dtype} rates cannot be fitted with the GEMM curve ({exc}); "
-                                       "measure shapes from small (256) to large (8192) in each dimension") from None
+            except ValueError:  # a fit that leaves the curve's bounds (a half-rate size beyond any GEMM): the shapes
+                # cannot pin it down, typically a rate still rising at the largest shapes measured
+                raise CalibrationError(
+                    f"{where}: the {dtype} rates cannot be fitted with the GEMM curve: they do not level off within the "
+                    f"shapes measured (the largest m, n and k: {int(sub.m.max()):,}, {int(sub.n.max()):,} and "
+                    f"{int(sub.k.max()):,}); measure shapes from small (256) to large (8192) in each dimension") from None
             q = fit_quality(curve, sub.m, sub.n, sub.k, sub.tflops)
             notes += check_gemm_fit(curve, sub, q, dtype, where)
             curves[dtype] = curve

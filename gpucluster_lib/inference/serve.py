@@ -66,6 +66,7 @@ from gpucluster_lib.inference.queueing import (
     load_point,
     max_rate,
     percentile_label,
+    poisson_quantile,
 )
 from gpucluster_lib.inference.vision import serve_vision
 from gpucluster_lib.network.topology import fabric_gbps_per_gpu
@@ -403,12 +404,24 @@ def _evaluate_tp(arch: TransformerArch, scenario: Scenario, hw: Any, catalog: An
                              token_budget=_token_budget(inf), service_cv=inf.output_tokens_cv, decode_s=grid_decode)
         load = max_rate(curve, inf.ttft_slo_s, inf.tpot_slo_s, inf.slo_percentile)
         capacity = load.output_tokens_per_s if load is not None else None
-        # the whole batch at or below the mean (Little's law) meets the offline SLOs: its step is at most the
-        # median's, T(floor(b)) <= T(Q_0.5(b)) (a Poisson median is above b - ln 2), so at the SLO percentile
-        # of 50 or more the sweep's row for it meets them
-        chosen = int(np.argmin(np.abs(batches - _whole_batch(load.mean_batch)))) if load is not None else None
+        # the batch shown: the whole part of the mean (Little's law), but no more than the Poisson batch at the SLO
+        # percentile, min(floor(b), Q_q(b)): its step is at most T(Q_q(b)) = TPOT_q <= the SLO, so the sweep's row
+        # for it meets them at any percentile (at 50 or more floor(b) is the smaller: a Poisson median is at least
+        # b - ln 2, Choi 1994, Proc. AMS 121(1):245-251). A fixed batch size has that one row: it is shown only
+        # when it is that batch.
+        chosen = None
+        if load is not None:
+            want = _shown_batch(load, inf.slo_percentile)
+            near = int(np.argmin(np.abs(batches - want)))
+            chosen = near if inf.batch_size is None or int(batches[near]) == want else None
     return _TpResult(tp, mem, batches, ttft, tpot, tok_replica, meets, parts, chosen, fits, eff, gemm_eff, capacity,
                      load, curve)
+
+
+def _shown_batch(load: LoadPoint, percentile: float) -> int:
+    """The batch shown for a Poisson load point [sequences]: ``min(floor(b), Q_q(b))``, at least 1 (see
+    :func:`_evaluate_tp`: its row of the sweep meets the SLOs)."""
+    return _whole_batch(min(load.mean_batch, poisson_quantile(load.mean_batch, percentile / 100.0)))
 
 
 def _whole_batch(mean_batch: float) -> int:
@@ -451,7 +464,8 @@ def _engine_assumptions(engine: EngineProfile, streaming: bool) -> list[str]:
     return out
 
 
-def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int) -> dict[str, Any]:
+def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int, gpus: int,
+                  drain_latency: bool = False) -> dict[str, Any]:
     """The queue at the max rate and at the target rate (per replica), for ``ServingEstimate.load``."""
     out: dict[str, Any] = {"arrival": "poisson", "percentile": inf.slo_percentile,
                            "max_rate_per_replica_per_s": best.load.rate_per_s if best.load else None,
@@ -461,10 +475,11 @@ def _load_summary(best: _TpResult, inf: Any, target: float | None, replicas: int
                            "capacity_per_replica_per_s": best.curve.capacity_per_s,
                            "at_max_rate": best.load.to_dict() if best.load else None, "at_target": None,
                            # a request arriving as the arrivals stop, at the max rate (queueing.last_request_latency:
-                           # what MLPerf LoadGen's server tokens/s waits for)
+                           # what MLPerf LoadGen's server tokens/s waits for); computed only when asked
+                           # (serve(drain_latency=True), the MLPerf comparison): it sums over every output length
                            "last_request_latency_s": (last_request_latency(best.curve, best.load.mean_batch,
                                                                            best.load.ttft_p50_s)
-                                                      if best.load and best.load.stable else None)}
+                                                      if drain_latency and best.load and best.load.stable else None)}
     if best.load is not None and target is not None and replicas:
         out["at_target"] = load_point(target / inf.output_tokens / replicas, best.curve, inf.slo_percentile).to_dict()
     return out
@@ -589,7 +604,7 @@ def _tp_exceeds_gpus(tp: int, hw: Any) -> Finding:
 
 def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = True, hardware: Any = None,
           fabric_gbps: float | None = None, node: Any = None, cluster_facility: Any = None,
-          network: Any = None, calibration: Any = "scenario") -> ServingEstimate:
+          network: Any = None, calibration: Any = "scenario", drain_latency: bool = False) -> ServingEstimate:
     """Size the serving fleet of ``scenario`` (see module doc).
 
     Parameters
@@ -615,6 +630,11 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         file, if any; None: no profile):
         its NVLink / fabric bus bandwidth and latency set the TP all-reduce terms, its GEMM
         curve scales the GEMM efficiency (scenario ``inference.*`` overrides win).
+    drain_latency : bool
+        Poisson arrivals: also the latency of a request that arrives as the arrivals stop
+        (``load['last_request_latency_s']``, :func:`~gpucluster_lib.inference.queueing.last_request_latency`),
+        which MLPerf LoadGen's server throughput waits for; a sum over every output length, so only
+        the MLPerf comparison asks for it (default False: None).
 
     Returns
     -------
@@ -856,16 +876,19 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
     if best.load is not None:   # Poisson arrivals: the replica's capacity is its max rate meeting the SLOs
         tok_rep = best.load.output_tokens_per_s
         ttft, tpot = best.load.ttft_pct_s, best.load.tpot_pct_s
-        batch = _whole_batch(best.load.mean_batch)
+        batch = _shown_batch(best.load, inf.slo_percentile)
     if refused:
         tok_rep = ttft = tpot = None
         batch = 0
         meets = False
     if tok_rep and target is not None:
         replicas = math.ceil(target / tok_rep)
-    elif tok_rep and hw.gpus < tp:
+    elif tok_rep and hw.gpus < tp:   # one replica needs more GPUs than the scenario has: it serves nothing
         replicas = 0
         findings.append(_tp_exceeds_gpus(tp, hw))
+        tok_rep = ttft = tpot = None
+        batch = 0
+        meets = False
     elif tok_rep:
         replicas = hw.gpus // tp
         findings.append(Finding("inference-no-target", "info",
@@ -914,7 +937,8 @@ def serve(scenario: Scenario, catalog: Any = None, *, facility_budget: bool = Tr
         meets_slo=bool(meets), memory_per_gpu_bytes=mem.breakdown(batch), step_time_breakdown_s=breakdown,
         sweep=sweep, tp_options=tp_options, efficiency={**best.eff.to_dict(), **engine.echo(inf.streaming), "gemm_efficiency_used": float(best.gemm_efficiency)},
         calibration=prof.name if prof is not None else None,
-        load=_load_summary(best, inf, target, replicas, hw.gpus) if best.curve is not None and not refused else None,
+        load=(_load_summary(best, inf, target, replicas, hw.gpus, drain_latency)
+              if best.curve is not None and not refused else None),
         assumptions=list(ASSUMPTIONS) + [KV_ASSUMPTIONS[inf.kv_cache_scheduling]] + ([POISSON_ASSUMPTION] if inf.arrival == "poisson" else [])
         + ([_spread_assumption(inf)] if inf.output_tokens_cv > 0 else []) + _engine_assumptions(engine, inf.streaming),
         findings=findings, engine=engine.name)

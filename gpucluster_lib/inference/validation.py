@@ -197,7 +197,8 @@ def mlperf_predicted(row: MlperfRow, catalog: Any = None, path: str | Path | Non
     times :func:`loadgen_completed_factor` of the run's scheduled duration (``benchmark.min_duration_s``) and
     the latency of the last request (``ServingEstimate.load['last_request_latency_s']``,
     :func:`~gpucluster_lib.inference.queueing.last_request_latency`)."""
-    est = serve(mlperf_scenario(row.round, row.system, row.scenario, path, engine=engine), catalog)
+    est = serve(mlperf_scenario(row.round, row.system, row.scenario, path, engine=engine), catalog,
+                drain_latency=row.scenario == "server")
     tokens = est.tokens_per_s_per_gpu * _benchmark(path, "gpus")
     if row.scenario == "server" and est.load and est.load.get("last_request_latency_s") is not None:
         tokens *= loadgen_completed_factor(float(_benchmark(path, "min_duration_s")),
