@@ -469,6 +469,9 @@ class Context:
     defer_output_wgrad: bool = False
     #: micro-batches deferred, 0 = all (``training.wgrad_deferral_limit``, Megatron-Core ``wgrad_deferral_limit``)
     wgrad_deferral_limit: int = 0
+    #: the scenario's own layers per pipeline stage (``parallelism.pipeline_layers``), first to last; None: the
+    #: layouts made here. A plan with as many stages has this layout (:func:`memory_stages` reads each middle stage)
+    pipeline_layers: tuple[int, ...] | None = None
 
 
 def zero3_fp8(ctx: Context) -> bool:
@@ -1254,10 +1257,10 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last (PP > 1).
 
     Stage 1 is charged the most layers of any middle stage (``lm``): the layouts made here put the
-    extra layers on the earliest middle stages, so stage 1 holds ``lm`` and this is its memory; for a
-    given ``parallelism.pipeline_layers`` whose middle stages differ otherwise it bounds every middle
-    stage from above (a stage's memory grows with its layers and with its micro-batches in flight,
-    which are most on stage 1). :func:`stage_table` gives every stage's own memory.
+    extra layers on the earliest middle stages, so stage 1 holds ``lm`` and this is its memory. For the
+    scenario's own ``parallelism.pipeline_layers`` (``ctx.pipeline_layers``) whose middle stages differ,
+    the middle stage returned is the one that holds the most (:func:`_largest_middle_stage`), so the
+    plan's memory is that of its fullest stage, as :func:`stage_table` gives every stage's own memory.
 
     ``q``: plan arrays; ``per_layer`` / ``rebuilt``: one layer's activation bytes
     (:func:`layer_memory`). Elementwise: the arrays may have any shapes that broadcast (the
@@ -1272,13 +1275,40 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
     common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep), q["sp"])
-    return common, ((np.where(single, L, q["lf"]), 0.0, True, single),
-                    (np.maximum(q["l1"], q["lm"]), 1.0, False, False), (q["ll"], pp - 1.0, False, True))
+    middle = (np.maximum(q["l1"], q["lm"]), 1.0, False, False)
+    given = ctx.pipeline_layers
+    if given is not None and len(given) > 3 and len(set(given[1:-1])) > 1:
+        middle = _largest_middle_stage(common, given, pp, middle)
+    return common, ((np.where(single, L, q["lf"]), 0.0, True, single), middle, (q["ll"], pp - 1.0, False, True))
+
+
+def _largest_middle_stage(common: MemoryCommon, given: tuple[int, ...], pp, bound: tuple) -> tuple:
+    """The :meth:`MemoryCommon.stage` arguments of the middle stage of layout ``given`` that holds the most model
+    states and activations (layers and index, arrays over the plans), for the plans with ``len(given)`` stages;
+    ``bound`` for the others. A stage holds more with more layers and with more micro-batches in flight, which
+    never grow with the stage index (:func:`~.memory.in_flight_factor`), so only a stage with more layers than
+    every middle stage before it can hold the most: those are compared."""
+    best = layers = index = None
+    most = 0
+    for i, n in enumerate(given[1:-1], start=1):
+        if n <= most:
+            continue
+        most = n
+        held = common.held(float(n), float(i), False, False)
+        total = held["model"] + held["activations"]
+        if best is None:
+            best, layers, index = total, np.full_like(total, float(n)), np.full_like(total, float(i))
+        else:
+            more = total > best
+            best, layers, index = np.where(more, total, best), np.where(more, float(n), layers), \
+                np.where(more, float(i), index)
+    on = np.asarray(pp) == len(given)
+    return np.where(on, layers, bound[0]), np.where(on, index, bound[1]), False, False
 
 
 def stage_memories(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> tuple[dict[str, np.ndarray], ...]:
-    """Memory per GPU [B] by part of the stages that can need the most: the first, stage 1 (the
-    middle stage with the most micro-batches in flight; meaningful for PP > 2) and the last
+    """Memory per GPU [B] by part of the stages that can need the most: the first, the middle stage
+    that holds the most (stage 1 of the layouts made here; meaningful for PP > 2) and the last
     (PP > 1). Arguments as :func:`memory_stages`."""
     common, stages = memory_stages(ctx, q, per_layer, rebuilt)
     return tuple(common.stage(*args) for args in stages)
@@ -1288,11 +1318,12 @@ def plan_memory(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) -> t
     """Memory per GPU [B] by part of the pipeline stage that needs the most of
     :func:`stage_memories` (its ``total`` is the largest stage total), and that stage's index."""
     pp = q["pp"]
-    m0, m1, mL = stage_memories(ctx, q, per_layer, rebuilt)
+    common, stages = memory_stages(ctx, q, per_layer, rebuilt)
+    m0, m1, mL = (common.stage(*args) for args in stages)
     t0, t1, tL = m0["total"], np.where(pp > 2, m1["total"], -1.0), np.where(pp > 1, mL["total"], -1.0)
     pick = np.where((tL > t0) & (tL >= t1), 2, np.where(t1 > t0, 1, 0))
     memory = {k: np.where(pick == 0, m0[k], np.where(pick == 1, m1[k], mL[k])) for k in m0}
-    mem_stage = np.where(pick == 0, 0.0, np.where(pick == 1, 1.0, pp - 1.0))
+    mem_stage = np.where(pick == 0, 0.0, np.where(pick == 1, stages[1][1], pp - 1.0))
     return memory, mem_stage
 
 

@@ -291,7 +291,9 @@ def build_context(scenario: Scenario, catalog: Catalog | None = None, *, gpus: i
                   defer_output_wgrad=fw.output_wgrad_deferral and (fw.defer_output_wgrad if tr.defer_output_wgrad is None
                                                                    else bool(tr.defer_output_wgrad)),
                   wgrad_deferral_limit=(fw.wgrad_deferral_limit if tr.wgrad_deferral_limit is None
-                                        else int(tr.wgrad_deferral_limit)))
+                                        else int(tr.wgrad_deferral_limit)),
+                  pipeline_layers=(tuple(int(x) for x in par.pipeline_layers) if par.pipeline_layers is not None
+                                   else None))
     return ctx, hw, eff
 
 
