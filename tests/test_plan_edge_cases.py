@@ -143,6 +143,29 @@ def test_fsdp_pipeline_is_refused_or_flagged():
     assert [f.field for f in est.findings if f.code == "training-framework-cannot-run"] == ["parallelism.pipeline"]
 
 
+@pytest.mark.parametrize("par, field", [
+    ({"first_stage_layers": 3}, "parallelism.first_stage_layers"),
+    ({"first_stage_layers": 16, "last_stage_layers": 16}, "parallelism.first_stage_layers"),
+    ({"pipeline_layers": [40, 40]}, "parallelism.pipeline_layers"),   # Llama 3 70B: 80 layers
+])
+def test_fsdp_stage_layout_names_the_missing_pipeline_schedule(par, field):
+    # llm-foundry / Composer has no pipeline schedule: a stage layout is the cause, not a generic empty search
+    with pytest.raises(ScenarioError, match="has no pipeline schedule") as e:
+        estimate(fw_scen("fsdp", auto=True, **par))
+    assert e.value.path == field
+
+
+def test_deadline_not_met_says_why(capsys, tmp_path):
+    # FSDP at a fixed pipeline of 2: every node count's search is refused, and the line gives the refusal
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 8, pipeline: 2, global_batch_size: 64}\n"
+        "training: {precision: bf16, framework: fsdp, tokens: 1e12}\n")
+    assert main(["estimate", str(tmp_path / "s.yaml"), "--deadline", "30"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("deadline"))
+    assert "30 days: not met: " in line and "has no pipeline schedule" in line
+
+
 @pytest.mark.parametrize("par, words", [
     ({"tensor": 4, "pipeline": 4, "first_stage_layers": 7, "embedding_in_pipeline_split": True},
      "the embedding counted as a pipeline layer: ignored, as the stage layer counts are given"),

@@ -96,6 +96,18 @@ def test_panel_deadline_button():
     assert panel.state.scenario.training.deadline_days == round(days / 2)
 
 
+def test_panel_deadline_not_met_says_why(tmp_path):
+    # FSDP (llm-foundry / Composer) at a fixed pipeline of 2: no node count can run it, and the page says why
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 8, pipeline: 2, global_batch_size: 64}\n"
+        "training: {precision: bf16, framework: fsdp, tokens: 1e12}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+    panel.deadline.value = 30
+    panel.deadline_btn.click()
+    assert "Not met" in panel.deadline_out.value and "has no pipeline schedule" in panel.deadline_out.value
+
+
 def test_panel_framework_and_tp_overlap_inputs():
 
     panel = tab_training.TrainingPanel(AppState.from_path(GPT3))

@@ -121,7 +121,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
         elif dl.get("best_gpus"):
             text = f"not met; the fastest tried, {dl['best_gpus']:,} GPUs, takes {dl['training_days']:,.1f} days"
         else:
-            text = "not met"
+            text = "not met" + (f": {dl['reason']}" if dl.get("reason") else "")
         print(f"  deadline        {dl['deadline_days']:g} days: {text}")
     for f in d["findings"]:
         print(f"  [{f['severity']}] {f['code']}: {f['message']}")

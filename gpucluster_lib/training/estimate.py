@@ -675,7 +675,8 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
 
     Node counts are tried in increasing order over 1, 2, 3, 4, 6, 8, 12, 16, ... (powers of two
     and 1.5x powers of two) up to ``max_nodes``; returns the first that meets the deadline,
-    with its plan and days, or ``{"gpus": None}`` with the best found.
+    with its plan and days, or ``{"gpus": None}`` with the best found, or, when no count gives a plan
+    that fits, the ``reason`` in words (the first count's refusal, else that no plan fits in memory).
     """
     deadline = deadline_days or scenario.training.deadline_days
     if deadline is None:
@@ -687,11 +688,13 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
     candidates = sorted({n for k in range(0, 13) for n in (2**k, 3 * 2**k // 2) if 1 <= n <= max_nodes})
     spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
     best_seen: dict[str, Any] = {"gpus": None, "training_days": math.inf}
+    refusal: ScenarioError | None = None
     for nodes in candidates:
         g = nodes * hw.gpus_per_node
         try:
             res = search_plans(scenario, cat, gpus=g, spec=spec)
-        except ScenarioError:
+        except ScenarioError as e:
+            refusal = refusal or e
             continue
         plan = res.best
         if plan is None:
@@ -702,6 +705,9 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
         if days <= deadline:
             return {"gpus": g, "nodes": nodes, "training_days": days, "plan": plan.to_dict(), "deadline_days": deadline}
     best_seen["deadline_days"] = deadline
+    if best_seen.get("best_gpus") is None:
+        best_seen["reason"] = str(refusal) if refusal is not None else (
+            f"no plan fits in memory on any of the node counts tried, 1 to {candidates[-1]:,}")
     return best_seen
 
 

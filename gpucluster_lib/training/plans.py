@@ -438,6 +438,13 @@ def tp_overlap_reach(nvlink_domain: int) -> int:
     return nvlink_domain
 
 
+#: The stage layout fields of ``parallelism``, in words.
+LAYOUT_FIELDS = {"pipeline_layers": "layers of each pipeline stage", "first_stage_layers": "first stage's layers",
+                 "last_stage_layers": "last stage's layers",
+                 "embedding_in_pipeline_split": "embedding as a pipeline slot",
+                 "loss_in_pipeline_split": "loss as a pipeline slot"}
+
+
 def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_domain: int | None = None,
                        framework: Framework | None = None) -> None:
     """Raise the message of the rule that leaves the plan search nothing to try (an empty plan
@@ -451,7 +458,14 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
         problem = framework_plan_problem(framework, fixed_pp, spec.zero_stage or 0)
         if problem is not None:
             field, message, fix = problem
+            if field == "parallelism.pipeline" and not spec.pipeline:  # the stage count comes from the list
+                field = "parallelism.pipeline_layers"
             raise ScenarioError(field, f"{message}; {fix}")
+    layout = [k for k in LAYOUT_FIELDS if getattr(spec, k) not in (None, False)]
+    if framework is not None and not framework.pipeline_schedule and layout:
+        raise ScenarioError(f"parallelism.{layout[0]}", f"sets the {LAYOUT_FIELDS[layout[0]]}, but {framework.name} "
+                            "has no pipeline schedule; remove it, or use a framework with pipeline parallelism "
+                            "(Megatron-LM, NeMo, DeepSpeed or TorchTitan)")
     mb, gbs = spec.micro_batch_size, spec.global_batch_size
     if mb and gbs and gbs % mb:
         raise ScenarioError("parallelism.micro_batch_size", f"{mb} does not divide the global batch of {gbs:,} "

@@ -463,7 +463,8 @@ class TrainingPanel:
         else:
             best = r.get("best_gpus")
             self.deadline_out.value = ("<b>Not met</b> up to 4,096 nodes" + (
-                f"; fastest found: {best:,} GPUs, {r['training_days']:.1f} days" if best else ""))
+                f"; fastest found: {best:,} GPUs, {r['training_days']:.1f} days" if best else "")
+                + (f": {html.escape(r['reason'])}" if r.get("reason") else ""))
 
     def _scaling(self, _btn=None) -> None:
         df = scaling(self.state.scenario, self.state.catalog)
