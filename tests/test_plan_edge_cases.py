@@ -127,12 +127,48 @@ def test_deepspeed_pipeline_with_zero_2_is_an_error_finding():
 
 
 def test_search_offers_each_framework_only_what_it_runs():
-    ds = search_plans(fw_scen("deepspeed", auto=True)).table
+    # every valid plan (limit None), not only the best 1,000
+    ds = search_plans(fw_scen("deepspeed", auto=True), limit=None).table
     assert not ((ds["pp"] > 1) & (ds["zero"] >= 2)).any() and (ds["pp"] > 1).any()
-    fsdp = search_plans(fw_scen("fsdp", auto=True)).table    # llm-foundry / Composer: no pipeline schedule
-    assert (fsdp["pp"] == 1).all()
-    titan = search_plans(fw_scen("torchtitan", auto=True)).table   # torch.distributed.pipelining
-    assert (titan["pp"] > 1).any()
+    assert (ds["tpo"] == 0).all()      # Megatron-DeepSpeed has no --tp-comm-overlap
+    fsdp = search_plans(fw_scen("fsdp", auto=True), limit=None).table    # llm-foundry / Composer
+    assert (fsdp["pp"] == 1).all() and (fsdp["tpo"] == 0).all()
+    titan = search_plans(fw_scen("torchtitan", auto=True), limit=None).table   # torch.distributed.pipelining
+    staged = titan[titan["pp"] > 1]
+    # FSDP2 beside pipeline stages: ZeRO-3 (gathered once a step) or none, no distributed optimizer
+    assert len(staged) and set(staged["zero"]) == {0, 3} and not staged["dopt"].any()
+    assert (titan["tpo"] == 1).any()   # asynchronous TP
+    mega = search_plans(fw_scen("megatron", auto=True), limit=None).table
+    assert not ((mega["pp"] > 1) & (mega["zero"] == 3)).any()
+
+
+@pytest.mark.parametrize("framework", ["deepspeed", "fsdp"])
+def test_tp_overlap_on_a_framework_without_it(framework):
+    est = estimate(fw_scen(framework, tensor=8, pipeline=1, sequence_parallel=True, tp_comm_overlap=True))
+    cannot = [f for f in est.findings if f.code == "training-framework-cannot-run"]
+    assert cannot and cannot[0].field == "parallelism.tp_comm_overlap"
+    assert "has no TP communication overlap" in cannot[0].message
+    with pytest.raises(ScenarioError, match="has no TP communication overlap") as e:
+        estimate(fw_scen(framework, auto=True, tp_comm_overlap=True))
+    assert e.value.path == "parallelism.tp_comm_overlap"
+
+
+def test_torchtitan_zero3_beside_a_pipeline_is_gathered_once_a_step():
+    # torch.distributed.pipelining keeps FSDP2's parameters gathered and gradients unreduced for the step: the
+    # memory of ZeRO-1 (16-bit parameters and gradients whole, fp32 copies and optimizer states sharded), one
+    # all-gather and one reduce-scatter a step, the reduce-scatter after the last backward (exposed whole)
+    plan = {"tensor": 8, "pipeline": 4, "micro_batch_size": 1, "recompute": "full"}
+    z3 = estimate(fw_scen("torchtitan", zero_stage=3, **plan))
+    z1 = estimate(fw_scen("torchtitan", zero_stage=1, **plan))
+    assert z3.memory_per_gpu_bytes == z1.memory_per_gpu_bytes
+    t3, t1 = z3.time_breakdown_s, z1.time_breakdown_s
+    assert t3["bubble"] == t1["bubble"] and t3["compute"] == t1["compute"]
+    assert t3["dp_comm"] > t1["dp_comm"]   # the reduce-scatter is no longer behind the backward
+    assert [f.severity for f in z3.findings if f.code == "training-zero3-gathered-once-a-step"] == ["info"]
+    assert [f.field for f in z1.findings if f.code == "training-framework-cannot-run"] == ["parallelism.zero_stage"]
+    # Megatron-LM gathers ZeRO-3 per micro-batch: the warning, and more memory traffic than ZeRO-1
+    mz3 = estimate(fw_scen("megatron", zero_stage=3, **plan))
+    assert [f.code for f in mz3.findings if f.code.startswith("training-zero3")] == ["training-zero3-with-pp"]
 
 
 def test_fsdp_pipeline_is_refused_or_flagged():

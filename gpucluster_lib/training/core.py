@@ -474,6 +474,18 @@ class Context:
     pipeline_layers: tuple[int, ...] | None = None
 
 
+def pipeline_zero(ctx: Context, zero, pp):
+    """The ZeRO stage whose memory and traffic a plan has (elementwise): ZeRO-3 beside pipeline stages under a
+    framework that gathers once a step (``pipeline_zero3: step``, TorchTitan's FSDP2 under
+    torch.distributed.pipelining) holds each stage's 16-bit parameters and gradients whole for the step, with
+    the fp32 parameters and optimizer states sharded, and gathers and reduce-scatters once a step: ZeRO-1 (its
+    reduce-scatter runs after the last backward, data/training_frameworks.yaml gives the sources). Otherwise
+    ``zero``."""
+    if ctx.framework.pipeline_zero3 != "step":
+        return zero
+    return np.where((np.asarray(zero) == 3) & (np.asarray(pp) > 1), 1, zero)
+
+
 def zero3_fp8(ctx: Context) -> bool:
     """Whether ZeRO-3's parameter all-gathers move the layers' GEMM weights in one byte [24]: FP8 training with
     FP8 primary weights, unless the context says otherwise for ZeRO-3 (``Context.zero3_fp8_params``, from the
@@ -1113,6 +1125,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     q = plan_arrays(plans)
     tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
     rc, sp, zero, dopt, tpo, lf, ll, lm = (q[k] for k in ("rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm"))
+    once_a_step = (zero == 3) & (pp > 1) & (fw.pipeline_zero3 == "step")  # ZeRO-3 run as ZeRO-1 (pipeline_zero)
+    zero = pipeline_zero(ctx, zero, pp)
 
     s = float(a.seq_length)
     B = ctx.memory_bw
@@ -1190,7 +1204,8 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         bucket = np.minimum(1.0, last_bucket_params(fw.bucket_params, fw.bucket_params_per_dp_rank, n_dp, last_p)
                             / p_gpu)
         ex_grad, ex_param = dp_exposed(t_grad, t_param, t_max, bucket, pp, vp)
-        exposed_grad = ((ex_grad if ctx.overlap_grad_reduce else t_grad)
+        # ZeRO-3 gathered once a step: the reduce-scatter runs after the last backward, exposed (pipeline_zero)
+        exposed_grad = (np.where(once_a_step, t_grad, ex_grad if ctx.overlap_grad_reduce else t_grad)
                         + (ex_param if ctx.overlap_param_gather else t_param))
     # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
     # the gradients, in the framework's gather and reduction precisions [4, 16] (FP8 weights in one byte [24]).
@@ -1273,7 +1288,8 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
-    common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
+    common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, pipeline_zero(ctx, q["zero"], pp), dp * cp,
+                          q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep), q["sp"])
     middle = (np.maximum(q["l1"], q["lm"]), 1.0, False, False)
     given = ctx.pipeline_layers
@@ -1707,7 +1723,8 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
     per_layer, rebuilt = layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
-    common = MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
+    common = MemoryCommon(ctx, tp, pp, mb, s_loc, pipeline_zero(ctx, rep["zero"].astype(int), pp), rep["dp"] * cp,
+                           rep["dopt"].astype(bool),
                            m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep),
                            rep["sp"].astype(bool))
     mem = common.stage(n, idx, first, last)

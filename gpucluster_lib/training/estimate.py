@@ -620,7 +620,8 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
         fw = ctx.framework
-        caps = (fw.zero3_tp_comm_overlap, fw.pipeline_schedule, fw.pipeline_max_zero)
+        caps = (fw.zero3_tp_comm_overlap, fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path,
+                fw.pipeline_zero3)
         key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, caps)
         space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, caps)
         space = _SPACES.get(space_key)
@@ -629,7 +630,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     if space is None:
         fw = ctx.framework
         space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, fw.zero3_tp_comm_overlap,
-                           fw.pipeline_schedule, fw.pipeline_max_zero)
+                           fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path, fw.pipeline_zero3 == "step")
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
@@ -892,10 +893,17 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            "its all-reduces run over the scale-out fabric",
                            fix="keep the tensor parallelism at most the GPUs per node",
                            field="parallelism.tensor"))
-    cannot = framework_plan_problem(ctx.framework, plan.pipeline, plan.zero_stage)
+    cannot = framework_plan_problem(ctx.framework, plan.pipeline, plan.zero_stage, plan.tp_comm_overlap,
+                                    plan.distributed_optimizer)
     if cannot is not None:
         field, message, fix = cannot
         out.append(Finding("training-framework-cannot-run", "error", message, fix=fix, field=field))
+    elif plan.zero_stage == 3 and plan.pipeline > 1 and ctx.framework.pipeline_zero3 == "step":
+        out.append(Finding("training-zero3-gathered-once-a-step", "info", f"{ctx.framework.name} keeps ZeRO-3's parameters "
+                           "gathered and its gradients unreduced for the whole step beside pipeline stages (one "
+                           "all-gather, and one reduce-scatter after the last backward), so this plan has the "
+                           "memory of ZeRO-1 (16-bit parameters and gradients whole, the rest sharded) and is "
+                           "estimated so", field="parallelism.zero_stage"))
     elif plan.zero_stage == 3 and plan.pipeline > 1:
         out.append(Finding("training-zero3-with-pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
                            "every parameter for each micro-batch (more traffic than the pipeline saves, so the plan "

@@ -95,6 +95,13 @@ class Framework:
     #: the highest ZeRO stage the framework runs together with pipeline parallelism (DeepSpeed's PipelineEngine
     #: refuses ZeRO-2 and ZeRO-3: 1)
     pipeline_max_zero: int = 3
+    #: ZeRO-3 beside pipeline stages: "micro_batch" (every micro-batch gathers the parameters and reduce-scatters
+    #: its gradients) or "step" (TorchTitan's FSDP2 under torch.distributed.pipelining: the parameters stay
+    #: gathered and the gradients unreduced for the whole step, reduce-scattered once after the last backward)
+    pipeline_zero3: str = "micro_batch"
+    #: the framework runs Megatron's TP communication overlap (``parallelism.tp_comm_overlap``) or one like it;
+    #: false: Megatron-DeepSpeed and llm-foundry, which have none
+    tp_overlap_path: bool = True
     #: FP8 training runs through Transformer Engine (its recipes' casts and, with ``training.transformer_engine``,
     #: what that release has); false for TorchTitan (torchao's float8)
     fp8_transformer_engine: bool = True
@@ -227,12 +234,13 @@ BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies"
                 "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
                 "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
-BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine", "pipeline_schedule")
+BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine", "pipeline_schedule",
+                     "tp_overlap_path")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
                     "selective_recompute": ("attention", "every_second_mm"),
-                    "dp_last_reduction": ("embedding", "root_unit")}
+                    "dp_last_reduction": ("embedding", "root_unit"), "pipeline_zero3": ("micro_batch", "step")}
 
 
 def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
@@ -298,6 +306,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      wgrad_deferral_limit=int(row.get("wgrad_deferral_limit", 0)),
                      zero3_reduce_queue_layers=float(row.get("zero3_reduce_queue_layers", 0.0)),
                      dp_last_reduction=str(row.get("dp_last_reduction", "embedding")),
+                     pipeline_zero3=str(row.get("pipeline_zero3", "micro_batch")),
                      pipeline_max_zero=int(max_zero),
                      **{key: bool(row.get(key, True)) for key in BOOLEAN_KEYS_TRUE},
                      attention_kernels=kernels, attention_fallback=fallback, **fp8,

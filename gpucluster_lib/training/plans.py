@@ -363,13 +363,28 @@ def _check_expert(arch: TransformerArch, ep: int) -> None:
                                 f"valid: {_choices(divisors(arch.num_experts))}")
 
 
-def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int) -> tuple[str, str, str] | None:
-    """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` as (field, message, fix),
-    or None: a framework without a pipeline schedule (``pipeline_schedule``: llm-foundry / Composer), or a ZeRO
-    stage above its ``pipeline_max_zero`` beside pipeline stages (DeepSpeed's pipeline engine: ZeRO-1);
-    data/training_frameworks.yaml gives the sources."""
+def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int,
+                           tp_overlap: bool = False, dist_opt: bool = False) -> tuple[str, str, str] | None:
+    """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` (with TP communication overlap
+    when ``tp_overlap``) as (field, message, fix), or None: a framework without a pipeline schedule
+    (``pipeline_schedule``: llm-foundry / Composer), a ZeRO stage above its ``pipeline_max_zero`` beside pipeline
+    stages (DeepSpeed's pipeline engine: ZeRO-1), or TP overlap on a framework without one (``tp_overlap_path``:
+    Megatron-DeepSpeed, llm-foundry), or ZeRO-1, ZeRO-2 or a distributed optimizer beside pipeline stages where
+    the framework shards with FSDP2 under torch.distributed.pipelining (``pipeline_zero3: step``, TorchTitan: ZeRO-3
+    or none); data/training_frameworks.yaml gives the sources."""
+    if tp_overlap and not framework.tp_overlap_path:
+        return ("parallelism.tp_comm_overlap",
+                f"{framework.name} has no TP communication overlap, so a plan with it cannot run there",
+                "turn the TP communication overlap off, or use a framework that has it (Megatron-LM, NeMo or "
+                "TorchTitan)")
     if pipeline <= 1:
         return None
+    if framework.pipeline_zero3 == "step" and (zero_stage in (1, 2) or dist_opt):
+        return ("parallelism.zero_stage" if zero_stage else "parallelism.distributed_optimizer",
+                f"{framework.name} shards beside pipeline stages with FSDP2 only (ZeRO-3, gathered once a step), so "
+                + (f"ZeRO-{zero_stage}" if zero_stage else "a distributed optimizer") + " with "
+                f"{pipeline} stages cannot run there",
+                "use ZeRO-3 or no sharding (ZeRO-0) with the pipeline, or a pipeline of 1 stage")
     if not framework.pipeline_schedule:
         return ("parallelism.pipeline",
                 f"{framework.name} has no pipeline schedule, so a plan of {pipeline} pipeline stages cannot run there",
@@ -454,8 +469,9 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
     pipeline, a fixed pipeline or ZeRO stage that ``framework`` cannot run. Returns when no single rule
     explains it."""
     fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
-    if framework is not None and fixed_pp and fixed_pp > 1:
-        problem = framework_plan_problem(framework, fixed_pp, spec.zero_stage or 0)
+    if framework is not None:
+        problem = framework_plan_problem(framework, fixed_pp or 1, spec.zero_stage or 0, bool(spec.tp_comm_overlap),
+                                         bool(spec.distributed_optimizer))
         if problem is not None:
             field, message, fix = problem
             if field == "parallelism.pipeline" and not spec.pipeline:  # the stage count comes from the list
@@ -697,14 +713,18 @@ class PlanSpace:
 
 def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
                nvlink_domain: int | None = None, zero3_tp_overlap: bool = True, pipeline_schedule: bool = True,
-               pipeline_max_zero: int = 3) -> PlanSpace:
+               pipeline_max_zero: int = 3, tp_overlap: bool = True, pipeline_zero3_step: bool = False) -> PlanSpace:
     """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`).
 
     ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (the framework's
     ``zero3_tp_comm_overlap``: NeMo's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1,
     NeMo v2.3.0 scripts/performance/utils.py lines 314-325). ``pipeline_schedule`` false: no pipeline stages
     (llm-foundry / Composer); ``pipeline_max_zero``: the highest ZeRO stage beside pipeline stages (DeepSpeed's
-    pipeline engine: 1) -- the framework's terms (data/training_frameworks.yaml)."""
+    pipeline engine: 1); ``tp_overlap`` false: no plan with TP communication overlap (Megatron-DeepSpeed,
+    llm-foundry); ``pipeline_zero3_step``: beside pipeline stages the framework shards with FSDP2 only, gathered
+    once a step (TorchTitan: ZeRO-3 or ZeRO-0 there, no ZeRO-1, ZeRO-2 or distributed optimizer) -- the framework's
+    terms (data/training_frameworks.yaml). Elsewhere ZeRO-3 beside pipeline stages is left out: it gathers every
+    parameter for each micro-batch, more traffic than the pipeline saves."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
@@ -770,6 +790,8 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     dopts = [bool(spec.distributed_optimizer)] if spec.distributed_optimizer is not None else [False, True]
     sps = [bool(spec.sequence_parallel)] if spec.sequence_parallel is not None else [True, False]
     tpos = [bool(spec.tp_comm_overlap)] if spec.tp_comm_overlap is not None else [False, True]
+    if not tp_overlap:  # the framework has none: a fixed overlap leaves nothing (check_fixed_fields says why)
+        tpos = [o for o in tpos if not o]
     both_fixed = spec.distributed_optimizer is not None and spec.zero_stage is not None  # the user's pair, as given
     opts = np.array([(r, z, d, q, o) for r in rcs for z in zeros for d in dopts for q in sps for o in tpos
                      if not (d and z > 0 and not both_fixed)  # ZeRO >= 1 already shards the optimizer states
@@ -780,7 +802,12 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
             "lm": prow[:, 3], "l1": prow[:, 4]}
     switches = {"rc": opts[:, 0], "zero": opts[:, 1], "dopt": opts[:, 2].astype(bool), "sp": opts[:, 3].astype(bool),
                 "tpo": opts[:, 4]}
-    allowed = ~((switches["zero"][None, :] == 3) & (base["pp"][:, None] > 1))  # ZeRO-3 only without pipelining
+    staged = base["pp"][:, None] > 1
+    if pipeline_zero3_step:  # FSDP2 under torch.distributed.pipelining: ZeRO-3 (once a step) or none
+        allowed = ~(((switches["zero"][None, :] == 1) | (switches["zero"][None, :] == 2)
+                     | switches["dopt"][None, :]) & staged)
+    else:
+        allowed = ~((switches["zero"][None, :] == 3) & staged)  # ZeRO-3 only without pipelining
     allowed &= ~((switches["zero"][None, :] > pipeline_max_zero) & (base["pp"][:, None] > 1))
     # TP 1: one row, no SP, no TP overlap
     allowed &= (base["tp"][:, None] > 1) | ((opts[:, 3] == sps[0]) & (opts[:, 4] == 0))[None, :]
