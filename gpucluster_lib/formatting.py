@@ -63,13 +63,42 @@ def format_value(v: Any, unit: str = "") -> str:
 
 def format_duration(seconds: float) -> str:
     """A time for people, three significant figures in the unit that keeps it readable: "12.3 s",
-    "1,234 s", "5.44 ms", "82.5 µs" (never a power of ten)."""
-    a = abs(seconds)
-    if a == 0 or a >= 0.1:
+    "1,234 s", "5.44 ms", "82.5 µs" (never a power of ten). The unit is chosen after rounding, so 0.09996 s
+    reads "0.1 s", not "100 ms"; a time that is not a number reads "not available"."""
+    if math.isnan(seconds):
+        return "not available"
+    if math.isinf(seconds):
+        return "infinite" if seconds > 0 else "minus infinity"
+    a = float(f"{abs(seconds):.3g}")
+    if a == 0:
+        return "0 s"
+    if a < 1e-9:
+        return "under 1 ns" if seconds > 0 else "minus under 1 ns"
+    if a >= 1e12:  # beyond any run: the power of ten, as number_words writes it
+        return f"{number_words(seconds)} s"
+    if a >= 0.1:
         return f"{seconds:,.0f} s" if a >= 100 else f"{seconds:.3g} s"
     if a >= 1e-4:
         return f"{seconds * 1e3:.3g} ms"
     return f"{seconds * 1e6:,.3g} µs" if a >= 1e-7 else f"{seconds * 1e9:,.3g} ns"
+
+
+def stage_runs(values: list[int]) -> str:
+    """Layers per pipeline stage in words, stages numbered from 1: ``[7, 8, ..., 8, 7]`` (16 stages) is
+    ``7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16``; equal stages ``12 layers each``."""
+    if len(set(values)) == 1:
+        return f"{values[0]} layer{'' if values[0] == 1 else 's'} each"
+    out: list[str] = []
+    i = 0
+    while i < len(values):
+        j = i
+        while j + 1 < len(values) and values[j + 1] == values[i]:
+            j += 1
+        where = f"stage {i + 1}" if j == i else f"stages {i + 1} to {j + 1}"
+        unit = "" if out else (" layer" if values[i] == 1 else " layers")
+        out.append(f"{values[i]}{unit} on {where}")
+        i = j + 1
+    return ", ".join(out)
 
 
 def number_words(v: int | float) -> str:

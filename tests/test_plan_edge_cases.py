@@ -268,3 +268,44 @@ def test_small_memory_lines_read_in_mib(tmp_path, capsys):
     # ZeRO-3 over 16 GPUs: 2 bytes a parameter / 16 (the ZeRO paper's 2P / N_d), about 125M x 2 / 16 = 15.6 MB
     assert f"weights {2 * params / 16 / 2**20:,.1f} MiB" in out and not re.search(r"\b0\.0 GiB", out)
     assert not re.search(r"\de[-+]\d", out)   # no power-of-ten notation (the optimizer's 82.5 µs read 8.25e-05 s)
+
+
+def test_an_interleaving_no_stage_layout_allows_says_use_one():
+    # GPT-3 175B, 96 layers on 8 stages with 6 on the first: 90 left over 7 stages = 13 x 6 + 12; the chunk count
+    # must divide 6, 13 and 12, and only 1 does
+    from tests.test_input_messages import _plan_training
+
+    with pytest.raises(ScenarioError, match=r"stages of 6 to 13 layers \(first 6, last 12\) allow 1; use 1 "
+                                            r"\(no interleaving\), or stages whose layers 8 divides") as e:
+        _plan_training({"virtual_stages": 8, "first_stage_layers": 6})
+    assert e.value.path == "parallelism.virtual_stages"
+
+
+@pytest.mark.parametrize("seconds, text", [
+    (0.09996, "0.1 s"),          # rounds to 0.1 s before the unit is chosen, not "100 ms"
+    (9.9996e-5, "0.1 ms"),       # likewise one unit down
+    (-0.0, "0 s"),
+    (float("nan"), "not available"),
+    (5e-324, "under 1 ns"),
+    (1e30, "10^30 s"),
+])
+def test_duration_edge_cases(seconds, text):
+    from gpucluster_lib.formatting import format_duration
+
+    assert format_duration(seconds) == text
+
+
+def test_describe_gives_long_stage_lists_as_runs():
+    from gpucluster_lib.training.plans import Plan, describe
+
+    # 126 layers on 16 stages, one fewer on the first and last (Llama 3 405B's layout): 7 + 14 x 8 + 7 = 126
+    plan = Plan(tensor=8, pipeline=16, data=4, pipeline_layers=(7,) + (8,) * 14 + (7,))
+    assert describe(plan).startswith("TP 8, PP 16 (7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16), DP 4")
+
+
+def test_tiny_memory_reads_in_kib():
+    from gpucluster_lib.commands.estimate import _size
+
+    gib = 2**30
+    assert _size(1024, gib) == "1.0 KiB"            # 1,024 B; 0.0 MiB otherwise
+    assert _size(0.5 * 2**20, gib) == "0.5 MiB"     # 0.0 GiB otherwise

@@ -191,6 +191,10 @@ def test_dataset_sources_write_token_counts_in_words():
     _, _, source = dataset_bytes(s)
     # 2 x 10^10 tokens: below 10^12, so written out with separators
     assert source.startswith("20,000,000,000 tokens x ") and "e+" not in source
+    # a fractional count is a whole count of tokens: 1,234,567,890.5 rounds to 1,234,567,890 (half to even)
+    s = from_dict({"model": {"preset": "llama3-8b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
+                   "training": {"tokens": 1234567890.5}})
+    assert dataset_bytes(s)[2].startswith("1,234,567,890 tokens x ")
 
 
 @pytest.mark.parametrize("value, text", [(9.9999e-5, "0.0001"), (9.995e-5, "0.0001"), (2e-9, "2 x 10^-9"),

@@ -6,7 +6,7 @@ import argparse
 import math
 
 from gpucluster_lib.commands import add_scenario_arguments, print_json, read_design, require
-from gpucluster_lib.formatting import format_duration, format_value, humanize_key
+from gpucluster_lib.formatting import format_duration, format_value, humanize_key, stage_runs
 from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memory_parts
 
 NAME = "estimate"
@@ -42,28 +42,26 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _size(n_bytes: float, gib: float) -> str:
-    """Bytes in GiB to one decimal, or in MiB when that would read 0.0 GiB (a small model's ZeRO-3 shard)."""
+    """Bytes in GiB to one decimal, or in MiB when that would read 0.0 GiB (a small model's ZeRO-3 shard), KiB
+    when MiB would too."""
+    if 0 < n_bytes < 0.05 * gib / 1024:
+        return f"{n_bytes / (gib / 1024**2):,.1f} KiB"
     if 0 < n_bytes < 0.05 * gib:
         return f"{n_bytes / (gib / 1024):,.1f} MiB"
     return f"{n_bytes / gib:,.1f} GiB"
 
 
-def _runs(values: list[int]) -> str:
-    """Layers per stage in words, stages numbered from 1: ``[7, 8, ..., 8, 7]`` (16 stages) is
-    ``7 layers on stage 1, 8 on stages 2 to 15, 7 on stage 16``; equal stages ``12 layers each``."""
-    if len(set(values)) == 1:
-        return f"{values[0]} layer{'' if values[0] == 1 else 's'} each"
-    out: list[str] = []
-    i = 0
-    while i < len(values):
-        j = i
-        while j + 1 < len(values) and values[j + 1] == values[i]:
-            j += 1
-        where = f"stage {i + 1}" if j == i else f"stages {i + 1} to {j + 1}"
-        unit = "" if out else (" layer" if values[i] == 1 else " layers")
-        out.append(f"{values[i]}{unit} on {where}")
-        i = j + 1
-    return ", ".join(out)
+def _described(p: dict) -> str:
+    """The plan of an estimate's dictionary in words (:func:`~gpucluster_lib.training.plans.describe`)."""
+    import dataclasses
+
+    from gpucluster_lib.training.plans import Plan, describe
+
+    names = {f.name for f in dataclasses.fields(Plan)}
+    d = {k: v for k, v in p.items() if k in names}
+    if d.get("pipeline_layers") is not None:
+        d["pipeline_layers"] = tuple(d["pipeline_layers"])
+    return describe(Plan(**d))
 
 
 def _stage_text(pipe: dict, gib: float) -> str:
@@ -73,7 +71,7 @@ def _stage_text(pipe: dict, gib: float) -> str:
     n = len(layers)
     slow, mem = int(pipe["bottleneck_stage"]), int(pipe["memory_stage"])
     t = pipe["stage_time_per_micro_batch_s"][slow]
-    return (f"{n} stages, {_runs(layers)}; slowest stage {slow + 1} ({t * 1e3:,.1f} ms per micro-batch); "
+    return (f"{n} stages, {stage_runs(layers)}; slowest stage {slow + 1} ({t * 1e3:,.1f} ms per micro-batch); "
             f"most memory on stage {mem + 1} ({pipe['stage_memory_bytes'][mem] / gib:.1f} GiB)")
 
 
@@ -89,11 +87,8 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     gib = 2**30
     p = d["plan"]
     print(f"{d['model']} on {d['gpus']} x {d['accelerator']}")
-    print(f"  plan            TP{p['tensor']} PP{p['pipeline']} (v{p['virtual_stages']}) DP{p['data']} CP{p['context']} "
-          f"EP{p['expert']}  mb {p['micro_batch_size']}  gbs {p['global_batch_size']}  recompute {p['recompute']}  "
-          f"ZeRO-{p['zero_stage']}"
-          + ("  distributed optimizer" if p.get("distributed_optimizer") and not p["zero_stage"] else "")
-          + ("  TP overlap" if p.get("tp_comm_overlap") else "") + ("  (searched)" if p["auto"] else ""))
+    print(f"  plan            {_described(p)}, global batch {p['global_batch_size']:,} sequences"
+          + (" (searched)" if p["auto"] else ""))
     print(f"  step time       {d['step_time_s']:.3f} s   tokens/s {d['tokens_per_s']:,.0f}")
     print(f"  per GPU         {d['model_tflops_per_gpu']:.0f} model TFLOP/s, {d['hardware_tflops_per_gpu']:.0f} hardware "
           f"TFLOP/s   MFU {d['mfu']:.1%}  HFU {d['hfu']:.1%}")

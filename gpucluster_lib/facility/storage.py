@@ -280,7 +280,7 @@ def dataset_bytes(scenario: Scenario) -> tuple[float, float, str]:
         except GpuClusterError:
             per = 4.0
     raw = float(tokens) * st.raw_bytes_per_token * st.raw_data_multiple
-    return float(tokens) * per, raw, f"{number_words(float(tokens))} tokens x {per:g} B"
+    return float(tokens) * per, raw, f"{number_words(round(float(tokens)))} tokens x {per:g} B"
 
 
 def size_storage(scenario: Scenario, catalog: Any, *, nodes: int, gpus: int | None = None,

@@ -115,9 +115,9 @@ def _dataset(scenario: Scenario, storage: Any = None) -> tuple[float | None, str
         except GpuClusterError:
             vocab = UINT16_VOCAB_LIMIT
         return text_dataset_bytes(tr.tokens, vocab), (
-            f"{number_words(float(tr.tokens))} tokens x ({RAW_TEXT_BYTES_PER_TOKEN:g} B raw text + {token_id_bytes(vocab)} B token id)")
+            f"{number_words(round(float(tr.tokens)))} tokens x ({RAW_TEXT_BYTES_PER_TOKEN:g} B raw text + {token_id_bytes(vocab)} B token id)")
     if tr.dataset_images is not None:
-        return tr.dataset_images * BYTES_PER_IMAGE, f"{number_words(float(tr.dataset_images))} images x {BYTES_PER_IMAGE / 1e3:.0f} kB"
+        return tr.dataset_images * BYTES_PER_IMAGE, f"{number_words(round(float(tr.dataset_images)))} images x {BYTES_PER_IMAGE / 1e3:.0f} kB"
     return None, "no training data set in the scenario"
 
 

@@ -741,8 +741,8 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         if plan is None:
             plan = result.plan(result.table.iloc[0].to_dict())  # the fastest of those that do not fit
             findings.append(Finding("training-no-plan-fits", "error",
-                                    f"none of the {result.enumerated} valid plans fits in {ctx.memory_capacity / GIB:.0f} GiB "
-                                    "per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
+                                    f"none of the {result.enumerated:,} valid plans fits in "
+                                    f"{ctx.memory_capacity / GIB:.0f} GiB per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
                                     "smaller micro-batch / full recomputation / ZeRO-3"))
         findings.append(Finding("training-plan-search", "info",
                                 f"searched {result.enumerated:,} valid plans, {result.fitting:,} fit in memory; "

@@ -16,6 +16,7 @@ import numpy as np
 
 from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.findings import Finding
+from gpucluster_lib.formatting import stage_runs
 from gpucluster_lib.scenario import ParallelismSpec
 from gpucluster_lib.training.core import RC_CODES, RC_NAMES
 from gpucluster_lib.training.framework import Framework
@@ -96,7 +97,7 @@ def describe(plan: Plan) -> str:
     parts = [f"TP {plan.tensor}", f"PP {plan.pipeline}" + (f" with {plan.virtual_stages} model chunks per stage"
                                                            if plan.virtual_stages > 1 else "")]
     if plan.pipeline_layers is not None:
-        parts[-1] += " (" + "/".join(map(str, plan.pipeline_layers)) + " layers)"
+        parts[-1] += " (" + stage_runs(list(plan.pipeline_layers)) + ")"
     parts.append(f"DP {plan.data:,}")
     if plan.context > 1:
         parts.append(f"CP {plan.context}")
@@ -489,7 +490,8 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
     fixed_mp = (spec.tensor or 1) * (fixed_pp or 1) * (spec.context or 1)
     if fixed_mp > 1 and gpus % fixed_mp:
         raise ScenarioError("parallelism", f"{gpus:,} GPUs are not divisible by the fixed tensor x pipeline x context "
-                            f"= {fixed_mp}; change the plan or the GPU count")
+                            f"parallelism, {spec.tensor or 1} x {fixed_pp or 1} x {spec.context or 1} = {fixed_mp}; "
+                            f"change the plan or the GPU count (a multiple of {fixed_mp})")
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
     if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
