@@ -309,3 +309,19 @@ def test_tiny_memory_reads_in_kib():
     gib = 2**30
     assert _size(1024, gib) == "1.0 KiB"            # 1,024 B; 0.0 MiB otherwise
     assert _size(0.5 * 2**20, gib) == "0.5 MiB"     # 0.0 GiB otherwise
+
+
+def test_json_top_plans_use_the_scenario_names(tmp_path, capsys):
+    import json
+
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-70b}\nhardware: {server: dgx-h100, nodes: 8}\n"
+        "parallelism: {auto: true, pipeline: 4, pipeline_layers: [1, 1, 40, 38], global_batch_size: 64}\n"
+        "training: {precision: bf16}\n")
+    assert main(["estimate", str(tmp_path / "s.yaml"), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    first = d["top_plans"][0]
+    # the best plan heads the list, under the names the scenario's parallelism uses (no internal codes)
+    assert {k: first[k] for k in d["plan"] if k in first} == {k: v for k, v in d["plan"].items() if k in first}
+    assert first["layers_per_stage"] == [1, 1, 40, 38] and first["recompute"] == "none"
+    assert not {"tp", "pp", "rc", "tpo", "lf", "ll", "lm", "l1", "dopt"} & set(first)

@@ -121,6 +121,8 @@ class TrainingEstimate:
     assumptions: dict[str, Any] = field(default_factory=dict)
     searched: bool = False
     top_plans: pd.DataFrame | None = None
+    #: the plans of the first rows of ``top_plans`` (the JSON's ``top_plans`` names their fields as the scenario does)
+    top_plan_list: list[Plan] = field(default_factory=list)
     #: Per pipeline stage: layers, time per micro-batch [s], memory per GPU [B]; the stage
     #: that sets the pace and the one that needs the most memory (0-based).
     stages: dict[str, Any] = field(default_factory=dict)
@@ -154,8 +156,17 @@ class TrainingEstimate:
             "pipeline": dict(self.stages),
         }
         if self.top_plans is not None:
-            out["top_plans"] = self.top_plans.head(10).to_dict(orient="records")
+            layers = sum(self.stages["layers_per_stage"]) if self.stages else None
+            out["top_plans"] = [
+                {**plan.to_dict(), "layers_per_stage": list(plan.stage_layers(layers)) if layers else None,
+                 **{k: row[k] for k in TOP_PLAN_RESULTS if k in row}}
+                for plan, row in zip(self.top_plan_list, self.top_plans.head(len(self.top_plan_list))
+                                     .to_dict(orient="records"), strict=True)]
         return out
+
+
+#: The results of a search-table row that the JSON's ``top_plans`` gives beside the plan.
+TOP_PLAN_RESULTS = ("step_time_s", "tokens_per_s", "mfu", "memory_gib", "fits", "bubble_s", "training_days", "reason")
 
 
 # --------------------------------------------------------------------------- context
@@ -733,17 +744,19 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
     arch = ctx.arch
     par = scenario.parallelism
     findings: list[Finding] = []
-    top = None
+    top, top_list = None, []
     if par.auto:
         result = search_plans(scenario, cat, context=ctx)
         plan = result.best
         top = result.table
+        top_list = [result.plan(r) for r in top.head(10).to_dict(orient="records")]
         if plan is None:
             plan = result.plan(result.table.iloc[0].to_dict())  # the fastest of those that do not fit
             findings.append(Finding("training-no-plan-fits", "error",
                                     f"none of the {result.enumerated:,} valid plans fits in "
-                                    f"{ctx.memory_capacity / GIB:.0f} GiB per GPU", fix="add GPUs, use an accelerator with more memory, or fix a "
-                                    "smaller micro-batch / full recomputation / ZeRO-3"))
+                                    f"{ctx.memory_capacity / GIB:.0f} GiB per GPU",
+                                    fix="add GPUs, use an accelerator with more memory, or fix a smaller micro-batch / "
+                                        "full recomputation / ZeRO-3"))
         findings.append(Finding("training-plan-search", "info",
                                 f"searched {result.enumerated:,} valid plans, {result.fitting:,} fit in memory; "
                                 f"best: {describe_plan(plan)}"))
@@ -819,7 +832,7 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         model_tflops_per_gpu=mflops / TERA, hardware_tflops_per_gpu=hflops / TERA, mfu=mflops / ctx.peak_flops,
         hfu=hflops / ctx.peak_flops, memory_per_gpu_bytes=memory, memory_capacity_bytes=ctx.memory_capacity,
         fits=fits, time_breakdown_s=breakdown, training_days=days, plan=plan, findings=sort_findings(findings),
-        assumptions=assumptions, searched=par.auto, top_plans=top, stages=stages)
+        assumptions=assumptions, searched=par.auto, top_plans=top, top_plan_list=top_list, stages=stages)
 
 
 #: Highest training MFU in published runs we know of, rounded up: MosaicML llm-foundry benchmark
