@@ -357,8 +357,9 @@ class InferenceSpec:
     tpot_slo_s: float = f(0.2, gt=0, le=1e7, unit="s")
     arrival: Literal["offline", "poisson"] = f("offline", doc="offline: saturated batches (MLPerf Offline); poisson: "
                                                         "random arrivals queue (MLPerf Server), SLOs at slo_percentile")
-    slo_percentile: float = f(99.0, gt=0, lt=100, unit="%", doc="percentile of TTFT and TPOT the SLOs bind "
-                                                                "with poisson arrivals (MLPerf: 99)")
+    slo_percentile: float = f(99.0, ge=50, lt=100, unit="%", doc="percentile of TTFT and TPOT the SLOs bind "
+                                                                 "with poisson arrivals, the median or above "
+                                                                 "(MLPerf: 99)")
     output_tokens_cv: float = f(0.0, ge=0, le=10, doc="spread of output lengths: standard deviation over the mean "
                                                      "(0: every request generates output_tokens; MLPerf Llama 2 70B: 0.71)")
     batch_size: int | None = f(None, gt=0, le=1_000_000, doc="fixed batch (sequences or images); searched when absent")

@@ -38,8 +38,9 @@ def _percentile_change(args: argparse.Namespace, scenario) -> dict:
 
     if args.percentile is None:
         return {}
-    if not 0 < args.percentile < 100:
-        raise ScenarioError("--percentile", f"must be between 0 and 100 (exclusive), got {args.percentile:g}")
+    if not 50 <= args.percentile < 100:
+        raise ScenarioError("--percentile", f"must be from 50 (the median) up to, not including, 100, got "
+                            f"{args.percentile:g}")
     if not args.max_rate and scenario.inference.arrival != "poisson":
         raise ScenarioError("--percentile", "the SLO percentile applies to Poisson arrivals: add --max-rate, or "
                                             "set the scenario's arrival to poisson")
