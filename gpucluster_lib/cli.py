@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -43,9 +44,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+#: Option values that argparse would take for an option of their own: minus infinity and minus NaN.
+_NEGATIVE_WORDS = re.compile(r"-(inf|infinity|nan)", re.IGNORECASE)
+
+
+def _join_negative_words(argv: Sequence[str]) -> list[str]:
+    """``--opt -inf`` as ``--opt=-inf``: argparse reads a value that starts with a dash and is not a plain
+    negative number as an option, and says only that the option "expected one argument"; joined, the value
+    reaches the option's own check, which names the range."""
+    out: list[str] = []
+    for arg in argv:
+        if out and out[-1].startswith("--") and "=" not in out[-1] and _NEGATIVE_WORDS.fullmatch(arg):
+            out[-1] = f"{out[-1]}={arg}"
+        else:
+            out.append(arg)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(_join_negative_words(sys.argv[1:] if argv is None else argv))
     if not getattr(args, "_run", None):
         parser.print_help()
         return 0

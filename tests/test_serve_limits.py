@@ -345,3 +345,10 @@ def test_slo_percentile_is_the_median_or_above(percentile):
     with pytest.raises(ScenarioError, match="inference.slo_percentile"):
         from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"server": "dgx-h100", "nodes": 1},
                    "inference": {"arrival": "poisson", "slo_percentile": percentile}})
+
+
+@pytest.mark.parametrize("value", ["-inf", "-nan", "-Infinity"])
+def test_a_minus_infinity_option_value_reaches_the_range_check(value, capsys):
+    # argparse alone would read "-inf" as an option and say only "expected one argument"
+    assert main(["serve", "llama3-70b-512-h100", "--max-rate", "--percentile", value]) == 2
+    assert "--percentile: must be from 50 (the median) up to, not including, 100" in capsys.readouterr().err
