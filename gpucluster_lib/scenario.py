@@ -851,6 +851,8 @@ def _is_bare_name(text: str) -> bool:
 def _check_calibration(text: str | None, policy: str) -> None:
     if text is None or _is_bare_name(text):  # the name of a shipped profile (checked when it is read)
         return
+    if policy == "inside" and Path(text).is_absolute() and ".." not in Path(text).parts:
+        return  # an absolute path: allowed inside the scenario's folder, which calibration.profile checks on reading
     _check_path(text, policy, "calibration", "calibration files", "give the name of a shipped profile")
 
 

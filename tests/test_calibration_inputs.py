@@ -236,7 +236,8 @@ def test_a_latency_extrapolated_from_large_sizes_sets_no_alpha():
     # from 8 B the plateau is measured: 2 x 15 = 30 steps of 4.11 us on the A3 Mega run (123.3 us / 30)
     mega = calibrate("y", nccl=[(read_nccl_tests(A3MEGA), None)], date="2026-12-01")
     assert mega.profile.links["fabric"].alpha_s == pytest.approx(123.3e-6 / 30)
-    assert "alpha 4.11 us per ring step (123.3 us per all-reduce on 16 GPUs, 30 steps)" in mega.summary()
+    # 123.3 us reads 0.123 ms (format_duration: three significant figures, ms from 0.1 ms)
+    assert "alpha 4.11 µs per ring step (0.123 ms per all-reduce on 16 GPUs: 30 steps)" in mega.summary()
 
 
 # ----------------------------------------------------------------- a build without MPI
@@ -408,3 +409,117 @@ def test_rows_with_wrong_values_are_noted():
     lines[last] = "  ".join(cells)
     t = parse_nccl_tests("\n".join(lines).replace("0 OK", "1 FAILED"))
     assert any(n.startswith("1 row with wrong values") for n in t.notes)
+
+
+# ----------------------------------------------------------------- counts, units and encodings in the messages
+
+def test_counts_of_one_read_in_the_singular(tmp_path):
+    text = nccl_text(SIZES, model_times("all_reduce", 8, 2.0, 400.0, SIZES), ranks=8)
+    with pytest.raises(CalibrationError, match=r"1 rank given, but the output lists 8 ranks \(its"):
+        parse_nccl_tests(text, ranks=1)
+    two = parse_nccl_tests(nccl_text(SIZES, model_times("all_reduce", 16, 2.0, 400.0, SIZES), ranks=16, hosts=2))
+    with pytest.raises(CalibrationError, match="1 GPU per node given, but the rank lines put 8 ranks on each of 2 "
+                                               "hosts"):
+        fit_alpha_beta(two, gpus_per_node=1)
+    one_column = tmp_path / "one.csv"
+    one_column.write_text("m\n256,512\n")
+    with pytest.raises(CalibrationError, match=r"one.csv, line 2: 2 values, but the header \(line 1\) names 1 column;"):
+        read_gemm_table(one_column)
+    # a run parsed from text has no file name: its notes name the output, not an empty name before a colon
+    notes = calibrate("x", nccl=[(two, None)], date="2026-12-01").notes
+    assert notes[0].startswith("the nccl-tests output: fabric measured on 2 nodes;")
+
+
+def test_times_read_in_microseconds_with_the_ring_model():
+    # alpha 2 us on 8 ranks: an all-reduce takes 2 (8 - 1) = 14 ring steps, 14 x 2 = 28 us at small sizes
+    t = parse_nccl_tests(nccl_text(SIZES, model_times("all_reduce", 8, 2.0, 400.0, SIZES), ranks=8))
+    r = calibrate("x", nccl=[(t, "nvlink")], gemm=known_table(np.array([128, 512, 1024, 4096, 8192]), CURVE),
+                  peaks={"bf16": 989.4}, date="2026-12-01")
+    text = r.summary()
+    assert "alpha 2 µs per ring step (28 µs per all-reduce on 8 GPUs: 14 steps)" in text
+    assert "fixed time 5.8 µs;" in text                        # CURVE's fixed time, 5.8e-6 s, fitted back
+    assert not re.search(r"\bus\b", text)
+    # a row whose time is not its algbw: 1 GiB at 28 + 1.75 x 2^30 / 400e3 = 4,725.6 us prints algbw 2^30 / 4725.6e-6
+    # = 227.22 GB/s; written as 9,451.2 us it is 2^30 / 9451.2e-6 = 113.6 GB/s
+    lines = nccl_text(SIZES, model_times("all_reduce", 8, 2.0, 400.0, SIZES), ranks=8).splitlines()
+    i = next(i for i, line in enumerate(lines) if line.split()[:1] == ["1073741824"])
+    cells = lines[i].split()
+    assert cells[5] == "4725.6"
+    cells[5] = "9451.2"
+    lines[i] = "  ".join(cells)
+    with pytest.raises(CalibrationError, match=rf"line {i + 1}: 1 GiB in 9,451.2 µs is 113.6 GB/s, but the row's algbw "
+                                               "column says 227.22 GB/s"):
+        parse_nccl_tests("\n".join(lines))
+
+
+def test_a_file_that_is_not_utf8_is_named_with_the_fix(tmp_path):
+    fix = r"save the file as UTF-8 \(PowerShell: Out-File -Encoding utf8\)"
+    table = "m,n,k,dtype,tflops\n" + "".join(f"{d},{d},{d},bf16,{d / 10}\n" for d in (256, 512, 1024, 2048, 4096))
+    bare16 = tmp_path / "gemm16.csv"
+    bare16.write_bytes(table.encode("utf-16-le"))            # UTF-16 without a byte-order mark
+    bare = "the file is UTF-16 text without a byte-order mark"
+    with pytest.raises(CalibrationError, match=f"^gemm16.csv: {bare} .*; {fix}$"):
+        read_gemm_table(bare16)
+    latin = tmp_path / "latin.csv"
+    latin.write_bytes(table.replace("512,512,512,bf16", "512,512,512,bf16\xe9").encode("latin-1"))
+    with pytest.raises(CalibrationError, match=f"^latin.csv, line 3: the file is not UTF-8 text .*; {fix}$"):
+        read_gemm_table(latin)
+    text = nccl_text(SIZES, model_times("all_reduce", 8, 2.0, 400.0, SIZES), ranks=8)
+    log16 = tmp_path / "ar16.txt"
+    log16.write_bytes(text.encode("utf-16-be"))
+    with pytest.raises(CalibrationError, match=f"^ar16.txt: {bare} .*; {fix}$"):
+        read_nccl_tests(log16)
+    assert read_nccl_tests_bytes(tmp_path, text.encode("utf-16")).ranks == 8   # with its byte-order mark: read
+    with pytest.raises(CalibrationError, match=f"^odd.txt: no result rows found, and the file is not UTF-8 text .*; "
+                                               f"{fix}$"):
+        read_nccl_tests_bytes(tmp_path, "# r\xe9sultats du test\n".encode("latin-1"))
+
+
+def read_nccl_tests_bytes(folder, data):
+    path = folder / "odd.txt"
+    path.write_bytes(data)
+    return read_nccl_tests(path)
+
+
+def test_fp32_rows_are_said_to_be_fitted_as_tf32(tmp_path):
+    # 5 sizes in each of m, n and k: 125 rows of fp32, the known curve against the dense TF32 peak 494.7 TFLOP/s
+    table = known_table(np.array([128, 512, 1024, 4096, 8192]), CURVE.replace(peak_tflops=494.7), "fp32", 494.7)
+    csv = tmp_path / "fp32.csv"
+    table.to_csv(csv, index=False)
+    r = calibrate("x", gemm=read_gemm_table(csv), peaks={"tf32": 494.7}, date="2026-12-01")
+    assert r.profile.gemm["tf32"].eff_max == pytest.approx(0.7, rel=0.01)      # the behaviour is unchanged
+    assert any(n.startswith("fp32.csv: the fp32 rows (125 rows) are fitted as TF32 tensor-core rows, against the dense "
+                            "TF32 peak of 494.7 TFLOP/s") for n in r.notes)
+    with pytest.raises(CalibrationError, match=r"no dense tf32 peak for the measured device \(the fp32 rows are "
+                                               r"fitted as TF32 tensor-core rows\)"):
+        calibrate("x", gemm=table, peaks={"bf16": 989.4})
+    tf32 = calibrate("x", gemm=table.assign(dtype="tf32"), peaks={"tf32": 494.7}, date="2026-12-01")
+    assert not any("fp32" in n for n in tf32.notes)
+
+
+def test_a_calibration_file_named_without_its_suffix_or_by_its_full_path(tmp_path):
+    from gpucluster_lib.calibration.profile import scenario_profile
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.scenario import loads
+    from tests.test_calibration import SCENARIO
+
+    folder = tmp_path / "designs"
+    folder.mkdir()
+    profile = calibrate("fast", nccl=[(read_nccl_tests(A3MEGA), None)], date="2026-12-01").profile
+    profile.save(folder / "fast.yaml")
+    profile.save(tmp_path / "outside.yaml")
+    with pytest.raises(ScenarioError, match=r"^calibration: no calibration profile at 'fast'; did you mean "
+                                            r"fast.yaml\?$"):
+        scenario_profile(loads(SCENARIO + "calibration: fast\n", base_dir=folder))
+    with pytest.raises(ScenarioError, match="no calibration profile at 'slow'; write one with 'gpucluster calibrate'"):
+        scenario_profile(loads(SCENARIO + "calibration: slow\n", base_dir=folder))
+    # an absolute path inside the scenario's folder is read; one outside it is still refused (no --allow-paths)
+    inside = loads(SCENARIO + f"calibration: '{folder / 'fast.yaml'}'\n", base_dir=folder)
+    assert scenario_profile(inside).name == "fast"
+    for outside in (tmp_path / "outside.yaml", folder / ".." / "outside.yaml"):
+        with pytest.raises(ScenarioError, match="^calibration: .* is outside the scenario's folder: give a path "
+                                                r"relative to the scenario file, inside its folder \(or pass "
+                                                r"--allow-paths\)$"):
+            scenario_profile(loads(SCENARIO + f"calibration: '{outside}'\n", base_dir=folder))
+    assert scenario_profile(loads(SCENARIO + f"calibration: '{tmp_path / 'outside.yaml'}'\n", base_dir=folder,
+                                  allow_paths=True)).name == "fast"

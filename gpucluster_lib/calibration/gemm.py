@@ -93,6 +93,8 @@ _ALIASES = {"bfloat16": "bf16", "float16": "fp16", "half": "fp16", "fp32": "tf32
             "float32": "tf32", "float": "tf32", "float8": "fp8", "e4m3": "fp8", "e5m2": "fp8", "fp8_e4m3": "fp8",
             "fp8_e5m2": "fp8", "fp8e4m3": "fp8", "fp8e5m2": "fp8", "float8_e4m3fn": "fp8", "float8_e5m2": "fp8",
             "float8_e4m3fnuz": "fp8", "float8_e5m2fnuz": "fp8", "e4m3fn": "fp8", "int8_t": "int8", "i8": "int8"}
+#: The names of FP32 among the aliases: their rows are fitted as TF32 rows (a fit says so in its notes).
+FP32_NAMES = frozenset(k for k, v in _ALIASES.items() if v == "tf32")
 
 
 @dataclass(frozen=True)
@@ -372,5 +374,5 @@ def fit_quality(curve: GemmCurve, m: Any, n: Any, k: Any, tflops: Any) -> dict[s
             "rms_error": float(np.sqrt(np.mean(err ** 2))), "max_abs_error": float(np.max(np.abs(err)))}
 
 
-__all__ = ["DEFAULT_CURVES", "DTYPES", "EXPONENT_BOUNDS", "GemmCurve", "fit_gemm_curve", "fit_quality", "gemm_curve",
-           "gemm_efficiency", "normalise_dtype"]
+__all__ = ["DEFAULT_CURVES", "DTYPES", "EXPONENT_BOUNDS", "FP32_NAMES", "GemmCurve", "fit_gemm_curve", "fit_quality",
+           "gemm_curve", "gemm_efficiency", "normalise_dtype"]

@@ -338,6 +338,9 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
         if runs:
             raise CalibrationError(f"{where}: every result row has size 0 (nccl-tests prints 0 for sizes below 16 B "
                                    "per rank); run up to large messages (-e 1G or more)")
+        if "\ufffd" in text:
+            raise CalibrationError(f"{where}: no result rows found, and the file is not UTF-8 text (it holds bytes "
+                                   f"that UTF-8 does not allow); {SAVE_AS_UTF8}")
         raise CalibrationError(f"{where}: no result rows found; expected nccl-tests lines such as "
                                "'1048576  262144  float  sum  -1  203.2  5.16  9.68  0 ...' "
                                "(the output of all_reduce_perf, all_gather_perf or reduce_scatter_perf, saved as "
@@ -384,18 +387,19 @@ def parse_nccl_tests(text: str, collective: str | None = None, ranks: int | None
         raise CalibrationError(f"{where}: the {coll.replace('_', ' ')} test is not supported; use the output of "
                                "all_reduce_perf, all_gather_perf or reduce_scatter_perf")
     if ranks is not None and rank_ids and ranks != len(rank_ids):
-        raise CalibrationError(f"{where}: {ranks} ranks given, but the output lists {plural(len(rank_ids), 'rank')} "
-                               "(its 'Rank N ... on HOST' lines); leave the rank count out for output with rank lines "
-                               "(it is for output without them)")
+        raise CalibrationError(f"{where}: {plural(ranks, 'rank')} given, but the output lists "
+                               f"{plural(len(rank_ids), 'rank')} (its 'Rank N ... on HOST' lines); leave the rank "
+                               "count out for output with rank lines (it is for output without them)")
     inferred = None if rank_ids else _infer_ranks(coll, rows)
     n = ranks if ranks is not None else (len(rank_ids) if rank_ids else inferred)
     if not n or n < 2:
         raise CalibrationError(f"{where}: the number of ranks is unknown (no 'Rank N ... on HOST' lines and no "
                                "busbw/algbw ratio to infer it from); give it (gpucluster calibrate --ranks)")
     if not rank_ids and ranks is None:
-        notes.append(f"{n} ranks inferred from busbw / algbw (no rank lines)")
+        notes.append(f"{plural(n, 'rank')} inferred from busbw / algbw (no rank lines)")
     elif not rank_ids and inferred is not None and inferred != ranks:
-        notes.append(f"{ranks} ranks as given, though busbw / algbw points to {inferred}: check the rank count")
+        notes.append(f"{plural(ranks, 'rank')} as given, though busbw / algbw points to {inferred}: check the rank "
+                     "count")
     _check_columns(rows, where)
     sizes = [r.size_bytes for r in rows]
     dup = sorted({s for s in sizes if sizes.count(s) > 1})
@@ -421,7 +425,7 @@ def _check_columns(rows: list[NcclRow], where: str) -> None:
         if max(alg, r.algbw_gb_per_s) >= 1.0:
             if not r.algbw_gb_per_s or abs(alg / r.algbw_gb_per_s - 1.0) > 0.10:
                 raise CalibrationError(
-                    f"{where}, line {r.line}: {size_text(r.size_bytes)} in {r.time_us:,g} us is {alg:,.1f} GB/s, but "
+                    f"{where}, line {r.line}: {size_text(r.size_bytes)} in {r.time_us:,g} µs is {alg:,.1f} GB/s, but "
                     f"the row's algbw column says {r.algbw_gb_per_s:,.2f} GB/s, so its columns are not where the "
                     "header puts them; keep the column header line ('size count type ... time algbw busbw') "
                     "above the rows, as nccl-tests prints it")
@@ -435,7 +439,7 @@ def read_nccl_tests(path: str | Path, collective: str | None = None, ranks: int 
         data = p.read_bytes()
     except OSError as exc:
         raise CalibrationError(f"{p}: cannot read the nccl-tests output ({exc.strerror or exc})") from exc
-    text = decode_text(data)
+    text = decode_text(data, p.name)
     if collective is None:
         named = _COLL_NAME.findall(p.name + "_perf") or [c for c in COLLECTIVES if c in p.name]
         names_in_text = [n for n in _COLL_NAME.findall(text) if n in COLLECTIVES]
@@ -444,11 +448,23 @@ def read_nccl_tests(path: str | Path, collective: str | None = None, ranks: int 
     return parse_nccl_tests(text, collective=collective, ranks=ranks, source=p.name)
 
 
-def decode_text(data: bytes) -> str:
-    """A text file's bytes as text: UTF-16 when it starts with a byte-order mark, else UTF-8 (bad bytes
-    replaced)."""
+#: What a message says to do with a file that is not UTF-8 text.
+SAVE_AS_UTF8 = "save the file as UTF-8 (PowerShell: Out-File -Encoding utf8)"
+
+
+def decode_text(data: bytes, where: str = "") -> str:
+    """A text file's bytes as text: UTF-16 when it starts with a byte-order mark (what Windows PowerShell's
+    ``>`` writes), else UTF-8 (bad bytes replaced, so that a stray byte in a log line costs that line only).
+
+    UTF-16 without a byte-order mark (a NUL byte beside each ASCII character) is refused with a
+    :class:`CalibrationError` naming ``where`` (the file) and the fix: read as UTF-8 it is no text at all.
+    """
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return data.decode("utf-16", errors="replace")
+    head = data[:4096]
+    if head.count(0) > len(head) // 4:
+        raise CalibrationError(f"{where or 'the file'}: the file is UTF-16 text without a byte-order mark (a "
+                               f"zero byte beside every character), not UTF-8; {SAVE_AS_UTF8}")
     return data.decode("utf-8", errors="replace")
 
 
@@ -642,7 +658,7 @@ def _ranks_per_host(test: NcclTest, level: str, gpus_per_node: int | None) -> in
                                    f"{len(test.hosts)} hosts; measure the fabric with the same number of GPUs on "
                                    "each node")
         if gpus_per_node is not None and level == "fabric" and rph != gpus_per_node:
-            raise CalibrationError(f"{where}: {gpus_per_node} GPUs per node given, but the rank lines put "
+            raise CalibrationError(f"{where}: {plural(gpus_per_node, 'GPU')} per node given, but the rank lines put "
                                    f"{plural(rph, 'rank')} on each of {len(test.hosts)} hosts; leave --gpus-per-node "
                                    "out for output with rank lines")
         return rph
@@ -656,7 +672,7 @@ def _ranks_per_host(test: NcclTest, level: str, gpus_per_node: int | None) -> in
     if test.ranks % gpus_per_node or test.ranks // gpus_per_node < 2:
         nodes = test.ranks / gpus_per_node
         raise CalibrationError(
-            f"{where}: {test.ranks} ranks at {gpus_per_node} GPUs per node is "
+            f"{where}: {plural(test.ranks, 'rank')} at {plural(gpus_per_node, 'GPU')} per node is "
             + (f"{nodes:g} nodes" if test.ranks % gpus_per_node else "one node")
             + "; a fabric run spans 2 or more whole nodes (give the run inside one node as nvlink=FILE, or check "
             "--gpus-per-node and --ranks)")

@@ -323,6 +323,21 @@ def shipped_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
 
 
+def _inside_folder(scenario: Any, ref: str) -> str:
+    """``ref`` as :func:`~gpucluster_lib.scenario.scenario_file` takes it: an absolute path that resolves inside
+    the scenario's folder, under the ``inside`` policy (a CLI scenario without --allow-paths), becomes the path
+    relative to the folder; one that resolves outside it is refused (:class:`ScenarioError` on ``calibration``,
+    quoting the path as written); any other ``ref`` is returned as written."""
+    base = getattr(scenario, "base_dir", None)
+    if getattr(scenario, "path_policy", "any") != "inside" or base is None or not Path(ref).is_absolute():
+        return ref
+    try:
+        return Path(ref).resolve().relative_to(Path(base).resolve()).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        raise ScenarioError("calibration", f"{excerpt(ref)} is outside the scenario's folder: give a path relative "
+                                           "to the scenario file, inside its folder (or pass --allow-paths)") from None
+
+
 def scenario_profile(scenario: Any) -> CalibrationProfile | None:
     """The profile a scenario selects with ``calibration: FILE`` (relative to its folder; or the
     name of a shipped example profile, see :func:`shipped_profiles`), or None."""
@@ -337,12 +352,16 @@ def scenario_profile(scenario: Any) -> CalibrationProfile | None:
             raise ScenarioError("calibration", f"no shipped calibration profile named {excerpt(ref)}; an uploaded "
                                                "scenario can name only those")
     else:
-        p = scenario_file(scenario, ref, "calibration")  # relative to its folder, inside it unless --allow-paths
+        # relative to its folder, inside it unless --allow-paths
+        p = scenario_file(scenario, _inside_folder(scenario, ref), "calibration")
         if not p.is_file() and shipped is not None:
             p = shipped
     if not p.is_file():
-        raise ScenarioError("calibration", f"no calibration profile at {excerpt(ref)}; write one with 'gpucluster "
-                                           "calibrate' or give the path relative to the scenario file")
+        near = next((q for q in (p.with_name(p.name + ".yaml"), p.with_name(p.name + ".yml"))
+                     if p.name and not p.suffix and q.is_file()), None)
+        hint = f"; did you mean {ref}{near.suffix}?" if near is not None else (
+            "; write one with 'gpucluster calibrate' or give the path relative to the scenario file")
+        raise ScenarioError("calibration", f"no calibration profile at {excerpt(ref)}{hint}")
     try:
         return load_profile(p)
     except CalibrationError as exc:

@@ -18,9 +18,16 @@ from typing import Any
 
 import numpy as np
 
-from gpucluster_lib.calibration.gemm import GemmCurve, fit_gemm_curve, fit_quality, normalise_dtype
+from gpucluster_lib.calibration.gemm import (
+    FP32_NAMES,
+    GemmCurve,
+    fit_gemm_curve,
+    fit_quality,
+    normalise_dtype,
+)
 from gpucluster_lib.calibration.nccl import (
     COLLECTIVES,
+    SAVE_AS_UTF8,
     CalibrationError,
     LinkFit,
     NcclTest,
@@ -31,6 +38,7 @@ from gpucluster_lib.calibration.nccl import (
 )
 from gpucluster_lib.calibration.profile import CalibrationProfile
 from gpucluster_lib.errors import all_of, excerpt
+from gpucluster_lib.formatting import format_duration, plural
 
 #: A profile name: also the default file name (NAME.yaml), so no folders, spaces or leading dot.
 PROFILE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,99}")
@@ -58,9 +66,13 @@ def read_gemm_table(path: str | Path) -> Any:
         data = p.read_bytes()
     except OSError as exc:
         raise CalibrationError(f"{p}: cannot read the GEMM table ({exc.strerror or exc})") from exc
-    text = decode_text(data)
+    text = decode_text(data, p.name)
     kept = [(i, line.split("#", 1)[0]) for i, line in enumerate(text.splitlines(), start=1)
             if line.split("#", 1)[0].strip()]
+    bad = next((i for i, line in kept if "\ufffd" in line), None)
+    if bad is not None:
+        raise CalibrationError(f"{p.name}, line {bad}: the file is not UTF-8 text (it holds bytes that UTF-8 does not "
+                               f"allow); {SAVE_AS_UTF8}")
     if kept:
         header = next(csv.reader([kept[0][1]]))
         if len(header) == 1 and (";" in kept[0][1] or "\t" in kept[0][1]):
@@ -71,8 +83,9 @@ def read_gemm_table(path: str | Path) -> Any:
         for i, line in kept[1:]:
             fields = next(csv.reader([line]), [])
             if any(f.strip() for f in fields[width:]):
-                raise CalibrationError(f"{p.name}, line {i}: {len(fields)} values, but the header (line "
-                                       f"{kept[0][0]}) names {width} columns; give each row one value per column")
+                raise CalibrationError(f"{p.name}, line {i}: {plural(len(fields), 'value')}, but the header (line "
+                                       f"{kept[0][0]}) names {plural(width, 'column')}; give each row one value per "
+                                       "column")
     try:
         df = pd.read_csv(io.StringIO(text), comment="#", skipinitialspace=True, index_col=False, dtype=str)
     except (pd.errors.ParserError, pd.errors.EmptyDataError, ValueError) as exc:
@@ -132,8 +145,11 @@ def gemm_frame(df: Any, where: str | None = None, lines: tuple[int, ...] | None 
         except ValueError as exc:
             raise CalibrationError(f"{at(i)}, column 'dtype': {exc}") from None
     out[["m", "n", "k", "tflops"]] = out[["m", "n", "k", "tflops"]].astype(float)
+    fp32 = sum(str(d).strip().lower().removeprefix("torch.") in FP32_NAMES for d in out["dtype"])
     out["dtype"] = [normalise_dtype(d) for d in out["dtype"]]
     out.attrs["where"] = where
+    # rows written as fp32 (fitted as TF32): counted here, or carried from a table checked before
+    out.attrs["fp32_rows"] = int(fp32 or df.attrs.get("fp32_rows", 0))
     if lines is not None and len(lines) == len(out):
         out.attrs["lines"] = tuple(lines)
     return out
@@ -250,15 +266,16 @@ class CalibrationResult:
             q = self.gemm_quality.get(dtype, {})
             lines.append(f"  GEMM {dtype}: large-GEMM efficiency {c.eff_max:.3f} of {c.peak_tflops:g} TFLOP/s, "
                          f"half-rate dimensions m {c.m_half:.0f}, n {c.n_half:.0f}, k {c.k_half:.0f}, "
-                         f"fixed time {c.fixed_time_s * 1e6:.1f} us; median error "
+                         f"fixed time {format_duration(c.fixed_time_s)}; median error "
                          f"{q.get('median_abs_error', float('nan')):.1%}, max {q.get('max_abs_error', float('nan')):.1%}")
         for level, f in sorted(p.links.items()):
             if f.alpha_s is None:
                 lat = "latency not measured"
             else:
                 steps = COLLECTIVES[f.collective][1](f.ranks)
-                lat = (f"alpha {f.alpha_s * 1e6:.2f} us per ring step ({f.alpha_s * steps * 1e6:,.1f} us per "
-                       f"{f.collective.replace('_', '-')} on {f.ranks} GPUs, {steps:g} steps)")
+                # the ring model of training/comm.py: h alpha per collective, h = 2 (n - 1) for an all-reduce
+                lat = (f"alpha {format_duration(f.alpha_s)} per ring step ({format_duration(f.alpha_s * steps)} per "
+                       f"{f.collective.replace('_', '-')} on {plural(f.ranks, 'GPU')}: {plural(int(steps), 'step')})")
             fit = "" if f.rms_error is None else f", rms error {f.rms_error:.0%} over all sizes"
             if f.large_sizes_max_abs_error is not None and f.large_sizes_from_bytes:
                 fit += (f", at most {f.large_sizes_max_abs_error:.0%} from {size_text(f.large_sizes_from_bytes)} up "
@@ -307,9 +324,11 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
         table = gemm_frame(gemm).reset_index(drop=True)
         where = table.attrs["where"]
         lines = table.attrs.get("lines")
+        fp32_rows = table.attrs.get("fp32_rows", 0)
         for dtype, sub in table.groupby("dtype", sort=True):
+            as_tf32 = " (the fp32 rows are fitted as TF32 tensor-core rows)" if dtype == "tf32" and fp32_rows else ""
             if dtype not in peaks:
-                raise CalibrationError(f"{where}: no dense {dtype} peak for the measured device; give "
+                raise CalibrationError(f"{where}: no dense {dtype} peak for the measured device{as_tf32}; give "
                                        f"--accelerator (a catalogue id) or --peak {dtype}=TFLOPS")
             shapes = len(set(zip(sub.m, sub.n, sub.k, strict=True)))
             needed = 5 if exponent is not None else 6   # eff_max, three half-rate sizes, fixed time (+ exponent)
@@ -322,7 +341,8 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
                 i = int(over.index[0])
                 place = f"{where}, line {lines[i]}" if lines is not None else f"{where}, row {i + 2}"
                 raise CalibrationError(f"{place}: {over.tflops[i]:,.6g} TFLOP/s is above the dense "
-                                       f"{dtype} peak of {peaks[dtype]:,.6g} TFLOP/s; give the measured device's "
+                                       f"{dtype} peak of {peaks[dtype]:,.6g} TFLOP/s{as_tf32}; give the measured "
+                                       "device's "
                                        f"peak (--accelerator ID or --peak {dtype}=TFLOPS)")
             try:
                 curve = fit_gemm_curve(sub.m, sub.n, sub.k, sub.tflops, peaks[dtype], exponent=exponent,
@@ -334,6 +354,11 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
                     f"shapes measured (the largest m, n and k: {int(sub.m.max()):,}, {int(sub.n.max()):,} and "
                     f"{int(sub.k.max()):,}); measure shapes from small (256) to large (8192) in each dimension") from None
             q = fit_quality(curve, sub.m, sub.n, sub.k, sub.tflops)
+            if as_tf32:
+                notes.append(f"{where}: the fp32 rows ({plural(fp32_rows, 'row')}) are fitted as TF32 tensor-core rows, "
+                             f"against the dense TF32 peak of {peaks[dtype]:,.6g} TFLOP/s: cuBLAS runs FP32 GEMMs on "
+                             "the TF32 tensor cores when TF32 is allowed (PyTorch: "
+                             "torch.backends.cuda.matmul.allow_tf32 = True), so measure with TF32 on")
             notes += check_gemm_fit(curve, sub, q, dtype, where)
             curves[dtype] = curve
             t = sub.reset_index(drop=True).copy()
@@ -351,19 +376,21 @@ def calibrate(name: str, *, gemm: Any = None, nccl: list[tuple[NcclTest, str | N
         fit = fit_alpha_beta(test, lvl, gpus_per_node=gpus_per_node if lvl == "fabric" else None)
         links[fit.level] = fit
         tests[fit.level] = test
-        notes += [f"{test.source}: {n}" for n in test.notes]
+        src = test.source or "the nccl-tests output"
+        notes += [f"{src}: {n}" for n in test.notes]
         if fit.level == "fabric" and fit.ranks_per_host and fit.ranks // fit.ranks_per_host <= 2:
-            notes.append(f"{test.source}: fabric measured on {fit.ranks // fit.ranks_per_host} nodes; NCCL's tree "
+            notes.append(f"{src}: fabric measured on "
+                         f"{plural(fit.ranks // fit.ranks_per_host, 'node')}; NCCL's tree "
                          "and NVLS algorithms beat the ring on so few nodes, so measure on 4 or more for a figure "
                          "that holds at scale")
         if fit.level == "nvlink" and len(test.hosts) > 1:
-            notes.append(f"{test.source}: the rank lines put the ranks on {len(test.hosts)} hosts; taken as NVLink, as "
+            notes.append(f"{src}: the rank lines put the ranks on {len(test.hosts)} hosts; taken as NVLink, as "
                          "given: right for a multi-node NVLink domain (GB200 NVL72), otherwise give it as fabric=FILE")
         if fit.alpha_s is None and fit.latency_s is not None:
-            notes.append(f"{test.source}: latency not measured: the smallest size is {size_text(test.rows[0].size_bytes)}"
-                         f", above the small-message plateau, so the line's {fit.latency_s * 1e6:,.0f} us at size 0 is "
-                         "an extrapolation; the profile sets no latency (the engine's default stays); run from -b 8 "
-                         "to measure it")
+            notes.append(f"{src}: latency not measured: the smallest size is {size_text(test.rows[0].size_bytes)}"
+                         f", above the small-message plateau, so the line's {format_duration(fit.latency_s)} at "
+                         "size 0 is an extrapolation; the profile sets no latency (the engine's default stays); run "
+                         "from -b 8 to measure it")
     when = date or dt.datetime.now(dt.UTC).date().isoformat()
     try:
         when = dt.date.fromisoformat(str(when)).isoformat()
