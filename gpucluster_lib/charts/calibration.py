@@ -6,7 +6,7 @@ import altair as alt
 import numpy as np
 import pandas as pd
 
-from gpucluster_lib.formatting import significant
+from gpucluster_lib.formatting import format_duration, significant
 
 
 def gemm_fit(table: pd.DataFrame, title: str = "GEMM: measured against fitted rate") -> alt.Chart:
@@ -52,13 +52,13 @@ def link_fit(test, fit, title: str | None = None) -> alt.Chart:
     fitted = pd.DataFrame({"size_mb": _round_sig(grid / 1e6),
                            "time_us": _round_sig(np.asarray(fit.predict_time_s(grid)) * 1e6), "series": "fitted"})
     x = alt.X("size_mb:Q", title="Message size [MB]", scale=alt.Scale(type="log"))
-    y = alt.Y("time_us:Q", title="Time [us]", scale=alt.Scale(type="log"))
+    y = alt.Y("time_us:Q", title="Time [µs]", scale=alt.Scale(type="log"))
     line = alt.Chart(fitted).mark_line(color="#f58518").encode(x=x, y=y)
     pts = alt.Chart(measured).mark_point(filled=True, size=40, color="#4c78a8").encode(
         x=x, y=y, tooltip=[alt.Tooltip("size_mb:Q", title="size [MB]", format=",.4g"),
-                           alt.Tooltip("time_us:Q", title="time [us]", format=",.1f"),
+                           alt.Tooltip("time_us:Q", title="time [µs]", format=",.1f"),
                            alt.Tooltip("busbw:Q", title="bus bandwidth [GB/s]", format=",.1f")])
-    lat = "latency n/a" if fit.alpha_s is None else f"alpha {fit.alpha_s * 1e6:.2f} us"
+    lat = "latency not measured" if fit.alpha_s is None else f"alpha {format_duration(fit.alpha_s)} per ring step"
     name = title or (f"{fit.level}: {fit.collective.replace('_', '-')} on {fit.ranks} GPUs, "
                      f"B {fit.bus_bandwidth_gb_per_s:,.0f} GB/s, {lat}")
     return (line + pts).properties(width=360, height=300, title=name)
