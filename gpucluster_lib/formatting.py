@@ -75,7 +75,7 @@ def format_duration(seconds: float) -> str:
     if a < 1e-9:
         return "under 1 ns" if seconds > 0 else "minus under 1 ns"
     if a >= 1e12:  # beyond any run: the power of ten, as number_words writes it
-        return f"{number_words(seconds)} s"
+        return f"{number_words(math.copysign(a, seconds))} s"
     if a >= 0.1:
         return f"{seconds:,.0f} s" if a >= 100 else f"{seconds:.3g} s"
     if a >= 1e-4:

@@ -15,7 +15,7 @@ SNAKE = re.compile(r"\b[a-z0-9]+_[a-z0-9_]+\b")  # a result key such as optimize
 def test_estimate_text_names_parts_in_words(capsys):
     assert main(["estimate", str(GPT3)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith("GPT-3 175B on 1024 x NVIDIA A100 SXM4 80GB\n")  # the catalogue's name, not its id
+    assert out.startswith("GPT-3 175B on 1,024 x NVIDIA A100 SXM4 80GB\n")  # the catalogue's name, not its id
     lines = {line.split("  ")[1].strip() if line.startswith("  ") else "": line for line in
              out.splitlines()}
     memory, breakdown = lines["memory per GPU"], lines["time breakdown"]

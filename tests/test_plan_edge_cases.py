@@ -160,7 +160,11 @@ def test_torchtitan_zero3_beside_a_pipeline_is_gathered_once_a_step():
     plan = {"tensor": 8, "pipeline": 4, "micro_batch_size": 1, "recompute": "full"}
     z3 = estimate(fw_scen("torchtitan", zero_stage=3, **plan))
     z1 = estimate(fw_scen("torchtitan", zero_stage=1, **plan))
-    assert z3.memory_per_gpu_bytes == z1.memory_per_gpu_bytes
+    m3, m1 = z3.memory_per_gpu_bytes, z1.memory_per_gpu_bytes
+    assert (m3["weights"], m3["optimizer_states"], m3["gather_buffers"]) == \
+        (m1["weights"], m1["optimizer_states"], m1["gather_buffers"])
+    # FSDP2 accumulates an unsynchronised gradient in reduce_dtype, TorchTitan's float32: 4 bytes against ZeRO-1's 2
+    assert m3["gradients"] == pytest.approx(2 * m1["gradients"], rel=1e-12)
     t3, t1 = z3.time_breakdown_s, z1.time_breakdown_s
     assert t3["bubble"] == t1["bubble"] and t3["compute"] == t1["compute"]
     assert t3["dp_comm"] > t1["dp_comm"]   # the reduce-scatter is no longer behind the backward
@@ -325,3 +329,42 @@ def test_json_top_plans_use_the_scenario_names(tmp_path, capsys):
     assert {k: first[k] for k in d["plan"] if k in first} == {k: v for k, v in d["plan"].items() if k in first}
     assert first["layers_per_stage"] == [1, 1, 40, 38] and first["recompute"] == "none"
     assert not {"tp", "pp", "rc", "tpo", "lf", "ll", "lm", "l1", "dopt"} & set(first)
+
+
+def test_torchtitan_zero0_beside_a_pipeline_reduces_after_the_last_backward():
+    # TorchTitan's ZeRO-0 is FSDP2 with a shard degree of 1: under torch.distributed.pipelining its all-reduce runs
+    # once after the last backward (exposed whole) and the whole gradients wait in float32; Megatron-Core's
+    # overlaps the all-reduce with the last micro-batch's backward and keeps its fp32 gradient buffer too
+    plan = {"tensor": 8, "pipeline": 4, "micro_batch_size": 1, "recompute": "full", "zero_stage": 0}
+    titan, mega = estimate(fw_scen("torchtitan", **plan)), estimate(fw_scen("megatron", **plan))
+    assert titan.memory_per_gpu_bytes["gradients"] == mega.memory_per_gpu_bytes["gradients"]   # 4 B each
+    assert titan.time_breakdown_s["dp_comm"] > 10 * mega.time_breakdown_s["dp_comm"]
+
+
+def test_a_written_plan_gets_every_framework_problem():
+    # llm-foundry has neither a pipeline schedule nor TP overlap: both are named, not only the first
+    est = estimate(fw_scen("fsdp", tensor=8, pipeline=2, sequence_parallel=True, tp_comm_overlap=True))
+    fields = sorted(f.field for f in est.findings if f.code == "training-framework-cannot-run")
+    assert fields == ["parallelism.pipeline", "parallelism.tp_comm_overlap"]
+
+
+def test_torchtitan_searches_zero3_beside_a_fixed_pipeline():
+    # the ZeRO-3-beside-a-pipeline refusal is Megatron's; TorchTitan keeps the plans (ZeRO-3 once a step)
+    res = search_plans(fw_scen("torchtitan", auto=True, pipeline=4, zero_stage=3), limit=None)
+    assert len(res.table) and set(res.table["zero"]) == {3} and set(res.table["pp"]) == {4}
+    with pytest.raises(ScenarioError, match="3 is left out of the plan search beside pipeline stages"):
+        search_plans(fw_scen("megatron", auto=True, pipeline=4, zero_stage=3))
+
+
+def test_deadline_reason_when_later_counts_search_but_nothing_fits(capsys, tmp_path):
+    # TP 8 x PP 16 = 128 GPUs: 1 to 12 nodes (8 to 96 GPUs) are refused, 16 nodes and more are searched, and a
+    # micro-batch of 64 sequences of 8,192 tokens of Llama 3 70B without recomputation fits nowhere (its activations
+    # alone are hundreds of GiB): the reason is the memory, not the first refusal
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-70b}\nhardware: {server: dgx-h100, nodes: 16}\n"
+        "parallelism: {tensor: 8, pipeline: 16, micro_batch_size: 64, recompute: none, context: 1,"
+        " global_batch_size: 4096}\n"
+        "training: {precision: bf16, tokens: 1e12}\n")
+    assert main(["estimate", str(tmp_path / "s.yaml"), "--deadline", "30"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("deadline"))
+    assert "not met: no plan fits in memory on any of the node counts tried" in line, line

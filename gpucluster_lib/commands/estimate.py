@@ -43,7 +43,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _size(n_bytes: float, gib: float) -> str:
     """Bytes in GiB to one decimal, or in MiB when that would read 0.0 GiB (a small model's ZeRO-3 shard), KiB
-    when MiB would too."""
+    when MiB would too, bytes when KiB would."""
+    if 0 < n_bytes < 0.05 * gib / 1024**2:
+        return f"{n_bytes:,.0f} B"
     if 0 < n_bytes < 0.05 * gib / 1024:
         return f"{n_bytes / (gib / 1024**2):,.1f} KiB"
     if 0 < n_bytes < 0.05 * gib:
@@ -86,7 +88,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
         return
     gib = 2**30
     p = d["plan"]
-    print(f"{d['model']} on {d['gpus']} x {d['accelerator']}")
+    print(f"{d['model']} on {d['gpus']:,} x {d['accelerator']}")
     print(f"  plan            {_described(p)}, global batch {p['global_batch_size']:,} sequences"
           + (" (searched)" if p["auto"] else ""))
     print(f"  step time       {d['step_time_s']:.3f} s   tokens/s {d['tokens_per_s']:,.0f}")

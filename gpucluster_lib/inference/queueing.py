@@ -65,6 +65,7 @@ from typing import Any
 import numpy as np
 
 from gpucluster_lib.checks import require_non_negative, require_positive
+from gpucluster_lib.errors import ScenarioError
 from gpucluster_lib.formatting import number_words
 from gpucluster_lib.scenario import DEFAULT_MAX_NUM_TOKENS
 
@@ -194,8 +195,9 @@ def _mean_batch(rate: float, curve: ReplicaCurve) -> float | None:
 def load_point(rate_per_s: float, curve: ReplicaCurve, percentile: float = 99.0) -> LoadPoint:
     """TTFT and TPOT of a replica at ``rate_per_s`` Poisson arrivals [1/s] (module doc)."""
     require_positive(rate_per_s=rate_per_s)
-    if not 0 < percentile < 100:
-        raise ValueError(f"percentile must be in (0, 100), got {percentile!r}")
+    if not 50 <= percentile < 100:  # as inference.slo_percentile: the median or above
+        raise ScenarioError("inference.slo_percentile", f"must be from 50 (the median) up to, not including, 100, "
+                            f"got {number_words(percentile)}")
     q = percentile / 100.0
     tokens_per_s = rate_per_s * curve.output_tokens
     b = _mean_batch(rate_per_s, curve)

@@ -477,13 +477,27 @@ class Context:
 def pipeline_zero(ctx: Context, zero, pp):
     """The ZeRO stage whose memory and traffic a plan has (elementwise): ZeRO-3 beside pipeline stages under a
     framework that gathers once a step (``pipeline_zero3: step``, TorchTitan's FSDP2 under
-    torch.distributed.pipelining) holds each stage's 16-bit parameters and gradients whole for the step, with
+    torch.distributed.pipelining) holds each stage's 16-bit parameters and its gradients whole for the step, with
     the fp32 parameters and optimizer states sharded, and gathers and reduce-scatters once a step: ZeRO-1 (its
-    reduce-scatter runs after the last backward, data/training_frameworks.yaml gives the sources). Otherwise
-    ``zero``."""
+    reduce-scatter runs after the last backward, its gradients accumulate in the reduction precision:
+    :class:`MemoryCommon`; data/training_frameworks.yaml gives the sources). Otherwise ``zero``."""
     if ctx.framework.pipeline_zero3 != "step":
         return zero
     return np.where((np.asarray(zero) == 3) & (np.asarray(pp) > 1), 1, zero)
+
+
+def pipelined_fsdp2(ctx: Context, zero, pp):
+    """Whether each plan runs FSDP2 under torch.distributed.pipelining (elementwise): a framework whose ZeRO-3
+    gathers once a step beside pipeline stages (``pipeline_zero3: step``, TorchTitan), pipeline stages, and ZeRO-3
+    or ZeRO-0. TorchTitan applies FSDP2 to every plan, ZeRO-0 as a data-parallel mesh with a shard degree of 1
+    ("with shard_degree=1 it is a no-op for the all-gather but still installs the MixedPrecisionPolicy",
+    torchtitan/models/llama3/parallelize.py at b5bcd76c6), and the pipeline stage reduces the gradients once, after
+    the last backward (``perform_reduce_grad``, torch/distributed/pipelining/stage.py): the reduction is exposed and
+    the whole gradients wait in the reduction precision (:class:`MemoryCommon`)."""
+    if ctx.framework.pipeline_zero3 != "step":
+        return np.zeros(np.broadcast(np.asarray(zero), np.asarray(pp)).shape, dtype=bool)
+    z = np.asarray(zero)
+    return ((z == 3) | (z == 0)) & (np.asarray(pp) > 1)
 
 
 def zero3_fp8(ctx: Context) -> bool:
@@ -1125,7 +1139,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
     q = plan_arrays(plans)
     tp, pp, dp, cp, ep, mb, gbs, vp = (q[k] for k in ("tp", "pp", "dp", "cp", "ep", "mb", "gbs", "vp"))
     rc, sp, zero, dopt, tpo, lf, ll, lm = (q[k] for k in ("rc", "sp", "zero", "dopt", "tpo", "lf", "ll", "lm"))
-    once_a_step = (zero == 3) & (pp > 1) & (fw.pipeline_zero3 == "step")  # ZeRO-3 run as ZeRO-1 (pipeline_zero)
+    once_a_step = pipelined_fsdp2(ctx, zero, pp)  # one gradient reduction a step, after the last backward
     zero = pipeline_zero(ctx, zero, pp)
 
     s = float(a.seq_length)
@@ -1204,7 +1218,7 @@ def _evaluate(ctx: Context, plans: dict[str, np.ndarray]) -> dict[str, np.ndarra
         bucket = np.minimum(1.0, last_bucket_params(fw.bucket_params, fw.bucket_params_per_dp_rank, n_dp, last_p)
                             / p_gpu)
         ex_grad, ex_param = dp_exposed(t_grad, t_param, t_max, bucket, pp, vp)
-        # ZeRO-3 gathered once a step: the reduce-scatter runs after the last backward, exposed (pipeline_zero)
+        # FSDP2 under torch.distributed.pipelining: the reduction runs after the last backward, exposed
         exposed_grad = (np.where(once_a_step, t_grad, ex_grad if ctx.overlap_grad_reduce else t_grad)
                         + (ex_param if ctx.overlap_param_gather else t_param))
     # ZeRO-3: per micro-batch, gather the parameters for forward and for backward and reduce-scatter
@@ -1288,8 +1302,7 @@ def memory_stages(ctx: Context, q: dict[str, np.ndarray], per_layer, rebuilt) ->
     lp = layer_params(ctx, tp, ep)
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(single, final_norm_params(ctx, tp) if a.tied_embeddings else out_p, out_p)
-    common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, pipeline_zero(ctx, q["zero"], pp), dp * cp,
-                          q["dopt"], gbs / (dp * mb),
+    common = MemoryCommon(ctx, tp, pp, mb, float(a.seq_length) / cp, q["zero"], dp * cp, q["dopt"], gbs / (dp * mb),
                            vp, lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep), q["sp"])
     middle = (np.maximum(q["l1"], q["lm"]), 1.0, False, False)
     given = ctx.pipeline_layers
@@ -1635,6 +1648,13 @@ class MemoryCommon:
                  lp_gemm=0.0, sp=False):
         e = ctx.eff
         self.ctx, self.pp, self.m, self.vp = ctx, pp, m, vp
+        # FSDP2 beside pipeline stages (pipelined_fsdp2: TorchTitan) accumulates the whole gradients in the reduction
+        # precision: it casts an unsynchronised unsharded gradient to reduce_dtype to accumulate it
+        # (FSDPParam.to_accumulated_grad_if_needed, torch/distributed/fsdp/_fully_shard/_fsdp_param.py), float32 by
+        # TorchTitan's default (mixed_precision_reduce); its ZeRO-3 holds ZeRO-1's states (pipeline_zero)
+        once = pipelined_fsdp2(ctx, zero, pp)
+        zero = pipeline_zero(ctx, zero, pp)
+        self.grad_bytes = np.where(once, ctx.framework.grad_reduce_bytes, ctx.states.grad)
         # Transformer Engine's FP8 weight and transpose beside each 16-bit GEMM weight of the layers; none
         # under ZeRO-3, which holds no whole weight between micro-batches [20]
         self.fp8_copies = np.where(zero >= 3, 0.0, lp_gemm * ctx.states.fp8_weight_copies)
@@ -1683,6 +1703,7 @@ class MemoryCommon:
         pp, m, vp = self.pp, self.m, self.vp
         params = layers * self.lp + np.where(has_embedding, self.emb_p, 0.0) + np.where(has_output, self.out_last, 0.0)
         states = model_state_bytes(params, self.n_dp, self.zero, self.dopt, self.ctx.states)
+        states["gradients"] = params * self.grad_bytes / np.where(self.zero >= 2, self.n_dp, 1)
         states["weights"] = states["weights"] + layers * self.fp8_copies
         in_flight = in_flight_factor(pp, m, vp, index)  # Megatron-Core's warm-up forwards on this stage [19]
         acts = self.per_layer * layers * in_flight + self.rebuilt + np.where(has_output, self.logits, 0.0)
@@ -1723,8 +1744,7 @@ def stage_table(ctx: Context, plan: dict[str, np.ndarray], layers: list[int]) ->
     emb_p, out_p = embedding_params(ctx, tp)
     out_last = np.where(p == 1, final_norm_params(ctx, tp) if ctx.arch.tied_embeddings else out_p, out_p)
     per_layer, rebuilt = layer_memory(ctx, mb, s_loc, tp, sp, rc, f_act)
-    common = MemoryCommon(ctx, tp, pp, mb, s_loc, pipeline_zero(ctx, rep["zero"].astype(int), pp), rep["dp"] * cp,
-                           rep["dopt"].astype(bool),
+    common = MemoryCommon(ctx, tp, pp, mb, s_loc, rep["zero"].astype(int), rep["dp"] * cp, rep["dopt"].astype(bool),
                            m, rep["vp"], lp, emb_p, out_last, per_layer, rebuilt, layer_gemm_params(ctx, tp, ep),
                            rep["sp"].astype(bool))
     mem = common.stage(n, idx, first, last)

@@ -66,7 +66,7 @@ from gpucluster_lib.training.plans import (
     Plan,
     check_fixed_fields,
     check_fixed_values,
-    framework_plan_problem,
+    framework_plan_problems,
     layout_findings,
     plan_from_codes,
     plan_space,
@@ -688,7 +688,8 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
     Node counts are tried in increasing order over 1, 2, 3, 4, 6, 8, 12, 16, ... (powers of two
     and 1.5x powers of two) up to ``max_nodes``; returns the first that meets the deadline,
     with its plan and days, or ``{"gpus": None}`` with the best found, or, when no count gives a plan
-    that fits, the ``reason`` in words (the first count's refusal, else that no plan fits in memory).
+    that fits, the ``reason`` in words (the first refusal when every count was refused, else that no plan fits in
+    memory).
     """
     deadline = deadline_days or scenario.training.deadline_days
     if deadline is None:
@@ -701,6 +702,7 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
     spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
     best_seen: dict[str, Any] = {"gpus": None, "training_days": math.inf}
     refusal: ScenarioError | None = None
+    searched = False  # some node count got as far as a search (its plans then did not fit)
     for nodes in candidates:
         g = nodes * hw.gpus_per_node
         try:
@@ -708,6 +710,7 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
         except ScenarioError as e:
             refusal = refusal or e
             continue
+        searched = True
         plan = res.best
         if plan is None:
             continue
@@ -718,7 +721,7 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
             return {"gpus": g, "nodes": nodes, "training_days": days, "plan": plan.to_dict(), "deadline_days": deadline}
     best_seen["deadline_days"] = deadline
     if best_seen.get("best_gpus") is None:
-        best_seen["reason"] = str(refusal) if refusal is not None else (
+        best_seen["reason"] = str(refusal) if refusal is not None and not searched else (
             f"no plan fits in memory on any of the node counts tried, 1 to {candidates[-1]:,}")
     return best_seen
 
@@ -906,18 +909,19 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            "its all-reduces run over the scale-out fabric",
                            fix="keep the tensor parallelism at most the GPUs per node",
                            field="parallelism.tensor"))
-    cannot = framework_plan_problem(ctx.framework, plan.pipeline, plan.zero_stage, plan.tp_comm_overlap,
-                                    plan.distributed_optimizer)
-    if cannot is not None:
-        field, message, fix = cannot
-        out.append(Finding("training-framework-cannot-run", "error", message, fix=fix, field=field))
-    elif plan.zero_stage == 3 and plan.pipeline > 1 and ctx.framework.pipeline_zero3 == "step":
-        out.append(Finding("training-zero3-gathered-once-a-step", "info", f"{ctx.framework.name} keeps ZeRO-3's parameters "
-                           "gathered and its gradients unreduced for the whole step beside pipeline stages (one "
-                           "all-gather, and one reduce-scatter after the last backward), so this plan has the "
-                           "memory of ZeRO-1 (16-bit parameters and gradients whole, the rest sharded) and is "
-                           "estimated so", field="parallelism.zero_stage"))
-    elif plan.zero_stage == 3 and plan.pipeline > 1:
+    cannot = framework_plan_problems(ctx.framework, plan.pipeline, plan.zero_stage, plan.tp_comm_overlap,
+                                     plan.distributed_optimizer)
+    for where, message, fix in cannot:
+        out.append(Finding("training-framework-cannot-run", "error", message, fix=fix, field=where))
+    zero3_pp = not cannot and plan.zero_stage == 3 and plan.pipeline > 1
+    if zero3_pp and ctx.framework.pipeline_zero3 == "step":
+        grad = {4.0: "32-bit", 2.0: "16-bit"}.get(ctx.framework.grad_reduce_bytes, "")
+        out.append(Finding("training-zero3-gathered-once-a-step", "info", f"{ctx.framework.name} keeps ZeRO-3's "
+                           "parameters gathered and its gradients unreduced for the whole step beside pipeline "
+                           "stages (one all-gather, and one reduce-scatter after the last backward), so this plan "
+                           f"holds 16-bit parameters and {grad + ' ' if grad else ''}gradients whole, the rest "
+                           "sharded, and is estimated so", field="parallelism.zero_stage"))
+    elif zero3_pp:
         out.append(Finding("training-zero3-with-pp", "warning", "ZeRO-3 with pipeline parallelism re-gathers "
                            "every parameter for each micro-batch (more traffic than the pipeline saves, so the plan "
                            "search leaves it out)", field="parallelism.zero_stage"))

@@ -364,39 +364,47 @@ def _check_expert(arch: TransformerArch, ep: int) -> None:
                                 f"valid: {_choices(divisors(arch.num_experts))}")
 
 
-def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int,
-                           tp_overlap: bool = False, dist_opt: bool = False) -> tuple[str, str, str] | None:
+def framework_plan_problems(framework: Framework, pipeline: int, zero_stage: int, tp_overlap: bool = False,
+                            dist_opt: bool = False) -> list[tuple[str, str, str]]:
     """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` (with TP communication overlap
-    when ``tp_overlap``) as (field, message, fix), or None: a framework without a pipeline schedule
-    (``pipeline_schedule``: llm-foundry / Composer), a ZeRO stage above its ``pipeline_max_zero`` beside pipeline
-    stages (DeepSpeed's pipeline engine: ZeRO-1), or TP overlap on a framework without one (``tp_overlap_path``:
-    Megatron-DeepSpeed, llm-foundry), or ZeRO-1, ZeRO-2 or a distributed optimizer beside pipeline stages where
-    the framework shards with FSDP2 under torch.distributed.pipelining (``pipeline_zero3: step``, TorchTitan: ZeRO-3
-    or none); data/training_frameworks.yaml gives the sources."""
+    when ``tp_overlap``, the distributed optimizer when ``dist_opt``), each as (field, message, fix); empty when it
+    can: TP overlap on a framework without one (``tp_overlap_path``: Megatron-DeepSpeed, llm-foundry); beside
+    pipeline stages, a framework without a pipeline schedule (``pipeline_schedule``: llm-foundry / Composer), ZeRO-1,
+    ZeRO-2 or a distributed optimizer where the framework shards with FSDP2 under torch.distributed.pipelining
+    (``pipeline_zero3: step``, TorchTitan: ZeRO-3 or none), or a ZeRO stage above its ``pipeline_max_zero``
+    (DeepSpeed's pipeline engine: ZeRO-1); data/training_frameworks.yaml gives the sources."""
+    out = []
     if tp_overlap and not framework.tp_overlap_path:
-        return ("parallelism.tp_comm_overlap",
-                f"{framework.name} has no TP communication overlap, so a plan with it cannot run there",
-                "turn the TP communication overlap off, or use a framework that has it (Megatron-LM, NeMo or "
-                "TorchTitan)")
+        out.append(("parallelism.tp_comm_overlap",
+                    f"{framework.name} has no TP communication overlap, so a plan with it cannot run there",
+                    "turn the TP communication overlap off, or use a framework that has it (Megatron-LM, NeMo or "
+                    "TorchTitan)"))
     if pipeline <= 1:
-        return None
-    if framework.pipeline_zero3 == "step" and (zero_stage in (1, 2) or dist_opt):
-        return ("parallelism.zero_stage" if zero_stage else "parallelism.distributed_optimizer",
-                f"{framework.name} shards beside pipeline stages with FSDP2 only (ZeRO-3, gathered once a step), so "
-                + (f"ZeRO-{zero_stage}" if zero_stage else "a distributed optimizer") + " with "
-                f"{pipeline} stages cannot run there",
-                "use ZeRO-3 or no sharding (ZeRO-0) with the pipeline, or a pipeline of 1 stage")
+        return out
     if not framework.pipeline_schedule:
-        return ("parallelism.pipeline",
-                f"{framework.name} has no pipeline schedule, so a plan of {pipeline} pipeline stages cannot run there",
-                "use a pipeline of 1 stage, or a framework with pipeline parallelism (Megatron-LM, NeMo, DeepSpeed "
-                "or TorchTitan)")
-    if zero_stage > framework.pipeline_max_zero:
-        return ("parallelism.zero_stage",
-                f"{framework.name} runs at most ZeRO-{framework.pipeline_max_zero} beside pipeline stages, so "
-                f"ZeRO-{zero_stage} with {pipeline} stages cannot run there",
-                f"lower the ZeRO stage to {framework.pipeline_max_zero}, or use a pipeline of 1 stage")
-    return None
+        out.append(("parallelism.pipeline",
+                    f"{framework.name} has no pipeline schedule, so a plan of {pipeline} pipeline stages cannot run "
+                    "there", "use a pipeline of 1 stage, or a framework with pipeline parallelism (Megatron-LM, NeMo, "
+                    "DeepSpeed or TorchTitan)"))
+    elif framework.pipeline_zero3 == "step" and (zero_stage in (1, 2) or dist_opt):
+        out.append(("parallelism.zero_stage" if zero_stage else "parallelism.distributed_optimizer",
+                    f"{framework.name} shards beside pipeline stages with FSDP2 only (ZeRO-3, gathered once a step, "
+                    "or none), so " + (f"ZeRO-{zero_stage}" if zero_stage else "a distributed optimizer")
+                    + f" with {pipeline} stages cannot run there",
+                    "use ZeRO-3 or no sharding (ZeRO-0) with the pipeline, or a pipeline of 1 stage"))
+    elif zero_stage > framework.pipeline_max_zero:
+        out.append(("parallelism.zero_stage",
+                    f"{framework.name} runs at most ZeRO-{framework.pipeline_max_zero} beside pipeline stages, so "
+                    f"ZeRO-{zero_stage} with {pipeline} stages cannot run there",
+                    f"lower the ZeRO stage to {framework.pipeline_max_zero}, or use a pipeline of 1 stage"))
+    return out
+
+
+def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int, tp_overlap: bool = False,
+                           dist_opt: bool = False) -> tuple[str, str, str] | None:
+    """The first of :func:`framework_plan_problems`, or None."""
+    problems = framework_plan_problems(framework, pipeline, zero_stage, tp_overlap, dist_opt)
+    return problems[0] if problems else None
 
 
 def check_fixed_values(spec: ParallelismSpec, arch: TransformerArch) -> None:
@@ -494,13 +502,20 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
                             f"change the plan or the GPU count (a multiple of {fixed_mp})")
     if spec.tp_comm_overlap and (spec.sequence_parallel is False or spec.tensor == 1):
         raise _tp_overlap_error(spec.tensor == 1)
+    if framework is not None and not framework.zero3_tp_comm_overlap and spec.zero_stage == 3 \
+            and spec.tp_comm_overlap:
+        raise ScenarioError("parallelism.tp_comm_overlap", f"{framework.name} runs no TP communication overlap "
+                            "beside ZeRO-3 (its performance scripts turn it off under Megatron-FSDP), so the plan "
+                            "search has no plan with both; turn the TP communication overlap off, or lower the ZeRO "
+                            "stage to 2 or less")
     if spec.tp_comm_overlap and spec.tensor and nvlink_domain is not None and spec.tensor > nvlink_domain:
         raise _tp_overlap_domain_error(spec.tensor, nvlink_domain)
     vp, gbs, dp, mb = spec.virtual_stages, spec.global_batch_size, spec.data, spec.micro_batch_size
     if vp and vp > 1 and fixed_pp and gbs and dp and mb and gbs % (dp * mb) == 0 \
             and not interleaved_micro_batches_ok(gbs // (dp * mb), fixed_pp):
         raise _interleaved_batch_error(vp, fixed_pp, gbs, dp, mb)
-    if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1:
+    if spec.zero_stage == 3 and fixed_pp is not None and fixed_pp > 1 \
+            and (framework is None or framework.pipeline_zero3 != "step"):  # TorchTitan searches it (once a step)
         raise ScenarioError("parallelism.zero_stage", f"3 is left out of the plan search beside pipeline stages "
                             f"(ZeRO-3 re-gathers every parameter for each micro-batch), but the pipeline is fixed at "
                             f"{fixed_pp} stages; lower the ZeRO stage to 2 or less, use a pipeline of 1 stage, or "
