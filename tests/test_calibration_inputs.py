@@ -509,7 +509,7 @@ def test_a_calibration_file_named_without_its_suffix_or_by_its_full_path(tmp_pat
     profile.save(folder / "fast.yaml")
     profile.save(tmp_path / "outside.yaml")
     with pytest.raises(ScenarioError, match=r"^calibration: no calibration profile at 'fast'; did you mean "
-                                            r"fast.yaml\?$"):
+                                            r"'fast.yaml'\?$"):
         scenario_profile(loads(SCENARIO + "calibration: fast\n", base_dir=folder))
     with pytest.raises(ScenarioError, match="no calibration profile at 'slow'; write one with 'gpucluster calibrate'"):
         scenario_profile(loads(SCENARIO + "calibration: slow\n", base_dir=folder))
@@ -523,3 +523,74 @@ def test_a_calibration_file_named_without_its_suffix_or_by_its_full_path(tmp_pat
             scenario_profile(loads(SCENARIO + f"calibration: '{outside}'\n", base_dir=folder))
     assert scenario_profile(loads(SCENARIO + f"calibration: '{tmp_path / 'outside.yaml'}'\n", base_dir=folder,
                                   allow_paths=True)).name == "fast"
+
+
+def test_calibration_hints_and_encodings_of_a_profile(tmp_path):
+    import os
+
+    from gpucluster_lib.calibration.profile import load_profile, scenario_profile
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.scenario import loads
+    from tests.test_calibration import SCENARIO
+
+    folder = tmp_path / "designs"
+    (folder / "prof").mkdir(parents=True)
+    profile = calibrate("fast", nccl=[(read_nccl_tests(A3MEGA), None)], date="2026-12-01").profile
+    profile.save(folder / "prof.v2.yaml")
+    profile.save(tmp_path / "outside.yaml")
+    os.symlink(tmp_path / "outside.yaml", folder / "pw.yaml")
+    # a dotted profile name still gets its suffix suggested
+    with pytest.raises(ScenarioError, match=r"did you mean 'prof.v2.yaml'\?$"):
+        scenario_profile(loads(SCENARIO + "calibration: prof.v2\n", base_dir=folder))
+    # a folder-like name and a link out of the folder get no suggestion (the link would be refused)
+    for ref in ("./prof/", "pw"):
+        with pytest.raises(ScenarioError) as e:
+            scenario_profile(loads(SCENARIO + f"calibration: '{ref}'\n", base_dir=folder))
+        assert "did you mean" not in str(e.value)
+    # the root and the current folder are no profile: a message, no traceback
+    with pytest.raises(ScenarioError, match="no calibration profile at"):
+        scenario_profile(loads(SCENARIO + "calibration: '/'\n", base_dir=folder, allow_paths=True))
+    # a profile saved as UTF-16 with its byte-order mark reads; Latin-1 bytes get the UTF-8 advice
+    text = (folder / "prof.v2.yaml").read_text(encoding="utf-8")
+    (folder / "u16.yaml").write_bytes(text.encode("utf-16"))
+    assert load_profile(folder / "u16.yaml").name == "fast"
+    (folder / "latin.yaml").write_bytes(text.replace("source:", "# caf\xe9\nsource:").encode("latin-1"))
+    with pytest.raises(CalibrationError, match=r"latin.yaml: the file has bytes that are not UTF-8 text; save the "
+                                               r"file as UTF-8"):
+        load_profile(folder / "latin.yaml")
+
+
+def test_a_gemm_csv_with_a_utf8_byte_order_mark_and_a_comment(tmp_path):
+    # PowerShell 5.1's Out-File -Encoding utf8 writes a byte-order mark; the comment line must still read as one
+    rows = "# measured 2026-12-01\nm,n,k,dtype,tflops\n" + "".join(
+        f"{s},{s},{s},bf16,{t}\n" for s, t in ((1024, 400.0), (2048, 600.0), (4096, 750.0), (8192, 800.0),
+                                               (16384, 810.0)))
+    (tmp_path / "bom.csv").write_bytes(rows.encode("utf-8-sig"))
+    table = read_gemm_table(tmp_path / "bom.csv")
+    assert len(table) == 5 and list(table["m"])[:2] == [1024, 2048]
+
+
+def test_rebuilt_scenarios_keep_the_path_rules(tmp_path):
+    # the inverse design and the sweeps rebuild the scenario: its calibration path must stay inside its folder
+    from gpucluster_lib.calibration.profile import scenario_profile
+    from gpucluster_lib.errors import ScenarioError
+    from gpucluster_lib.explore.solve import fit_scenario
+    from gpucluster_lib.explore.sweep import apply, parse_sweep
+    from gpucluster_lib.scenario import loads
+    from tests.test_calibration import SCENARIO
+
+    folder = tmp_path / "designs"
+    folder.mkdir()
+    calibrate("fast", nccl=[(read_nccl_tests(A3MEGA), None)], date="2026-12-01").profile.save(tmp_path / "out.yaml")
+    base = loads(SCENARIO + f"calibration: '{tmp_path / 'out.yaml'}'\n", base_dir=folder)
+    outside = "is outside the scenario's folder"
+    for rebuilt in (fit_scenario(base, rack_kw=40), apply(base, {"hardware.nodes": 2})):
+        assert rebuilt.path_policy == "inside"
+        with pytest.raises(ScenarioError, match=outside):
+            scenario_profile(rebuilt)
+    # a sweep's inline base names paths inside the sweep file's folder only
+    sweep = parse_sweep({"base": {**{"hardware": {"server": "dgx-h100", "nodes": 1}},
+                                  "calibration": str(tmp_path / "out.yaml")},
+                         "axes": {"hardware.nodes": [1, 2]}}, base_dir=folder)
+    with pytest.raises(ScenarioError, match=outside):
+        scenario_profile(sweep.base)

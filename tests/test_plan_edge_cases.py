@@ -368,3 +368,16 @@ def test_deadline_reason_when_later_counts_search_but_nothing_fits(capsys, tmp_p
     assert main(["estimate", str(tmp_path / "s.yaml"), "--deadline", "30"]) == 0
     line = next(x for x in capsys.readouterr().out.splitlines() if x.strip().startswith("deadline"))
     assert "not met: no plan fits in memory on any of the node counts tried" in line, line
+
+
+def test_settings_a_framework_overrides_are_named():
+    # NeMo turns TP overlap off under Megatron-FSDP: a written ZeRO-3 plan that asks for it is estimated without it
+    nemo = estimate(fw_scen("nemo", tensor=8, pipeline=1, zero_stage=3, sequence_parallel=True, tp_comm_overlap=True))
+    assert [f.field for f in nemo.findings if f.code == "training-setting-ignored"] == ["parallelism.tp_comm_overlap"]
+    assert nemo.plan.tp_comm_overlap is False
+    off = estimate(fw_scen("nemo", tensor=8, pipeline=1, zero_stage=3, sequence_parallel=True, tp_comm_overlap=False))
+    assert nemo.step_time_s == off.step_time_s
+    # TorchTitan beside pipeline stages reduces once, after the last backward: an overlap setting has no effect
+    titan = estimate(fw_scen("torchtitan", tensor=8, pipeline=2, zero_stage=3, overlap_grad_reduce=True))
+    assert [f.field for f in titan.findings if f.code == "training-setting-ignored"] == \
+        ["parallelism.overlap_grad_reduce"]

@@ -454,7 +454,8 @@ SAVE_AS_UTF8 = "save the file as UTF-8 (PowerShell: Out-File -Encoding utf8)"
 
 def decode_text(data: bytes, where: str = "") -> str:
     """A text file's bytes as text: UTF-16 when it starts with a byte-order mark (what Windows PowerShell's
-    ``>`` writes), else UTF-8 (bad bytes replaced, so that a stray byte in a log line costs that line only).
+    ``>`` writes), else UTF-8 without its byte-order mark if it has one (bad bytes replaced, so that a stray byte
+    in a log line costs that line only).
 
     UTF-16 without a byte-order mark (a NUL byte beside each ASCII character) is refused with a
     :class:`CalibrationError` naming ``where`` (the file) and the fix: read as UTF-8 it is no text at all.
@@ -465,7 +466,7 @@ def decode_text(data: bytes, where: str = "") -> str:
     if head.count(0) > len(head) // 4:
         raise CalibrationError(f"{where or 'the file'}: the file is UTF-16 text without a byte-order mark (a "
                                f"zero byte beside every character), not UTF-8; {SAVE_AS_UTF8}")
-    return data.decode("utf-8", errors="replace")
+    return data.decode("utf-8-sig", errors="replace")  # a UTF-8 byte-order mark (PowerShell 5.1's utf8) dropped
 
 
 @dataclass(frozen=True)

@@ -58,7 +58,13 @@ from typing import Any
 import yaml
 
 from gpucluster_lib.calibration.gemm import DEFAULT_CURVES, GemmCurve, gemm_curve, normalise_dtype
-from gpucluster_lib.calibration.nccl import LEVELS, CalibrationError, LinkFit
+from gpucluster_lib.calibration.nccl import (
+    LEVELS,
+    SAVE_AS_UTF8,
+    CalibrationError,
+    LinkFit,
+    decode_text,
+)
 from gpucluster_lib.errors import ScenarioError, excerpt, shown
 from gpucluster_lib.findings import Finding
 from gpucluster_lib.formatting import significant
@@ -241,8 +247,12 @@ def profile_from_dict(data: Any, where: str = "") -> CalibrationProfile:
 @lru_cache(maxsize=16)
 def _load_cached(path: str, mtime_ns: int) -> CalibrationProfile:
     p = Path(path)
+    raw = p.read_bytes()
+    text = decode_text(raw, p.name)  # UTF-16 with its byte-order mark, UTF-8 with or without one
+    if "\ufffd" in text and "\ufffd".encode() not in raw:  # bytes UTF-8 does not allow: not a text we can read
+        raise CalibrationError(f"{p.name}: the file has bytes that are not UTF-8 text; {SAVE_AS_UTF8}")
     try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise CalibrationError(f"{p.name}: not valid YAML ({str(exc).splitlines()[0]})") from None
     prof = profile_from_dict(data, where=p.name)
@@ -338,6 +348,23 @@ def _inside_folder(scenario: Any, ref: str) -> str:
                                            "to the scenario file, inside its folder (or pass --allow-paths)") from None
 
 
+def _with_suffix(scenario: Any, ref: str, p: Path) -> str | None:
+    """``ref`` with ``.yaml`` (or ``.yml``) added when that names a profile file the scenario may read (``p``:
+    ``ref`` resolved), for the "did you mean" hint; None for a folder-like ``ref`` or one that ends in a YAML suffix
+    already (profile names may hold dots: ``prof.v2`` may mean ``prof.v2.yaml``)."""
+    if not p.name or ref.endswith(("/", "\\")) or p.suffix.lower() in (".yaml", ".yml"):
+        return None
+    for suffix in (".yaml", ".yml"):
+        if not p.with_name(p.name + suffix).is_file():
+            continue
+        try:  # the file the hint names must pass the scenario's path rules too (no link out of the folder)
+            scenario_file(scenario, _inside_folder(scenario, ref + suffix), "calibration")
+        except ScenarioError:
+            return None
+        return ref + suffix
+    return None
+
+
 def scenario_profile(scenario: Any) -> CalibrationProfile | None:
     """The profile a scenario selects with ``calibration: FILE`` (relative to its folder; or the
     name of a shipped example profile, see :func:`shipped_profiles`), or None."""
@@ -357,9 +384,8 @@ def scenario_profile(scenario: Any) -> CalibrationProfile | None:
         if not p.is_file() and shipped is not None:
             p = shipped
     if not p.is_file():
-        near = next((q for q in (p.with_name(p.name + ".yaml"), p.with_name(p.name + ".yml"))
-                     if p.name and not p.suffix and q.is_file()), None)
-        hint = f"; did you mean {ref}{near.suffix}?" if near is not None else (
+        near = _with_suffix(scenario, ref, p)
+        hint = f"; did you mean {excerpt(near)}?" if near is not None else (
             "; write one with 'gpucluster calibrate' or give the path relative to the scenario file")
         raise ScenarioError("calibration", f"no calibration profile at {excerpt(ref)}{hint}")
     try:

@@ -242,7 +242,7 @@ def fit_scenario(base: Scenario, *, rack_kw: float | None = None, rack_cooling_k
     for k, v in changes.items():
         sec, name = k.split(".")
         data.setdefault(sec, {})[name] = v
-    return from_dict(data, base_dir=base.base_dir)
+    return from_dict(data, base_dir=base.base_dir, path_policy=base.path_policy)  # the base's path rules
 
 
 def fit(base: Scenario, limits: Limits, *, objective: str = "max-gpus", catalog: Catalog | None = None,
@@ -368,14 +368,14 @@ def _infeasible(chk: list[Check], rows: list[dict[str, Any]], mask: Any, counts:
             if c.name == "design-errors" or not valid.any():
                 r = next((r for r in rows if r["status"] != "ok" or r.get("error_findings")), rows[0])
                 return Finding("explore-fit-infeasible", "error",
-                               f"no node count gives a design that works: at {r['hardware.nodes']} nodes, "
+                               f"no node count gives a design that works: at {int(r['hardware.nodes']):,} nodes, "
                                f"{Check.detail(chk[0], r)}", "fix the base scenario (see its findings)",
                                "hardware.nodes")
             i = int(np.flatnonzero(valid)[0 if c.upper else -1])
             where = "the smallest valid step" if c.upper else "the largest looked at"
             return Finding("explore-fit-infeasible", "error",
                            f"no node count meets every limit: {c.label} alone rules out every design "
-                           f"(at {counts[i]} nodes, {where}: {c.detail(rows[i])})",
+                           f"(at {int(counts[i]):,} nodes, {where}: {c.detail(rows[i])})",
                            f"relax --{c.name}, or change the base scenario (a smaller node, other cooling)",
                            f"--{c.name}")
     ok = mask & valid[:, None]
@@ -386,8 +386,8 @@ def _infeasible(chk: list[Check], rows: list[dict[str, Any]], mask: Any, counts:
         for u, cu in enumerate(chk):
             if cu.upper and not ok[first:, u].any():
                 return Finding("explore-fit-infeasible", "error",
-                               f"no node count meets every limit: {c.label} needs at least {counts[first]} "
-                               f"nodes; at {counts[first]} nodes: {cu.detail(rows[first])}",
+                               f"no node count meets every limit: {c.label} needs at least {int(counts[first]):,} "
+                               f"nodes; at {int(counts[first]):,} nodes: {cu.detail(rows[first])}",
                                f"relax --{c.name} or --{cu.name}", f"--{c.name}")
     return Finding("explore-fit-infeasible", "error", "no node count meets every limit together",
                    "relax one of the limits", "")

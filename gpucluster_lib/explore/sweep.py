@@ -179,7 +179,7 @@ def apply(base: Scenario, changes: Mapping[str, Any], keys: Sequence[str] = ()) 
         data = to_dict(base)
         for k, v in full.items():
             _set_dict(data, k.split("."), v)
-        return from_dict(data, base_dir=base.base_dir)
+        return from_dict(data, base_dir=base.base_dir, path_policy=base.path_policy)  # the base's path rules
     cross_checks(s)
     return s
 
@@ -319,7 +319,7 @@ def parse_sweep(data: Any, *, base_dir: str | Path | None = None, yes: bool = Fa
         if ref is None:
             base = from_dict({}, base_dir=folder)
         elif isinstance(ref, Mapping):
-            base = from_dict(dict(ref), base_dir=folder)
+            base = from_dict(dict(ref), base_dir=folder, path_policy="inside")  # paths stay in the sweep's folder
         elif isinstance(ref, str):
             from gpucluster_lib.resources import scenario_path
 

@@ -767,6 +767,15 @@ def estimate(scenario: Scenario, catalog: Catalog | None = None, *, hardware: Cl
         plan = resolve_plan(par, arch, hw.gpus, default_tp_overlap=ctx.framework.tp_comm_overlap,
                             nvlink_domain=ctx.nvlink_domain)
         findings += layout_findings(par, arch.layers, plan)
+        if plan.tp_comm_overlap and plan.zero_stage == 3 and not ctx.framework.zero3_tp_comm_overlap:
+            # NeMo turns TP overlap off under Megatron-FSDP (data/training_frameworks.yaml): estimated without it
+            plan = dataclasses.replace(plan, tp_comm_overlap=False)
+            findings.append(Finding("training-setting-ignored", "warning",
+                                    f"TP communication overlap is asked for with ZeRO-3, but {ctx.framework.name} "
+                                    "turns it off under Megatron-FSDP (its performance scripts: TP overlap "
+                                    "performs poorly beside FSDP), so the plan is estimated without it",
+                                    fix="turn the TP communication overlap off, or lower the ZeRO stage to 2 or less",
+                                    field="parallelism.tp_comm_overlap"))
     arrays = plan.arrays(arch.layers)
     res = evaluate(ctx, arrays)
     require_finite_steps(res["step_time_s"], res["breakdown"], scenario)
@@ -1086,6 +1095,14 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     them already) or without tensor parallelism."""
     tr, fw = scenario.training, ctx.framework
     out = []
+    if scenario.parallelism.overlap_grad_reduce and fw.pipeline_zero3 == "step" and plan.pipeline > 1 \
+            and plan.zero_stage in (0, 3):
+        out.append(Finding("training-setting-ignored", "warning",
+                           f"the gradient reduction is asked to overlap the backward, but {fw.name} reduces "
+                           "beside pipeline stages once, after the last backward (PyTorch's pipeline schedules), "
+                           "so the setting has no effect",
+                           fix="remove it; the reduction of this plan is exposed",
+                           field="parallelism.overlap_grad_reduce"))
     if "zero3_overlap" in tr.efficiency and fw.zero3_prefetch != "fraction":
         how = "one unit ahead" if fw.zero3_prefetch == "unit" else "one module ahead"
         out.append(Finding("training-setting-ignored", "warning",
