@@ -417,7 +417,9 @@ def memory_terms(tr: Any, fw: Any, casts: Any = None) -> tuple[StateBytes, bool]
       (``grad_buffer_in_reduce_precision``: Megatron-Core's ``grad_reduce_in_fp32`` main-gradient buffer)
       keeps ``grad_reduce_bytes`` per parameter (4 for its fp32 default), but in fp16 training 2 unless
       ``training.grad_reduce_precision`` says otherwise (Megatron-LM switches fp32 accumulation on with
-      ``--bf16`` only; NeMo's ``fp16_mixed`` sets ``grad_reduce_in_fp32=False``); other frameworks 2.
+      ``--bf16`` only; NeMo's ``fp16_mixed`` sets ``grad_reduce_in_fp32=False``); a framework whose sharded
+      gradients take the parameters' dtype (``grad_in_param_precision``: TorchTitan's FSDP2) 4 with fp32 master
+      weights, else 2; other frameworks 2.
     * Optimizer: the master copy (``training.master_weights``: fp32 4, bf16 2, Apex's remainders 2, none 0)
       and two moments (``training.optimizer_state_precision``: fp32 4 + 4, bf16 2 + 2): 12 by default.
     * In FP8 a framework running Transformer Engine (``fp8_weight_copies``) keeps an FP8 weight and its
@@ -433,6 +435,8 @@ def memory_terms(tr: Any, fw: Any, casts: Any = None) -> tuple[StateBytes, bool]
     gemm_weight = fp8_bytes if primary else StateBytes.gemm_weight
     if fw.grad_buffer_in_reduce_precision:
         grad = fw.grad_reduce_bytes if (tr.grad_reduce_precision is not None or tr.precision != "fp16") else 2.0
+    elif fw.grad_in_param_precision:  # FSDP2: the sharded parameters' dtype, fp32 beside fp32 master weights
+        grad = 4.0 if (tr.master_weights or "fp32") == "fp32" else 2.0
     else:
         grad = 2.0
     optimizer = MASTER_BYTES[tr.master_weights or "fp32"] + 2.0 * MOMENT_BYTES[tr.optimizer_state_precision or "fp32"]

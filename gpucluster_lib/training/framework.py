@@ -116,6 +116,9 @@ class Framework:
     #: ``grad_reduce_in_fp32`` main-gradient buffer, Apex DistributedFusedAdam's ``grad_sync_dtype``);
     #: false: 16-bit gradients
     grad_buffer_in_reduce_precision: bool = False
+    #: the sharded gradients take the sharded parameters' dtype, fp32 with fp32 master weights (FSDP2: ``foreach_reduce``
+    #: casts the reduce-scatter output to the parameter's ``orig_dtype``)
+    grad_in_param_precision: bool = False
     #: the framework can defer the output layer's weight-gradient GEMMs of the last pipeline stage to the
     #: pipeline flush (Megatron-Core ``defer_embedding_wgrad_compute``): ``training.defer_output_wgrad`` is
     #: read only then
@@ -231,7 +234,7 @@ def framework(name: str = "megatron") -> Framework:
 
 #: Keys that are true or false (anything else is refused when loaded).
 BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies", "fp8_params", "fp8_param_gather",
-                "grad_buffer_in_reduce_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
+                "grad_buffer_in_reduce_precision", "grad_in_param_precision", "overlap_p2p_comm", "output_wgrad_deferral", "defer_output_wgrad",
                 "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
 BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine", "pipeline_schedule",
