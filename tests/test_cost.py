@@ -413,3 +413,16 @@ def test_fabric_sized_for_job_nodes_not_spares():
     assert r.racks - r0.racks == 17 - 16
     assert any(f.code == "cost-fabric-job-nodes" for f in r.findings)
     assert not any(f.code == "cost-fabric-job-nodes" for f in r0.findings)
+
+
+def test_compare_and_sweep_outputs_give_the_same_opex_as_the_cost():
+    # the OpEx mapping carries its parts and their total: the explore outputs take the total, not the sum of both
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.explore.outputs import row_of
+    from gpucluster_lib.resources import scenario_path
+    from gpucluster_lib.scenario import load_scenario
+
+    d = Design(load_scenario(scenario_path("llama3-70b-512-h100")))
+    o = d.cost.opex_per_year
+    assert o["total"] == pytest.approx(sum(v for k, v in o.items() if k != "total"))
+    assert row_of(d)["cost.opex_usd_per_year"] == pytest.approx(o["total"])

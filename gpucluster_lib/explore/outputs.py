@@ -58,7 +58,7 @@ def _outputs(cur: str) -> tuple[Output, ...]:
         Output("network.bisection_gbps", "Bisection bandwidth", "Gb/s",
                lambda d: d.network.bisection_bandwidth_gbps, "max"),
         Output(f"cost.capex_{c}", "CapEx", m, lambda d: d.cost.capex["total"], "min"),
-        Output(f"cost.opex_{c}_per_year", "OpEx per year", f"{m}/year", lambda d: sum(d.cost.opex_per_year.values()),
+        Output(f"cost.opex_{c}_per_year", "OpEx per year", f"{m}/year", lambda d: d.cost.opex_per_year["total"],
                "min"),
         Output(f"cost.tco_{c}", "TCO", m, lambda d: d.cost.tco, "min"),
         Output(f"cost.{c}_per_gpu_hour", "Cost per GPU-hour", f"{m}/GPU-hour", lambda d: d.cost.cost_per_gpu_hour,
