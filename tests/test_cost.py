@@ -426,3 +426,23 @@ def test_compare_and_sweep_outputs_give_the_same_opex_as_the_cost():
     o = d.cost.opex_per_year
     assert o["total"] == pytest.approx(sum(v for k, v in o.items() if k != "total"))
     assert row_of(d)["cost.opex_usd_per_year"] == pytest.approx(o["total"])
+
+
+def test_compare_marks_no_design_with_error_findings_as_better():
+    # TorchTitan runs ZeRO-1 beside pipeline stages nowhere (an error finding): its slightly faster estimate is not
+    # marked better than the ZeRO-3 plan it can run
+    from gpucluster_lib.design import Design
+    from gpucluster_lib.explore.compare import compare
+    from gpucluster_lib.scenario import from_dict
+
+    def titan(zero):
+        return Design(from_dict({"model": {"preset": "llama3-70b"}, "hardware": {"server": "dgx-h100", "nodes": 8},
+                                 "parallelism": {"tensor": 8, "pipeline": 4, "micro_batch_size": 1,
+                                                 "global_batch_size": 64, "recompute": "full", "zero_stage": zero},
+                                 "training": {"framework": "torchtitan", "tokens": 1e11, "precision": "bf16"}}))
+
+    z1, z3 = titan(1), titan(3)
+    assert any(f.code == "training-framework-cannot-run" for f in z1.findings)
+    assert z1.training.tokens_per_s > z3.training.tokens_per_s
+    row = next(r for r in compare([z1, z3]).rows if r["key"] == "training.tokens_per_s")
+    assert row["best"] == [1]

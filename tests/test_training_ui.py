@@ -60,7 +60,9 @@ def test_scaling_more_gpus_train_faster():
 
 def test_top_plans_frame_and_validation_chart():
     t = top_plans_frame(search_plans(load_scenario(LLAMA70)).table, 5)
-    assert len(t) == 5 and {"TP", "PP", "MFU", "fits", "why not"} <= set(t.columns)
+    assert len(t) == 5 and {"TP", "PP", "MFU [%]", "fits", "why not"} <= set(t.columns)
+    best = search_plans(load_scenario(LLAMA70)).table.iloc[0]
+    assert t["MFU [%]"].iloc[0] == round(best["mfu"] * 100, 1)   # a fraction shown in per cent
     from gpucluster_lib.training import validation
 
     df = validation.compare(validation.load_runs().head(3))
@@ -399,3 +401,40 @@ def test_panel_fp8_recipes_follow_the_transformer_engine_release():
                                                         fp8_recipe="mxfp8"))
     assert [v for _, v in panel.fp8_recipe.options] == ["default", "delayed", "mxfp8"]
     assert "training.transformer_engine: MXFP8 block scaling is in Transformer Engine from release 2.0" in panel.msg.value
+
+
+def test_the_plan_fields_follow_every_search_and_other_plan_settings_stay(tmp_path):
+    panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
+    # llm-foundry has no pipeline schedule: after the new search the greyed fields hold its plan (PP 1), so that
+    # "Manual plan" starts from a plan the framework runs
+    panel.framework.value = "fsdp"
+    assert panel.est.searched and panel.est.plan.pipeline == 1
+    assert (panel.tp.value, panel.pp.value, panel.cp.value) == (panel.est.plan.tensor, 1, panel.est.plan.context)
+    searched, step = panel.est.plan, panel.est.step_time_s
+    panel.auto.value = False
+    assert panel.est.step_time_s == step and panel.est.plan.label() == searched.label()
+    assert not [f for f in panel.est.findings if f.code == "training-framework-cannot-run"]
+    # the written plan is the searched one, TP overlap and distributed optimizer included: the same step time
+    assert panel.est.plan.tp_comm_overlap == searched.tp_comm_overlap
+    assert panel.est.plan.distributed_optimizer == searched.distributed_optimizer
+    # a fixed pipeline and its stage layout (no field on the tab) survive an edit of the token budget
+    (tmp_path / "pl.yaml").write_text(
+        "model: {preset: llama3-70b}\nhardware: {server: dgx-h100, nodes: 64}\n"
+        "parallelism: {auto: true, pipeline: 4, pipeline_layers: [1, 1, 40, 38], global_batch_size: 512}\n"
+        "training: {framework: torchtitan, tokens: 2.0e+12, precision: bf16}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "pl.yaml"))
+    before = panel.est.step_time_s
+    panel.tokens_b.value = 1000
+    assert list(panel.state.scenario.parallelism.pipeline_layers) == [1, 1, 40, 38]
+    assert panel.est.plan.pipeline_layers == (1, 1, 40, 38) and panel.est.step_time_s == before
+
+
+def test_the_scaling_button_says_why_there_is_no_curve(tmp_path):
+    # llm-foundry at a fixed pipeline of 2 stages: every size is refused, and the message is the refusal
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 8, pipeline: 2, global_batch_size: 64}\n"
+        "training: {precision: bf16, framework: fsdp, tokens: 1e12}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+    panel.scale_btn.click()
+    assert "No scaling curve" in panel.msg.value and "has no pipeline schedule" in panel.msg.value

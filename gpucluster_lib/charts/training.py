@@ -98,15 +98,16 @@ def memory_spec(est: Any) -> dict[str, Any]:
 TOP_PLAN_COLUMNS = {
     "tp": "TP", "pp": "PP", "vp": "virtual", "dp": "DP", "cp": "CP", "ep": "EP", "mb": "micro-batch",
     "gbs": "global batch", "recompute": "recompute", "zero": "ZeRO", "step_time_s": "step [s]",
-    "tokens_per_s": "tokens/s", "mfu": "MFU", "memory_gib": "memory [GiB]", "training_days": "days",
+    "tokens_per_s": "tokens/s", "mfu": "MFU [%]", "memory_gib": "memory [GiB]", "training_days": "days",
     "fits": "fits", "reason": "why not",
 }
 
 
 def top_plans_frame(table: pd.DataFrame, n: int = 10) -> pd.DataFrame:
-    """The first ``n`` rows of a plan-search table with readable column names."""
-    return table.head(n)[list(TOP_PLAN_COLUMNS)].set_axis(list(TOP_PLAN_COLUMNS.values()), axis=1) \
-        .reset_index(drop=True)
+    """The first ``n`` rows of a plan-search table with readable column names, MFU in per cent (one decimal, as
+    the Training tab's summary gives it)."""
+    top = table.head(n)[list(TOP_PLAN_COLUMNS)].assign(mfu=lambda t: (t["mfu"] * 100).round(1))
+    return top.set_axis(list(TOP_PLAN_COLUMNS.values()), axis=1).reset_index(drop=True)
 
 
 def scaling_chart(df: pd.DataFrame) -> alt.HConcatChart:

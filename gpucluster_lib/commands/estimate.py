@@ -74,7 +74,7 @@ def _stage_text(pipe: dict, gib: float) -> str:
     slow, mem = int(pipe["bottleneck_stage"]), int(pipe["memory_stage"])
     t = pipe["stage_time_per_micro_batch_s"][slow]
     return (f"{n} stages, {stage_runs(layers)}; slowest stage {slow + 1} ({t * 1e3:,.1f} ms per micro-batch); "
-            f"most memory on stage {mem + 1} ({pipe['stage_memory_bytes'][mem] / gib:.1f} GiB)")
+            f"most memory on stage {mem + 1} ({pipe['stage_memory_bytes'][mem] / gib:,.1f} GiB)")
 
 
 def _print_text(d: dict, accelerator_name: str | None = None) -> None:
@@ -91,7 +91,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     print(f"{d['model']} on {d['gpus']:,} x {d['accelerator']}")
     print(f"  plan            {_described(p)}, global batch {p['global_batch_size']:,} sequences"
           + (" (searched)" if p["auto"] else ""))
-    print(f"  step time       {d['step_time_s']:.3f} s   tokens/s {d['tokens_per_s']:,.0f}")
+    print(f"  step time       {d['step_time_s']:,.3f} s   tokens/s {d['tokens_per_s']:,.0f}")
     print(f"  per GPU         {d['model_tflops_per_gpu']:.0f} model TFLOP/s, {d['hardware_tflops_per_gpu']:.0f} hardware "
           f"TFLOP/s   MFU {d['mfu']:.1%}  HFU {d['hfu']:.1%}")
     if p["pipeline"] > 1 and d.get("pipeline"):
@@ -103,7 +103,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
     print("  time breakdown  " + ", ".join(f"{BREAKDOWN_LABELS.get(k, humanize_key(k))} {format_duration(v)}"
                                            for k, v in d["time_breakdown_s"].items() if v > 0))
     if d["training_days"] is not None:
-        print(f"  time to train   {d['training_days']:.1f} days")
+        print(f"  time to train   {d['training_days']:,.1f} days")
     cal = (d.get("assumptions") or {}).get("calibration")
     if cal:
         from gpucluster_lib.training.estimate import CALIBRATION_TERM_NAMES
@@ -119,6 +119,7 @@ def _print_text(d: dict, accelerator_name: str | None = None) -> None:
             text = f"not met; the fastest tried, {dl['best_gpus']:,} GPUs, takes {dl['training_days']:,.1f} days"
         else:
             text = "not met" + (f": {dl['reason']}" if dl.get("reason") else "")
-        print(f"  deadline        {dl['deadline_days']:g} days: {text}")
+        days = dl["deadline_days"]
+        print(f"  deadline        {days:g} day{'' if days == 1 else 's'}: {text}")
     for f in d["findings"]:
         print(f"  [{f['severity']}] {f['code']}: {f['message']}")

@@ -62,7 +62,8 @@ def _name(d: Any, i: int) -> str:
 
 
 def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency: str | None = None) -> Comparison:
-    """Compare 2-6 designs (``Design`` objects or sweep rows: mappings of result columns)."""
+    """Compare 2-6 designs (``Design`` objects or sweep rows: mappings of result columns). The better value of
+    each row is marked among the designs without error findings (all of them when every design has some)."""
     n = len(designs)
     if not MIN_DESIGNS <= n <= MAX_DESIGNS:
         raise ScenarioError("designs", f"compare takes {MIN_DESIGNS} to {MAX_DESIGNS} designs, got {n}")
@@ -73,6 +74,10 @@ def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency
     names = list(names) if names is not None else [_name(d, i) for i, d in enumerate(designs)]
     if len(set(names)) < len(names):  # two designs of the same name: number them
         names = [f"{i + 1}. {nm}" for i, nm in enumerate(names)]
+    # a design with error findings (a plan its framework cannot run, one that does not fit) is never marked better
+    broken = [bool(d.get("error_findings")) if isinstance(d, Mapping)
+              else any(f.severity == "error" for f in getattr(d, "findings", ())) for d in designs]
+    markable = set(range(n)) if all(broken) else {i for i in range(n) if not broken[i]}
     cmp = Comparison(names=names, currency=currency)
     for o in outputs(currency):
         vals = [clean(r.get(o.key)) for r in rows_in]
@@ -87,9 +92,10 @@ def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency
                 if v is not None and base not in (None, 0):
                     deltas[i] = round((v - base) / abs(base) * 100, 3)
             present = [(v, i) for i, v in enumerate(vals) if v is not None and not math.isnan(v)]
-            if o.better and len(present) > 1 and len({v for v, _ in present}) > 1:
-                target = min(v for v, _ in present) if o.better == "min" else max(v for v, _ in present)
-                best = [i for v, i in present if v == target]
+            cand = [(v, i) for v, i in present if i in markable]
+            if o.better and cand and len(present) > 1 and len({v for v, _ in present}) > 1:
+                target = min(v for v, _ in cand) if o.better == "min" else max(v for v, _ in cand)
+                best = [i for v, i in cand if v == target]
         cmp.rows.append({"key": o.key, "label": o.label, "unit": o.unit, "values": vals, "deltas_pct": deltas,
                          "better": o.better or None, "best": best})
     return cmp

@@ -1219,7 +1219,8 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
     """Best plan, time to train and MFU at several cluster sizes (whole nodes) [days, fraction].
 
     Each size is searched with the scenario's fixed ``parallelism`` fields (``data`` freed).
-    Default sizes: 1/4x to 4x the scenario's node count in powers of two.
+    Default sizes: 1/4x to 4x the scenario's node count in powers of two. With no row, ``attrs["reason"]``
+    says why in words (the refusal when every size was refused, else that no plan fits in memory).
     """
     import pandas as pd
 
@@ -1229,12 +1230,16 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
         node_counts = sorted({max(1, int(hw.nodes * f)) for f in (0.25, 0.5, 1, 2, 4)})
     spec = dataclasses.replace(scenario.parallelism, auto=True, data=None)
     rows = []
+    refusal: ScenarioError | None = None
+    searched = False
     for nodes in node_counts:
         g = nodes * hw.gpus_per_node
         try:
             res = search_plans(scenario, cat, gpus=g, spec=spec)
-        except ScenarioError:
+        except ScenarioError as e:
+            refusal = refusal or e
             continue
+        searched = True
         fit = res.table[res.table["fits"]]
         if not len(fit):
             continue
@@ -1242,4 +1247,8 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
         rows.append({"gpus": g, "nodes": nodes, "plan": res.plan(best.to_dict()).label(),
                      "tokens_per_s": float(best["tokens_per_s"]), "mfu": float(best["mfu"]),
                      "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
-    return pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])
+    df = pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])
+    if not rows:  # why no size gave a plan: the refusal when every size was refused, else memory
+        df.attrs["reason"] = str(refusal) if refusal is not None and not searched else (
+            "no plan fits in memory at any of the sizes tried, " + ", ".join(f"{n:,}" for n in node_counts) + " nodes")
+    return df

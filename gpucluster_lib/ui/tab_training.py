@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import html
 from typing import Any
 
@@ -50,6 +51,8 @@ TP_OVERLAP = [("Framework default", "default"), ("On (needs sequence parallelism
 #: back: the choice that shows a scenario's value.
 TRISTATE = {"default": None, "on": True, "off": False}
 TRISTATE_CHOICE = {v: k for k, v in TRISTATE.items()}
+#: The parallelism fields the tab's plan widgets write (the rest of the scenario's parallelism is kept).
+PLAN_FIELDS = ("tensor", "pipeline", "virtual_stages", "context", "micro_batch_size", "recompute", "zero_stage")
 #: Where full activation checkpointing's rerun of a layer ends: the framework's default, stop once every
 #: tensor the backward needs is back (PyTorch 2.1's non-reentrant checkpoint), or rerun the whole layer.
 EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
@@ -167,6 +170,7 @@ class TrainingPanel:
         self.scale_btn = widgets.Button(description="Compute scaling", icon="line-chart",
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
+        self.est_before = None
         self._loading = False
         #: (the estimate or plan search whose table is drawn, its HTML)
         self._plans_html: tuple[Any, str] = (object(), "")
@@ -270,16 +274,58 @@ class TrainingPanel:
         finally:
             self._loading = False
         self._refresh()
-        if self.est is not None and self.est.searched:  # show the plan the search chose
-            self._loading = True
-            try:
-                q = self.est.plan
-                self.tp.value, self.pp.value, self.vp.value, self.cp.value = (q.tensor, q.pipeline,
-                                                                              q.virtual_stages, q.context)
-                self.mb.value, self.gbs.value = q.micro_batch_size, q.global_batch_size
-                self.recompute.value, self.zero.value = q.recompute, q.zero_stage
-            finally:
-                self._loading = False
+        self._show_searched_plan()
+
+    def _show_searched_plan(self) -> None:
+        """Put the plan the automatic search chose into the (greyed) plan fields, after every search."""
+        if self.est is None or not self.est.searched:
+            return
+        self._loading = True
+        try:
+            q = self.est.plan
+            self.tp.value, self.pp.value, self.vp.value, self.cp.value = (q.tensor, q.pipeline,
+                                                                          q.virtual_stages, q.context)
+            self.mb.value, self.gbs.value = q.micro_batch_size, q.global_batch_size
+            self.recompute.value, self.zero.value = q.recompute, q.zero_stage
+        finally:
+            self._loading = False
+
+    def _parallelism(self, auto: bool) -> dict:
+        """The scenario's ``parallelism`` with the tab's plan fields written in: the settings the tab has no field
+        for (a stage layout, the overlap switches, the distributed optimizer, ...) are kept, but data parallelism
+        follows the node count and sequence parallelism its default. Switching from the
+        automatic search to a written plan starts from the plan the search chose (its sequence parallelism,
+        distributed optimizer, TP overlap and stage layout too); a stage layout whose stage count no longer
+        matches the pipeline field is dropped."""
+        # data parallelism follows the node count; sequence parallelism takes its default (on with TP > 1),
+        # which the TP overlap field needs, unless the search chose it (below)
+        par = {k: v for k, v in dataclasses.asdict(self.state.scenario.parallelism).items()
+               if v is not None and k not in ("auto", "data", "sequence_parallel")}
+        searched = self.est_before.plan if (self.est_before is not None and self.est_before.searched) else None
+        if auto:
+            if not self.state.scenario.parallelism.auto:  # from a written plan: its values are no longer fixed
+                for k in PLAN_FIELDS:
+                    par.pop(k, None)
+            par.update(auto=True, global_batch_size=int(self.gbs.value))
+            return par
+        if searched is not None and self.state.scenario.parallelism.auto:  # the search's choice becomes the plan
+            par.update(sequence_parallel=searched.sequence_parallel,
+                       distributed_optimizer=searched.distributed_optimizer)
+            if searched.pipeline_layers is not None:
+                par["pipeline_layers"] = list(searched.pipeline_layers)
+            if self.tp_overlap.value == "default":  # shown, so that the next edit writes it again
+                self._loading = True
+                try:
+                    self.tp_overlap.value = TRISTATE_CHOICE[searched.tp_comm_overlap]
+                finally:
+                    self._loading = False
+        par.update(tensor=int(self.tp.value), pipeline=int(self.pp.value), virtual_stages=int(self.vp.value),
+                   context=int(self.cp.value), micro_batch_size=int(self.mb.value),
+                   global_batch_size=int(self.gbs.value), recompute=self.recompute.value,
+                   zero_stage=int(self.zero.value))
+        if par.get("pipeline_layers") is not None and len(par["pipeline_layers"]) != par["pipeline"]:
+            par.pop("pipeline_layers")
+        return par
 
     def _apply(self) -> None:
         """Write the widgets into the scenario (every value the user typed becomes the state's,
@@ -318,14 +364,8 @@ class TrainingPanel:
             changes["hardware__server"] = None
         changes["hardware__nodes"] = int(self.nodes.value)
         changes["hardware__gpus"] = None
-        if auto:
-            changes["parallelism"] = {"auto": True, "global_batch_size": int(self.gbs.value)}
-        else:
-            changes["parallelism"] = {"tensor": int(self.tp.value), "pipeline": int(self.pp.value),
-                                      "virtual_stages": int(self.vp.value), "context": int(self.cp.value),
-                                      "micro_batch_size": int(self.mb.value),
-                                      "global_batch_size": int(self.gbs.value), "recompute": self.recompute.value,
-                                      "zero_stage": int(self.zero.value)}
+        self.est_before = self.est
+        changes["parallelism"] = self._parallelism(auto)
         changes["parallelism"]["tp_comm_overlap"] = TRISTATE[self.tp_overlap.value]
         changes["parallelism"]["overlap_p2p_comm"] = TRISTATE[self.p2p_overlap.value]
         self.est = None
@@ -335,6 +375,7 @@ class TrainingPanel:
         finally:
             self._loading = False
         self._refresh()
+        self._show_searched_plan()
 
     def _deferral_choice(self, defer: bool | None, limit: int | None) -> str:
         """The deferral dropdown's choice for a scenario's (defer_output_wgrad, wgrad_deferral_limit); a limit
@@ -469,7 +510,8 @@ class TrainingPanel:
     def _scaling(self, _btn=None) -> None:
         df = scaling(self.state.scenario, self.state.catalog)
         if not len(df):
-            self.msg.value = f"<i>{html.escape('No plan fits at any of the sizes tried.')}</i>"
+            reason = df.attrs.get("reason") or "no plan fits at any of the sizes tried"
+            self.msg.value = f"<i>{html.escape('No scaling curve: ' + reason)}</i>"
             return
         self.scale_chart.spec = scaling_spec(df)
         self.scale_chart.layout.display = None
