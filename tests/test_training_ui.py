@@ -438,3 +438,16 @@ def test_the_scaling_button_says_why_there_is_no_curve(tmp_path):
     panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
     panel.scale_btn.click()
     assert "No scaling curve" in panel.msg.value and "has no pipeline schedule" in panel.msg.value
+
+
+def test_a_new_stage_count_drops_the_old_stage_layout(tmp_path):
+    # 6 layers on the first stage of 4 (Llama 3 8B, 32 layers): on 2 stages the layout no longer applies
+    (tmp_path / "s.yaml").write_text(
+        "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
+        "parallelism: {tensor: 4, pipeline: 4, first_stage_layers: 6, global_batch_size: 64}\n"
+        "training: {precision: bf16, tokens: 1e11}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+    assert panel.est.stages["layers_per_stage"][0] == 6
+    panel.pp.value = 2
+    assert panel.msg.value == "" and panel.est.stages["layers_per_stage"] == [16, 16]
+    assert panel.state.scenario.parallelism.first_stage_layers is None

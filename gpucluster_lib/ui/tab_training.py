@@ -295,8 +295,8 @@ class TrainingPanel:
         for (a stage layout, the overlap switches, the distributed optimizer, ...) are kept, but data parallelism
         follows the node count and sequence parallelism its default. Switching from the
         automatic search to a written plan starts from the plan the search chose (its sequence parallelism,
-        distributed optimizer, TP overlap and stage layout too); a stage layout whose stage count no longer
-        matches the pipeline field is dropped."""
+        distributed optimizer, TP overlap and stage layout too); a stage layout is dropped when the pipeline
+        field changes the stage count."""
         # data parallelism follows the node count; sequence parallelism takes its default (on with TP > 1),
         # which the TP overlap field needs, unless the search chose it (below)
         par = {k: v for k, v in dataclasses.asdict(self.state.scenario.parallelism).items()
@@ -325,6 +325,9 @@ class TrainingPanel:
                    zero_stage=int(self.zero.value))
         if par.get("pipeline_layers") is not None and len(par["pipeline_layers"]) != par["pipeline"]:
             par.pop("pipeline_layers")
+        if self.state.scenario.parallelism.pipeline not in (None, par["pipeline"]):  # a new stage count: the
+            par.pop("first_stage_layers", None)                                    # old stage layout goes
+            par.pop("last_stage_layers", None)
         return par
 
     def _apply(self) -> None:
