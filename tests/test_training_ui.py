@@ -192,6 +192,7 @@ def test_panel_checkpoint_early_stop_dropdown():
     panel.framework.value = "fsdp"
     assert panel.state.scenario.training.checkpoint_early_stop is None
     assert panel.est.hfu / panel.est.mfu == pytest.approx(1 + (16 + 4 * 2048 / 12288) / model, rel=1e-9)
+    panel.state.update(parallelism__sequence_parallel=None)  # the YAML's is off: its default (on), which fits
     panel.recompute.value = "selective"  # read with full recomputation only
     assert panel.early_stop.disabled
     # selective recomputation reruns the attention core, which the fused kernel recomputes anyway: no rerun row
@@ -451,3 +452,56 @@ def test_a_new_stage_count_drops_the_old_stage_layout(tmp_path):
     panel.pp.value = 2
     assert panel.msg.value == "" and panel.est.stages["layers_per_stage"] == [16, 16]
     assert panel.state.scenario.parallelism.first_stage_layers is None
+
+
+SCENARIOS = ROOT / "gpucluster_lib" / "data" / "scenarios"
+
+
+def test_a_written_plan_from_the_search_is_the_searched_plan(tmp_path):
+    # Llama 3 405B on 24,576 H100: the search counts the embedding and the loss as stage slots so that its chunks
+    # split evenly (126 layers + 2 slots on 16 stages); the written plan says so with the two flags
+    panel = tab_training.TrainingPanel(AppState.from_path(SCENARIOS / "roce-24k-h100.yaml"))
+    panel.auto.value = True
+    searched, step = panel.est.plan, panel.est.step_time_s
+    panel.auto.value = False
+    assert panel.msg.value == "" and panel.est.step_time_s == step and panel.est.plan.label() == searched.label()
+    # the search's choices the tab has no field for are freed again with the search (the YAML's own distributed
+    # optimizer stays: the user's setting)
+    panel.auto.value = True
+    p = panel.state.scenario.parallelism
+    assert (p.tp_comm_overlap, p.distributed_optimizer, p.embedding_in_pipeline_split) == (None, True, False)
+    assert panel.tp_overlap.value == "default" and panel.est.step_time_s == step
+    # expert parallelism, which has no field either, goes into the written plan (Mixtral 8x7B: 8 experts)
+    (tmp_path / "moe.yaml").write_text("model: {preset: mixtral-8x7b}\nhardware: {server: dgx-h100, nodes: 4}\n"
+                                       "parallelism: {auto: true, global_batch_size: 256}\n"
+                                       "training: {precision: bf16, tokens: 1e11}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "moe.yaml"))
+    searched, step = panel.est.plan, panel.est.step_time_s
+    panel.auto.value = False
+    assert panel.est.plan.expert == searched.expert and panel.est.step_time_s == step
+
+
+def test_fields_show_the_plan_and_kept_settings_stay_kept(tmp_path):
+    # a loaded scenario's unset values show as the plan uses them (no interleaving, ZeRO 0 ...)
+    panel = tab_training.TrainingPanel(AppState.from_path(LLAMA70))
+    panel.state.load(load_scenario(SCENARIOS / "roce-24k-h100.yaml"))
+    q = panel.est.plan
+    assert (panel.vp.value, panel.zero.value, panel.pp.value) == (q.virtual_stages, q.zero_stage, q.pipeline)
+    panel.tokens_b.value = 500
+    assert panel.msg.value == ""
+    # sequence parallelism off stays off through an unrelated edit
+    (tmp_path / "sp.yaml").write_text("model: {preset: llama3-70b}\nhardware: {server: dgx-h100, nodes: 8}\n"
+                                      "parallelism: {tensor: 8, pipeline: 2, sequence_parallel: false,"
+                                      " recompute: full, global_batch_size: 64}\n"
+                                      "training: {precision: bf16, tokens: 1e11}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "sp.yaml"))
+    step = panel.est.step_time_s
+    panel.tokens_b.value = 200
+    assert panel.est.plan.sequence_parallel is False and panel.est.step_time_s == step
+    # another model drops a stage layout made for the old one's 80 layers
+    (tmp_path / "pl.yaml").write_text("model: {preset: llama3-70b}\nhardware: {server: dgx-h100, nodes: 8}\n"
+                                      "parallelism: {tensor: 8, pipeline: 4, pipeline_layers: [1, 1, 40, 38],"
+                                      " global_batch_size: 64}\ntraining: {precision: bf16, tokens: 1e11}\n")
+    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "pl.yaml"))
+    panel.preset.value = "llama3-8b"
+    assert panel.msg.value == "" and panel.est.stages["layers_per_stage"] == [8, 8, 8, 8]

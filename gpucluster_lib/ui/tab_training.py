@@ -26,6 +26,7 @@ from gpucluster_lib.training.framework import (
     framework,
     framework_ids,
 )
+from gpucluster_lib.training.plans import interleavings
 from gpucluster_lib.ui.common import (
     AppState,
     chart_widget,
@@ -53,6 +54,11 @@ TRISTATE = {"default": None, "on": True, "off": False}
 TRISTATE_CHOICE = {v: k for k, v in TRISTATE.items()}
 #: The parallelism fields the tab's plan widgets write (the rest of the scenario's parallelism is kept).
 PLAN_FIELDS = ("tensor", "pipeline", "virtual_stages", "context", "micro_batch_size", "recompute", "zero_stage")
+#: The stage layout fields, which hold for one model and one stage count.
+LAYOUT_FIELDS = ("pipeline_layers", "first_stage_layers", "last_stage_layers")
+#: What a written plan takes from the search it replaces beside the plan fields (the tab has no field for them).
+SEARCH_CHOICES = ("expert", "sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "pipeline_layers",
+                  "embedding_in_pipeline_split", "loss_in_pipeline_split")
 #: Where full activation checkpointing's rerun of a layer ends: the framework's default, stop once every
 #: tensor the backward needs is back (PyTorch 2.1's non-reentrant checkpoint), or rerun the whole layer.
 EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
@@ -171,6 +177,8 @@ class TrainingPanel:
                                         tooltip="search the best plan at 1/4x to 4x the nodes (about a second)")
         self.est = None
         self.est_before = None
+        #: the parallelism keys a written plan took from the search (freed when the search is switched on again)
+        self._from_search: set[str] = set()
         self._loading = False
         #: (the estimate or plan search whose table is drawn, its HTML)
         self._plans_html: tuple[Any, str] = (object(), "")
@@ -274,11 +282,12 @@ class TrainingPanel:
         finally:
             self._loading = False
         self._refresh()
-        self._show_searched_plan()
+        self._show_plan()
 
-    def _show_searched_plan(self) -> None:
-        """Put the plan the automatic search chose into the (greyed) plan fields, after every search."""
-        if self.est is None or not self.est.searched:
+    def _show_plan(self) -> None:
+        """Put the plan of the estimate into the plan fields after every change: the one the automatic search
+        chose (greyed fields), or the written plan with the values the scenario leaves to their defaults."""
+        if self.est is None:
             return
         self._loading = True
         try:
@@ -291,44 +300,67 @@ class TrainingPanel:
             self._loading = False
 
     def _parallelism(self, auto: bool) -> dict:
-        """The scenario's ``parallelism`` with the tab's plan fields written in: the settings the tab has no field
-        for (a stage layout, the overlap switches, the distributed optimizer, ...) are kept, but data parallelism
-        follows the node count and sequence parallelism its default. Switching from the
-        automatic search to a written plan starts from the plan the search chose (its sequence parallelism,
-        distributed optimizer, TP overlap and stage layout too); a stage layout is dropped when the pipeline
-        field changes the stage count."""
-        # data parallelism follows the node count; sequence parallelism takes its default (on with TP > 1),
-        # which the TP overlap field needs, unless the search chose it (below)
-        par = {k: v for k, v in dataclasses.asdict(self.state.scenario.parallelism).items()
-               if v is not None and k not in ("auto", "data", "sequence_parallel")}
-        searched = self.est_before.plan if (self.est_before is not None and self.est_before.searched) else None
+        """The scenario's ``parallelism`` with the tab's plan fields written in. The settings the tab has no field
+        for (a stage layout, the overlap switches, the distributed optimizer, expert parallelism, ...) are kept;
+        data parallelism follows the node count; sequence parallelism off gives way to its default (on) when TP
+        overlap, which needs it, is switched on.
+
+        Switching the automatic search off starts from the plan it chose (:data:`SEARCH_CHOICES` too, with the
+        embedding and loss counted as stage slots where its interleaving needs them); switching it back on frees
+        those choices again, and the tab's plan fields. A stage layout goes when the pipeline field changes the
+        stage count or the model changes."""
+        cur = self.state.scenario.parallelism
+        par = {k: v for k, v in dataclasses.asdict(cur).items() if v is not None and k not in ("auto", "data")}
+        if self.preset.value != self.state.scenario.model.preset:  # another layer count: the old layout goes
+            for k in LAYOUT_FIELDS:
+                par.pop(k, None)
+        if self.tp_overlap.value == "on" and par.get("sequence_parallel") is False:
+            par.pop("sequence_parallel")
         if auto:
-            if not self.state.scenario.parallelism.auto:  # from a written plan: its values are no longer fixed
-                for k in PLAN_FIELDS:
+            if not cur.auto:  # from a written plan: the search chooses again
+                for k in (*PLAN_FIELDS, *self._from_search):
                     par.pop(k, None)
+                if "tp_comm_overlap" in self._from_search:
+                    self._set_quietly(self.tp_overlap, "default")
+                    par.pop("tp_comm_overlap", None)
+                self._from_search = set()
             par.update(auto=True, global_batch_size=int(self.gbs.value))
             return par
-        if searched is not None and self.state.scenario.parallelism.auto:  # the search's choice becomes the plan
-            par.update(sequence_parallel=searched.sequence_parallel,
-                       distributed_optimizer=searched.distributed_optimizer)
+        searched = self.est_before.plan if (self.est_before is not None and self.est_before.searched) else None
+        if searched is not None and cur.auto:  # the search's choice becomes the written plan
+            copied: dict = {"expert": searched.expert, "sequence_parallel": searched.sequence_parallel,
+                            "distributed_optimizer": searched.distributed_optimizer,
+                            "tp_comm_overlap": searched.tp_comm_overlap}
             if searched.pipeline_layers is not None:
-                par["pipeline_layers"] = list(searched.pipeline_layers)
+                layers, vp = tuple(searched.pipeline_layers), searched.virtual_stages
+                if vp > 1 and vp not in interleavings(layers, False, False) and vp in interleavings(layers, True, True):
+                    # the search's split that counts the embedding and the loss as slots: written as those two
+                    # flags (which make that split), since given stage counts leave the flags unread
+                    copied["embedding_in_pipeline_split"] = copied["loss_in_pipeline_split"] = True
+                else:
+                    copied["pipeline_layers"] = list(layers)
+            self._from_search = {k for k, v in copied.items() if par.get(k) != v}
+            par.update(copied)
             if self.tp_overlap.value == "default":  # shown, so that the next edit writes it again
-                self._loading = True
-                try:
-                    self.tp_overlap.value = TRISTATE_CHOICE[searched.tp_comm_overlap]
-                finally:
-                    self._loading = False
+                self._set_quietly(self.tp_overlap, TRISTATE_CHOICE[searched.tp_comm_overlap])
         par.update(tensor=int(self.tp.value), pipeline=int(self.pp.value), virtual_stages=int(self.vp.value),
                    context=int(self.cp.value), micro_batch_size=int(self.mb.value),
                    global_batch_size=int(self.gbs.value), recompute=self.recompute.value,
                    zero_stage=int(self.zero.value))
         if par.get("pipeline_layers") is not None and len(par["pipeline_layers"]) != par["pipeline"]:
             par.pop("pipeline_layers")
-        if self.state.scenario.parallelism.pipeline not in (None, par["pipeline"]):  # a new stage count: the
-            par.pop("first_stage_layers", None)                                    # old stage layout goes
+        if cur.pipeline not in (None, par["pipeline"]):  # a new stage count: the old first / last stage counts go
+            par.pop("first_stage_layers", None)
             par.pop("last_stage_layers", None)
         return par
+
+    def _set_quietly(self, widget, value) -> None:
+        """Set a widget without writing the scenario (its observer runs :meth:`_apply`)."""
+        loading, self._loading = self._loading, True
+        try:
+            widget.value = value
+        finally:
+            self._loading = loading
 
     def _apply(self) -> None:
         """Write the widgets into the scenario (every value the user typed becomes the state's,
@@ -378,7 +410,7 @@ class TrainingPanel:
         finally:
             self._loading = False
         self._refresh()
-        self._show_searched_plan()
+        self._show_plan()
 
     def _deferral_choice(self, defer: bool | None, limit: int | None) -> str:
         """The deferral dropdown's choice for a scenario's (defer_output_wgrad, wgrad_deferral_limit); a limit
