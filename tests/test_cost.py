@@ -444,5 +444,8 @@ def test_compare_marks_no_design_with_error_findings_as_better():
     z1, z3 = titan(1), titan(3)
     assert any(f.code == "training-framework-cannot-run" for f in z1.findings)
     assert z1.training.tokens_per_s > z3.training.tokens_per_s
-    row = next(r for r in compare([z1, z3]).rows if r["key"] == "training.tokens_per_s")
+    rows = compare([z1, z3]).rows
+    row = next(r for r in rows if r["key"] == "training.tokens_per_s")
     assert row["best"] == [1]
+    why = next(r for r in rows if r["key"] == "error_findings")   # the table says why
+    assert why["values"][0].split() == ["training-framework-cannot-run"] and why["values"][1] == "none"

@@ -98,6 +98,12 @@ def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency
                 best = [i for v, i in cand if v == target]
         cmp.rows.append({"key": o.key, "label": o.label, "unit": o.unit, "values": vals, "deltas_pct": deltas,
                          "better": o.better or None, "best": best})
+    if any(broken):  # say why a design's values are never marked better
+        codes = [str(d.get("error_findings") or "") if isinstance(d, Mapping)
+                 else " ".join(dict.fromkeys(f.code for f in d.findings if f.severity == "error")) for d in designs]
+        cmp.rows.append({"key": "error_findings", "label": "Error findings (never marked better)", "unit": "",
+                         "values": [c or "none" for c in codes], "deltas_pct": [None] * n, "better": None,
+                         "best": []})
     return cmp
 
 
