@@ -133,6 +133,8 @@ def test_search_offers_each_framework_only_what_it_runs():
     assert (ds["tpo"] == 0).all()      # Megatron-DeepSpeed has no --tp-comm-overlap
     fsdp = search_plans(fw_scen("fsdp", auto=True), limit=None).table    # llm-foundry / Composer
     assert (fsdp["pp"] == 1).all() and (fsdp["tpo"] == 0).all()
+    assert (fsdp["tp"] == 1).all()     # its FFN-only tensor parallelism is not modelled: not searched
+    assert (fsdp["cp"] == 1).all()     # llm-foundry has no context parallelism
     titan = search_plans(fw_scen("torchtitan", auto=True), limit=None).table   # torch.distributed.pipelining
     staged = titan[titan["pp"] > 1]
     # FSDP2 beside pipeline stages: ZeRO-3 (gathered once a step) or none, no distributed optimizer
@@ -390,3 +392,20 @@ def test_torchtitan_sharded_gradients_are_fp32():
     plan = {"tensor": 8, "pipeline": 1, "micro_batch_size": 1, "recompute": "full", "zero_stage": 2}
     titan, composer = estimate(fw_scen("torchtitan", **plan)), estimate(fw_scen("fsdp", **plan))
     assert titan.memory_per_gpu_bytes["gradients"] == pytest.approx(2 * composer.memory_per_gpu_bytes["gradients"])
+
+
+def test_llm_foundry_context_parallelism_cannot_run():
+    est = estimate(fw_scen("fsdp", tensor=1, pipeline=1, context=2, zero_stage=3))
+    assert [f.field for f in est.findings if f.code == "training-framework-cannot-run"] == ["parallelism.context"]
+    with pytest.raises(ScenarioError, match="has no context parallelism") as e:
+        estimate(fw_scen("fsdp", auto=True, context=2))
+    assert e.value.path == "parallelism.context"
+
+
+def test_llm_foundry_tensor_parallelism_is_flagged():
+    # llm-foundry's ffn strategy splits the feed-forward projections only: a written TP 8 plan is estimated as
+    # Megatron's split, with a warning on the field
+    est = estimate(fw_scen("fsdp", tensor=8, pipeline=1, zero_stage=3))
+    assert [f.field for f in est.findings if f.code == "training-tp-scope-not-modelled"] == ["parallelism.tensor"]
+    assert not [f for f in estimate(fw_scen("torchtitan", tensor=8, pipeline=1, zero_stage=3)).findings
+                if f.code == "training-tp-scope-not-modelled"]

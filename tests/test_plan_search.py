@@ -95,7 +95,7 @@ def test_fewer_fitting_plans_than_rows_fills_the_table_with_the_fastest_that_do_
 @pytest.mark.parametrize("model, server, nodes, par, training", [
     ({"preset": "mixtral-8x7b"}, "dgx-h100", 4, {}, {}),  # experts: EP and its all-to-alls
     ({"preset": "llama2-13b"}, "dgx-h100", 8, {"global_batch_size": 256}, {"framework": "deepspeed"}),  # ZeRO-3 prefetch
-    ({"preset": "llama2-7b"}, "dgx-h100", 4, {}, {"framework": "fsdp"}),
+    ({"preset": "llama2-7b"}, "dgx-h100", 4, {}, {"framework": "torchtitan"}),  # FSDP unit prefetch, with TP and CP
     ({"preset": "llama3-8b"}, "dgx-h100", 2, {}, {"precision": "fp8", "flash_attention": False}),
     ({"preset": "gpt3-175b"}, "dgx-a100-640gb", 16, {}, {}),  # no global batch given: one per DP x micro-batch
     ({"preset": "bloom-176b"}, "dgx-h100", 24, {"global_batch_size": 2048}, {}),  # tied embeddings, 70 layers
@@ -232,11 +232,12 @@ def test_gpt3_zero3_overlap_above_one_is_refused_before_any_search():
 def test_fsdp_fp32_gathers_enter_the_factorised_memory_fit():
     # MPT-30B on 8 H100 at global batch 64: fp32 gathered parameters (Composer's pre-0.14 DEFAULT) take
     # 2 layers x 616.59M x 4 B = 4.93e9 B per GPU under ZeRO-3 instead of 2.47e9 B in bf16, so fewer plans fit;
-    # the bounded search reads the same memory as the evaluation and stays exact.
+    # the bounded search reads the same memory as the evaluation and stays exact. TorchTitan gathers one unit ahead
+    # as Composer's FSDP does, and its search also has tensor parallelism (llm-foundry's is FFN-only, not searched)
     fits = {}
     for precision in ("bf16", "fp32"):
         s = scenario({"preset": "mpt-30b"}, par={"global_batch_size": 64},
-                     training={"framework": "fsdp", "param_gather_precision": precision})
+                     training={"framework": "torchtitan", "param_gather_precision": precision})
         fast, full, _ = both(s, 10)
         assert_same(fast, full)
         fits[precision] = full.fitting

@@ -636,7 +636,7 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
         fw = ctx.framework
         caps = (fw.zero3_tp_comm_overlap, fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path,
-                fw.pipeline_zero3)
+                fw.pipeline_zero3, fw.tp_scope, fw.cp_path)
         key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, caps)
         space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, caps)
         space = _SPACES.get(space_key)
@@ -645,7 +645,8 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     if space is None:
         fw = ctx.framework
         space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, fw.zero3_tp_comm_overlap,
-                           fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path, fw.pipeline_zero3 == "step")
+                           fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path, fw.pipeline_zero3 == "step",
+                           fw.tp_scope == "layer", fw.cp_path)
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
@@ -923,9 +924,18 @@ def _findings(scenario: Scenario, ctx: Context, plan: Plan, memory: dict[str, fl
                            fix="keep the tensor parallelism at most the GPUs per node",
                            field="parallelism.tensor"))
     cannot = framework_plan_problems(ctx.framework, plan.pipeline, plan.zero_stage, plan.tp_comm_overlap,
-                                     plan.distributed_optimizer)
+                                     plan.distributed_optimizer, plan.context)
     for where, message, fix in cannot:
         out.append(Finding("training-framework-cannot-run", "error", message, fix=fix, field=where))
+    if plan.tensor > 1 and ctx.framework.tp_scope == "ffn":
+        out.append(Finding("training-tp-scope-not-modelled", "warning",
+                           f"{ctx.framework.name} splits only the feed-forward layers over its tensor parallelism "
+                           f"(attention stays whole on a share of the tokens), but this estimate charges a tensor "
+                           f"parallelism of {plan.tensor} as Megatron's split of attention and feed-forward: its "
+                           "time and memory are not the framework's for this plan",
+                           fix="use a tensor parallelism of 1 (the plan search does), or a framework with "
+                               "Megatron-style tensor parallelism (Megatron-LM, NeMo, DeepSpeed or TorchTitan)",
+                           field="parallelism.tensor"))
     zero3_pp = not cannot and plan.zero_stage == 3 and plan.pipeline > 1
     if zero3_pp and ctx.framework.pipeline_zero3 == "step":
         grad = {4.0: "32-bit", 2.0: "16-bit"}.get(ctx.framework.grad_reduce_bytes, "")

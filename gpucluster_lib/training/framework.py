@@ -102,6 +102,12 @@ class Framework:
     #: the framework runs Megatron's TP communication overlap (``parallelism.tp_comm_overlap``) or one like it;
     #: false: Megatron-DeepSpeed and llm-foundry, which have none
     tp_overlap_path: bool = True
+    #: what tensor parallelism splits: "layer" (attention and feed-forward, Megatron's split, which the engine
+    #: models) or "ffn" (llm-foundry's ffn strategy: the feed-forward projections only); the plan search offers
+    #: TP > 1 only for "layer"
+    tp_scope: str = "layer"
+    #: the framework runs context parallelism (false: llm-foundry / Composer, which have none)
+    cp_path: bool = True
     #: FP8 training runs through Transformer Engine (its recipes' casts and, with ``training.transformer_engine``,
     #: what that release has); false for TorchTitan (torchao's float8)
     fp8_transformer_engine: bool = True
@@ -238,12 +244,13 @@ BOOLEAN_KEYS = ("checkpoint_early_stop", "fp8_saved_inputs", "fp8_weight_copies"
                 "p2p_overlap_path")
 #: Keys that are true or false and true when absent.
 BOOLEAN_KEYS_TRUE = ("zero3_fp8_param_gather", "zero3_tp_comm_overlap", "fp8_transformer_engine", "pipeline_schedule",
-                     "tp_overlap_path")
+                     "tp_overlap_path", "cp_path")
 
 #: The values the schedule keys may take (:class:`Framework`); anything else is refused when loaded.
 SCHEDULE_CHOICES = {"zero3_prefetch": ("module", "unit", "fraction"), "backward_prefetch": ("post", "pre", "none"),
                     "selective_recompute": ("attention", "every_second_mm"),
-                    "dp_last_reduction": ("embedding", "root_unit"), "pipeline_zero3": ("micro_batch", "step")}
+                    "dp_last_reduction": ("embedding", "root_unit"), "pipeline_zero3": ("micro_batch", "step"),
+                    "tp_scope": ("layer", "ffn")}
 
 
 def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
@@ -310,6 +317,7 @@ def framework_from_rows(name: str, rows: dict[str, Any]) -> Framework:
                      zero3_reduce_queue_layers=float(row.get("zero3_reduce_queue_layers", 0.0)),
                      dp_last_reduction=str(row.get("dp_last_reduction", "embedding")),
                      pipeline_zero3=str(row.get("pipeline_zero3", "micro_batch")),
+                     tp_scope=str(row.get("tp_scope", "layer")),
                      pipeline_max_zero=int(max_zero),
                      **{key: bool(row.get(key, True)) for key in BOOLEAN_KEYS_TRUE},
                      attention_kernels=kernels, attention_fallback=fallback, **fp8,

@@ -365,15 +365,20 @@ def _check_expert(arch: TransformerArch, ep: int) -> None:
 
 
 def framework_plan_problems(framework: Framework, pipeline: int, zero_stage: int, tp_overlap: bool = False,
-                            dist_opt: bool = False) -> list[tuple[str, str, str]]:
+                            dist_opt: bool = False, context: int = 1) -> list[tuple[str, str, str]]:
     """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` (with TP communication overlap
     when ``tp_overlap``, the distributed optimizer when ``dist_opt``), each as (field, message, fix); empty when it
-    can: TP overlap on a framework without one (``tp_overlap_path``: Megatron-DeepSpeed, llm-foundry); beside
+    can: context parallelism on a framework without it (``cp_path``: llm-foundry, ``context``), TP overlap on a
+    framework without one (``tp_overlap_path``: Megatron-DeepSpeed, llm-foundry); beside
     pipeline stages, a framework without a pipeline schedule (``pipeline_schedule``: llm-foundry / Composer), ZeRO-1,
     ZeRO-2 or a distributed optimizer where the framework shards with FSDP2 under torch.distributed.pipelining
     (``pipeline_zero3: step``, TorchTitan: ZeRO-3 or none), or a ZeRO stage above its ``pipeline_max_zero``
     (DeepSpeed's pipeline engine: ZeRO-1); data/training_frameworks.yaml gives the sources."""
     out = []
+    if context > 1 and not framework.cp_path:
+        out.append(("parallelism.context", f"{framework.name} has no context parallelism, so a plan with a context "
+                    f"parallelism of {context} cannot run there", "use a context parallelism of 1, or a framework "
+                    "that has it (Megatron-LM, NeMo, DeepSpeed or TorchTitan)"))
     if tp_overlap and not framework.tp_overlap_path:
         out.append(("parallelism.tp_comm_overlap",
                     f"{framework.name} has no TP communication overlap, so a plan with it cannot run there",
@@ -401,9 +406,9 @@ def framework_plan_problems(framework: Framework, pipeline: int, zero_stage: int
 
 
 def framework_plan_problem(framework: Framework, pipeline: int, zero_stage: int, tp_overlap: bool = False,
-                           dist_opt: bool = False) -> tuple[str, str, str] | None:
+                           dist_opt: bool = False, context: int = 1) -> tuple[str, str, str] | None:
     """The first of :func:`framework_plan_problems`, or None."""
-    problems = framework_plan_problems(framework, pipeline, zero_stage, tp_overlap, dist_opt)
+    problems = framework_plan_problems(framework, pipeline, zero_stage, tp_overlap, dist_opt, context)
     return problems[0] if problems else None
 
 
@@ -480,7 +485,7 @@ def check_fixed_fields(spec: ParallelismSpec, layers: int, gpus: int, nvlink_dom
     fixed_pp = spec.pipeline or (len(spec.pipeline_layers) if spec.pipeline_layers is not None else None)
     if framework is not None:
         problem = framework_plan_problem(framework, fixed_pp or 1, spec.zero_stage or 0, bool(spec.tp_comm_overlap),
-                                         bool(spec.distributed_optimizer))
+                                         bool(spec.distributed_optimizer), spec.context or 1)
         if problem is not None:
             field, message, fix = problem
             if field == "parallelism.pipeline" and not spec.pipeline:  # the stage count comes from the list
@@ -730,7 +735,8 @@ class PlanSpace:
 
 def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
                nvlink_domain: int | None = None, zero3_tp_overlap: bool = True, pipeline_schedule: bool = True,
-               pipeline_max_zero: int = 3, tp_overlap: bool = True, pipeline_zero3_step: bool = False) -> PlanSpace:
+               pipeline_max_zero: int = 3, tp_overlap: bool = True, pipeline_zero3_step: bool = False,
+               tensor_parallel: bool = True, context_parallel: bool = True) -> PlanSpace:
     """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`).
 
     ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (the framework's
@@ -738,14 +744,18 @@ def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit
     NeMo v2.3.0 scripts/performance/utils.py lines 314-325). ``pipeline_schedule`` false: no pipeline stages
     (llm-foundry / Composer); ``pipeline_max_zero``: the highest ZeRO stage beside pipeline stages (DeepSpeed's
     pipeline engine: 1); ``tp_overlap`` false: no plan with TP communication overlap (Megatron-DeepSpeed,
-    llm-foundry); ``pipeline_zero3_step``: beside pipeline stages the framework shards with FSDP2 only, gathered
+    llm-foundry); ``tensor_parallel`` false: TP 1 unless fixed (llm-foundry splits the FFN only, which the engine
+    does not model: ``tp_scope``); ``context_parallel`` false: CP 1 unless fixed (``cp_path``: llm-foundry);
+    ``pipeline_zero3_step``: beside pipeline stages the framework shards with FSDP2 only, gathered
     once a step (TorchTitan: ZeRO-3 or ZeRO-0 there, no ZeRO-1, ZeRO-2 or distributed optimizer) -- the framework's
     terms (data/training_frameworks.yaml). Elsewhere ZeRO-3 beside pipeline stages is left out: it gathers every
     parameter for each micro-batch, more traffic than the pipeline saves."""
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
-    tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit]
+    tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit and (tensor_parallel or t == 1)]
     cps = [spec.context] if spec.context else [c for c in CONTEXT_CHOICES if arch.seq_length % (2 * c) == 0]
+    if not context_parallel:  # none beside a fixed context parallelism: check_fixed_fields says why
+        cps = [c for c in cps if c == 1]
     eps = [spec.expert] if spec.expert else ([e for e in divisors(arch.num_experts) if e <= 64] if arch.is_moe else [1])
     rcs = [RC_CODES[spec.recompute]] if spec.recompute else [0, 1, 2]
     zeros = [spec.zero_stage] if spec.zero_stage is not None else list(ZERO_CHOICES)

@@ -495,7 +495,12 @@ class TrainingPanel:
         show_findings(self.findings, e.findings, empty="No findings: the plan is valid and fits.")
         self.time_chart.spec = time_breakdown_spec(e)
         self.mem_chart.spec = memory_spec(e)
-        source = e if e.top_plans is not None else self.state.design.plans  # manual plan: the design's search
+        try:  # manual plan: the design's search; a search with no plan to offer does not hide the plan's estimate
+            source = e if e.top_plans is not None else self.state.design.plans
+        except ScenarioError as exc:
+            self._plans_html = (exc, f"<i>{html.escape('No alternative plans: ' + str(exc))}</i>")
+            self.plans.value = self._plans_html[1]
+            return
         if self._plans_html[0] is not source:  # a stage result the design kept: its table is drawn already
             table = None if source is None else (e.top_plans if source is e else source.table)
             self._plans_html = (source, html_table(top_plans_frame(table, 10)) if table is not None else "")
