@@ -505,3 +505,13 @@ def test_fields_show_the_plan_and_kept_settings_stay_kept(tmp_path):
     panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "pl.yaml"))
     panel.preset.value = "llama3-8b"
     assert panel.msg.value == "" and panel.est.stages["layers_per_stage"] == [8, 8, 8, 8]
+
+
+def test_a_written_plan_keeps_its_estimate_when_no_alternative_plan_exists():
+    # GPT-3 on 1,024 A100 at a global batch of 1,536 under llm-foundry: its search has TP 1, PP 1, CP 1 only,
+    # and 1,536 sequences over 1,024 data-parallel ranks leave no micro-batch; the written plan is still estimated
+    panel = tab_training.TrainingPanel(AppState.from_path(GPT3))
+    panel.framework.value = "fsdp"
+    assert panel.msg.value == "" and "TP8 PP8x2" in panel.summary.value
+    assert "No alternative plans" in panel.plans.value
+    assert [f.field for f in panel.est.findings if f.code == "training-framework-cannot-run"] == ["parallelism.pipeline"]
