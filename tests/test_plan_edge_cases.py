@@ -131,6 +131,7 @@ def test_search_offers_each_framework_only_what_it_runs():
     ds = search_plans(fw_scen("deepspeed", auto=True), limit=None).table
     assert not ((ds["pp"] > 1) & (ds["zero"] >= 2)).any() and (ds["pp"] > 1).any()
     assert (ds["tpo"] == 0).all()      # Megatron-DeepSpeed has no --tp-comm-overlap
+    assert (ds["cp"] == 1).all()       # nor ring-attention context parallelism (Ulysses only, not modelled)
     fsdp = search_plans(fw_scen("fsdp", auto=True), limit=None).table    # llm-foundry / Composer
     assert (fsdp["pp"] == 1).all() and (fsdp["tpo"] == 0).all()
     assert (fsdp["tp"] == 1).all()     # its FFN-only tensor parallelism is not modelled: not searched
@@ -397,7 +398,7 @@ def test_torchtitan_sharded_gradients_are_fp32():
 def test_llm_foundry_context_parallelism_cannot_run():
     est = estimate(fw_scen("fsdp", tensor=1, pipeline=1, context=2, zero_stage=3))
     assert [f.field for f in est.findings if f.code == "training-framework-cannot-run"] == ["parallelism.context"]
-    with pytest.raises(ScenarioError, match="has no context parallelism") as e:
+    with pytest.raises(ScenarioError, match="has no ring-attention context parallelism") as e:
         estimate(fw_scen("fsdp", auto=True, context=2))
     assert e.value.path == "parallelism.context"
 

@@ -106,7 +106,8 @@ class Framework:
     #: models) or "ffn" (llm-foundry's ffn strategy: the feed-forward projections only); the plan search offers
     #: TP > 1 only for "layer"
     tp_scope: str = "layer"
-    #: the framework runs context parallelism (false: llm-foundry / Composer, which have none)
+    #: the framework runs ring-attention context parallelism, the kind modelled (false: llm-foundry / Composer, which
+    #: have none, and DeepSpeed, whose Ulysses sequence split is not modelled)
     cp_path: bool = True
     #: FP8 training runs through Transformer Engine (its recipes' casts and, with ``training.transformer_engine``,
     #: what that release has); false for TorchTitan (torchao's float8)

@@ -368,7 +368,8 @@ def framework_plan_problems(framework: Framework, pipeline: int, zero_stage: int
                             dist_opt: bool = False, context: int = 1) -> list[tuple[str, str, str]]:
     """Why ``framework`` cannot run a plan of ``pipeline`` stages at ``zero_stage`` (with TP communication overlap
     when ``tp_overlap``, the distributed optimizer when ``dist_opt``), each as (field, message, fix); empty when it
-    can: context parallelism on a framework without it (``cp_path``: llm-foundry, ``context``), TP overlap on a
+    can: context parallelism on a framework without ring attention (``cp_path``: llm-foundry, which has none, and
+    DeepSpeed, whose Ulysses split is not modelled; ``context``), TP overlap on a
     framework without one (``tp_overlap_path``: Megatron-DeepSpeed, llm-foundry); beside
     pipeline stages, a framework without a pipeline schedule (``pipeline_schedule``: llm-foundry / Composer), ZeRO-1,
     ZeRO-2 or a distributed optimizer where the framework shards with FSDP2 under torch.distributed.pipelining
@@ -376,9 +377,10 @@ def framework_plan_problems(framework: Framework, pipeline: int, zero_stage: int
     (DeepSpeed's pipeline engine: ZeRO-1); data/training_frameworks.yaml gives the sources."""
     out = []
     if context > 1 and not framework.cp_path:
-        out.append(("parallelism.context", f"{framework.name} has no context parallelism, so a plan with a context "
-                    f"parallelism of {context} cannot run there", "use a context parallelism of 1, or a framework "
-                    "that has it (Megatron-LM, NeMo, DeepSpeed or TorchTitan)"))
+        out.append(("parallelism.context", f"{framework.name} has no ring-attention context parallelism (the kind "
+                    f"modelled here), so a plan with a context parallelism of {context} cannot run there as "
+                    "estimated", "use a context parallelism of 1, or a framework that has it (Megatron-LM, NeMo or "
+                    "TorchTitan)"))
     if tp_overlap and not framework.tp_overlap_path:
         out.append(("parallelism.tp_comm_overlap",
                     f"{framework.name} has no TP communication overlap, so a plan with it cannot run there",
