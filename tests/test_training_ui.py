@@ -98,13 +98,18 @@ def test_panel_deadline_button():
     assert panel.state.scenario.training.deadline_days == round(days / 2)
 
 
-def test_panel_deadline_not_met_says_why(tmp_path):
-    # FSDP (llm-foundry / Composer) at a fixed pipeline of 2: no node count can run it, and the page says why
+def _fsdp_pipeline_panel(tmp_path):
+    """A Training tab on Llama 3 8B with llm-foundry (no pipeline schedule) at a fixed pipeline of 2 stages."""
     (tmp_path / "s.yaml").write_text(
         "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
         "parallelism: {tensor: 8, pipeline: 2, global_batch_size: 64}\n"
         "training: {precision: bf16, framework: fsdp, tokens: 1e12}\n")
-    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+    return tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+
+
+def test_panel_deadline_not_met_says_why(tmp_path):
+    # FSDP (llm-foundry / Composer) at a fixed pipeline of 2: no node count can run it, and the page says why
+    panel = _fsdp_pipeline_panel(tmp_path)
     panel.deadline.value = 30
     panel.deadline_btn.click()
     assert "Not met" in panel.deadline_out.value and "has no pipeline schedule" in panel.deadline_out.value
@@ -432,11 +437,7 @@ def test_the_plan_fields_follow_every_search_and_other_plan_settings_stay(tmp_pa
 
 def test_the_scaling_button_says_why_there_is_no_curve(tmp_path):
     # llm-foundry at a fixed pipeline of 2 stages: every size is refused, and the message is the refusal
-    (tmp_path / "s.yaml").write_text(
-        "model: {preset: llama3-8b}\nhardware: {server: dgx-h100, nodes: 2}\n"
-        "parallelism: {tensor: 8, pipeline: 2, global_batch_size: 64}\n"
-        "training: {precision: bf16, framework: fsdp, tokens: 1e12}\n")
-    panel = tab_training.TrainingPanel(AppState.from_path(tmp_path / "s.yaml"))
+    panel = _fsdp_pipeline_panel(tmp_path)
     panel.scale_btn.click()
     assert "No scaling curve" in panel.msg.value and "has no pipeline schedule" in panel.msg.value
 

@@ -72,11 +72,11 @@ def test_plan_search_offers_nemo_no_one_byte_zero3_gathers():
     assert res.best.zero_stage < 3
     assert not ((res.table["zero"] == 3) & (res.table["tpo"] == 1)).any()
     # the plan space: with the framework's zero3_tp_comm_overlap false no allowed cell has ZeRO-3 and TP overlap
-    from gpucluster_lib.training.plans import plan_space
+    from gpucluster_lib.training.plans import PlanCaps, plan_space
 
     spec = ParallelismSpec(auto=True, global_batch_size=int(row["gbs"]))
     for z3_tpo, expected in ((True, True), (False, False)):
-        space = plan_space(spec, sc_arch(sc), 64, 8, 8, z3_tpo)
+        space = plan_space(spec, sc_arch(sc), 64, 8, 8, PlanCaps(zero3_tp_overlap=z3_tpo))
         pair = (space.switches["zero"] == 3) & (space.switches["tpo"] == 1)
         assert bool((space.allowed & pair[None, :]).any()) is expected
 

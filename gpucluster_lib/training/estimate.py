@@ -41,6 +41,7 @@ from gpucluster_lib.training.core import (
     layer_params,
     live_limit_to_prefetch,
     module_shares,
+    pipelined_fsdp2,
     prefetched_modules,
     stage_table,
 )
@@ -64,6 +65,7 @@ from gpucluster_lib.training.labels import BREAKDOWN_LABELS, MEMORY_LABELS, memo
 from gpucluster_lib.training.memory import StateBytes
 from gpucluster_lib.training.plans import (
     Plan,
+    PlanCaps,
     check_fixed_fields,
     check_fixed_values,
     framework_plan_problems,
@@ -634,19 +636,14 @@ def _search(ctx: Context, spec: ParallelismSpec, tokens: float | None, limit: in
     check_fixed_values(spec, ctx.arch)
     tp_limit = ctx.gpus if spec.allow_tp_across_nodes else min(ctx.nvlink_domain, ctx.gpus)
     try:  # what made the plan space: a search that differs only in link bandwidths reuses it and its memory fits
-        fw = ctx.framework
-        caps = (fw.zero3_tp_comm_overlap, fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path,
-                fw.pipeline_zero3, fw.tp_scope, fw.cp_path)
+        caps = PlanCaps.of(ctx.framework)
         key: tuple | None = (spec, tp_limit, ctx.nvlink_domain, caps)
         space_key = (spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, caps)
         space = _SPACES.get(space_key)
     except TypeError:  # an unhashable field (a list of pipeline layers): no reuse
         key, space_key, space = None, None, None
     if space is None:
-        fw = ctx.framework
-        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, fw.zero3_tp_comm_overlap,
-                           fw.pipeline_schedule, fw.pipeline_max_zero, fw.tp_overlap_path, fw.pipeline_zero3 == "step",
-                           fw.tp_scope == "layer", fw.cp_path)
+        space = plan_space(spec, ctx.arch, ctx.gpus, tp_limit, ctx.nvlink_domain, PlanCaps.of(ctx.framework))
         if space_key is not None:
             _SPACES[space_key] = space
             while len(_SPACES) > SPACE_CACHE_SIZE:
@@ -1109,8 +1106,7 @@ def _ignored_settings(scenario: Scenario, ctx: Context, plan: Plan) -> list[Find
     them already) or without tensor parallelism."""
     tr, fw = scenario.training, ctx.framework
     out = []
-    if scenario.parallelism.overlap_grad_reduce and fw.pipeline_zero3 == "step" and plan.pipeline > 1 \
-            and plan.zero_stage in (0, 3):
+    if scenario.parallelism.overlap_grad_reduce and bool(pipelined_fsdp2(ctx, plan.zero_stage, plan.pipeline)):
         out.append(Finding("training-setting-ignored", "warning",
                            f"the gradient reduction is asked to overlap the backward, but {fw.name} reduces "
                            "beside pipeline stages once, after the last backward (PyTorch's pipeline schedules), "

@@ -735,23 +735,47 @@ class PlanSpace:
                 "lf": b["lf"][ib], "ll": b["ll"][ib], "lm": b["lm"][ib], "l1": b["l1"][ib]}
 
 
-def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
-               nvlink_domain: int | None = None, zero3_tp_overlap: bool = True, pipeline_schedule: bool = True,
-               pipeline_max_zero: int = 3, tp_overlap: bool = True, pipeline_zero3_step: bool = False,
-               tensor_parallel: bool = True, context_parallel: bool = True) -> PlanSpace:
-    """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`).
+@dataclass(frozen=True)
+class PlanCaps:
+    """What a training framework runs, as the plan search reads it (the framework's terms,
+    data/training_frameworks.yaml, which gives the sources); the defaults offer every plan the engine models.
 
-    ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (the framework's
-    ``zero3_tp_comm_overlap``: NeMo's performance scripts turn TP overlap off with Megatron-FSDP and TP > 1,
-    NeMo v2.3.0 scripts/performance/utils.py lines 314-325). ``pipeline_schedule`` false: no pipeline stages
-    (llm-foundry / Composer); ``pipeline_max_zero``: the highest ZeRO stage beside pipeline stages (DeepSpeed's
-    pipeline engine: 1); ``tp_overlap`` false: no plan with TP communication overlap (Megatron-DeepSpeed,
-    llm-foundry); ``tensor_parallel`` false: TP 1 unless fixed (llm-foundry splits the FFN only, which the engine
-    does not model: ``tp_scope``); ``context_parallel`` false: CP 1 unless fixed (``cp_path``: llm-foundry);
-    ``pipeline_zero3_step``: beside pipeline stages the framework shards with FSDP2 only, gathered
-    once a step (TorchTitan: ZeRO-3 or ZeRO-0 there, no ZeRO-1, ZeRO-2 or distributed optimizer) -- the framework's
-    terms (data/training_frameworks.yaml). Elsewhere ZeRO-3 beside pipeline stages is left out: it gathers every
-    parameter for each micro-batch, more traffic than the pipeline saves."""
+    ``zero3_tp_overlap`` false: no plan with ZeRO-3 and TP communication overlap (NeMo's performance scripts turn TP
+    overlap off with Megatron-FSDP and TP > 1). ``pipeline_schedule`` false: no pipeline stages (llm-foundry /
+    Composer). ``pipeline_max_zero``: the highest ZeRO stage beside pipeline stages (DeepSpeed's pipeline engine:
+    1). ``tp_overlap`` false: no plan with TP communication overlap (Megatron-DeepSpeed, llm-foundry).
+    ``tensor_parallel`` false: TP 1 unless fixed (llm-foundry splits the FFN only, which the engine does not
+    model). ``context_parallel`` false: CP 1 unless fixed (llm-foundry, DeepSpeed). ``pipeline_zero3_step``: beside
+    pipeline stages the framework shards with FSDP2 only, gathered once a step (TorchTitan: ZeRO-3 or ZeRO-0
+    there, no ZeRO-1, ZeRO-2 or distributed optimizer)."""
+
+    zero3_tp_overlap: bool = True
+    pipeline_schedule: bool = True
+    pipeline_max_zero: int = 3
+    tp_overlap: bool = True
+    pipeline_zero3_step: bool = False
+    tensor_parallel: bool = True
+    context_parallel: bool = True
+
+    @classmethod
+    def of(cls, fw: Framework) -> PlanCaps:
+        """The caps of framework ``fw``."""
+        return cls(zero3_tp_overlap=fw.zero3_tp_comm_overlap, pipeline_schedule=fw.pipeline_schedule,
+                   pipeline_max_zero=fw.pipeline_max_zero, tp_overlap=fw.tp_overlap_path,
+                   pipeline_zero3_step=fw.pipeline_zero3 == "step", tensor_parallel=fw.tp_scope == "layer",
+                   context_parallel=fw.cp_path)
+
+
+def plan_space(spec: ParallelismSpec, arch: TransformerArch, gpus: int, tp_limit: int,
+               nvlink_domain: int | None = None, caps: PlanCaps = PlanCaps()) -> PlanSpace:
+    """The valid plans of :func:`enumerate_plans` as base rows and switch rows (:class:`PlanSpace`), only those
+    the framework runs (``caps``: :class:`PlanCaps`). Where the framework gathers ZeRO-3 per micro-batch, ZeRO-3
+    beside pipeline stages is left out: it moves every parameter for each micro-batch, more traffic than the
+    pipeline saves."""
+    zero3_tp_overlap, pipeline_schedule, pipeline_max_zero = caps.zero3_tp_overlap, caps.pipeline_schedule, \
+        caps.pipeline_max_zero
+    tp_overlap, pipeline_zero3_step = caps.tp_overlap, caps.pipeline_zero3_step
+    tensor_parallel, context_parallel = caps.tensor_parallel, caps.context_parallel
     L = arch.layers
     g = math.gcd(arch.attention_heads, arch.kv_heads)
     tps = [spec.tensor] if spec.tensor else [t for t in divisors(g) if t <= tp_limit and (tensor_parallel or t == 1)]
