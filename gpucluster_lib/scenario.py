@@ -852,18 +852,25 @@ def _check_calibration(text: str | None, policy: str) -> None:
     if text is None or _is_bare_name(text):  # the name of a shipped profile (checked when it is read)
         return
     if policy == "inside" and Path(text).is_absolute() and ".." not in Path(text).parts:
-        return  # an absolute path: allowed inside the scenario's folder, which calibration.profile checks on reading
+        return  # an absolute path: allowed inside the scenario's folder, which scenario_file checks on reading
     _check_path(text, policy, "calibration", "calibration files", "give the name of a shipped profile")
 
 
 def scenario_file(scenario: Scenario, text: str, where: str) -> Path:
     """A file the scenario names (``catalog`` entries, ``calibration``), resolved against its folder.
 
-    With the ``"inside"`` policy a path that leaves the folder through a symbolic link is refused
-    too; with ``"none"`` no file may be named. Errors name the key, never a resolved server path.
+    With the ``"inside"`` policy an absolute path is read when it resolves inside the folder (as the
+    path relative to it), and a path that leaves the folder, also through a symbolic link, is refused;
+    with ``"none"`` no file may be named. Errors name the key, never a resolved server path.
     """
-    _check_path(text, scenario.path_policy, where, "files", "upload the file instead")
     base = scenario.base_dir
+    if scenario.path_policy == "inside" and base is not None and Path(text).is_absolute():
+        try:
+            text = Path(text).resolve().relative_to(Path(base).resolve()).as_posix()
+        except (ValueError, OSError, RuntimeError):
+            raise ScenarioError(where, f"{excerpt(text)} is outside the scenario's folder: give a path relative "
+                                       "to the scenario file, inside its folder (or pass --allow-paths)") from None
+    _check_path(text, scenario.path_policy, where, "files", "upload the file instead")
     p = Path(text).expanduser() if scenario.path_policy == "any" else Path(text)
     full = p if p.is_absolute() or base is None else base / p
     if scenario.path_policy == "inside" and base is not None:

@@ -333,21 +333,6 @@ def shipped_profiles() -> dict[str, Path]:
     return {p.stem: p for p in sorted(folder.glob("*.yaml"))}
 
 
-def _inside_folder(scenario: Any, ref: str) -> str:
-    """``ref`` as :func:`~gpucluster_lib.scenario.scenario_file` takes it: an absolute path that resolves inside
-    the scenario's folder, under the ``inside`` policy (a CLI scenario without --allow-paths), becomes the path
-    relative to the folder; one that resolves outside it is refused (:class:`ScenarioError` on ``calibration``,
-    quoting the path as written); any other ``ref`` is returned as written."""
-    base = getattr(scenario, "base_dir", None)
-    if getattr(scenario, "path_policy", "any") != "inside" or base is None or not Path(ref).is_absolute():
-        return ref
-    try:
-        return Path(ref).resolve().relative_to(Path(base).resolve()).as_posix()
-    except (ValueError, OSError, RuntimeError):
-        raise ScenarioError("calibration", f"{excerpt(ref)} is outside the scenario's folder: give a path relative "
-                                           "to the scenario file, inside its folder (or pass --allow-paths)") from None
-
-
 def _with_suffix(scenario: Any, ref: str, p: Path) -> str | None:
     """``ref`` with ``.yaml`` (or ``.yml``) added when that names a profile file the scenario may read (``p``:
     ``ref`` resolved), for the "did you mean" hint; None for a folder-like ``ref`` or one that ends in a YAML suffix
@@ -358,7 +343,7 @@ def _with_suffix(scenario: Any, ref: str, p: Path) -> str | None:
         if not p.with_name(p.name + suffix).is_file():
             continue
         try:  # the file the hint names must pass the scenario's path rules too (no link out of the folder)
-            scenario_file(scenario, _inside_folder(scenario, ref + suffix), "calibration")
+            scenario_file(scenario, ref + suffix, "calibration")
         except ScenarioError:
             return None
         return ref + suffix
@@ -380,7 +365,7 @@ def scenario_profile(scenario: Any) -> CalibrationProfile | None:
                                                "scenario can name only those")
     else:
         # relative to its folder, inside it unless --allow-paths
-        p = scenario_file(scenario, _inside_folder(scenario, ref), "calibration")
+        p = scenario_file(scenario, ref, "calibration")
         if not p.is_file() and shipped is not None:
             p = shipped
     if not p.is_file():

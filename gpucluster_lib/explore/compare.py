@@ -75,9 +75,10 @@ def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency
     if len(set(names)) < len(names):  # two designs of the same name: number them
         names = [f"{i + 1}. {nm}" for i, nm in enumerate(names)]
     # a design with error findings (a plan its framework cannot run, one that does not fit) is never marked better
-    broken = [bool(d.get("error_findings")) if isinstance(d, Mapping)
-              else any(f.severity == "error" for f in getattr(d, "findings", ())) for d in designs]
-    markable = set(range(n)) if all(broken) else {i for i in range(n) if not broken[i]}
+    errors = [str(d.get("error_findings") or "") if isinstance(d, Mapping)
+              else " ".join(dict.fromkeys(f.code for f in getattr(d, "findings", ()) if f.severity == "error"))
+              for d in designs]
+    markable = set(range(n)) if all(errors) else {i for i in range(n) if not errors[i]}
     cmp = Comparison(names=names, currency=currency)
     for o in outputs(currency):
         vals = [clean(r.get(o.key)) for r in rows_in]
@@ -98,11 +99,9 @@ def compare(designs: Sequence[Any], names: Sequence[str] | None = None, currency
                 best = [i for v, i in cand if v == target]
         cmp.rows.append({"key": o.key, "label": o.label, "unit": o.unit, "values": vals, "deltas_pct": deltas,
                          "better": o.better or None, "best": best})
-    if any(broken):  # say why a design's values are never marked better
-        codes = [str(d.get("error_findings") or "") if isinstance(d, Mapping)
-                 else " ".join(dict.fromkeys(f.code for f in d.findings if f.severity == "error")) for d in designs]
+    if any(errors):  # say why a design's values are never marked better
         cmp.rows.append({"key": "error_findings", "label": "Error findings (never marked better)", "unit": "",
-                         "values": [c or "none" for c in codes], "deltas_pct": [None] * n, "better": None,
+                         "values": [c or "none" for c in errors], "deltas_pct": [None] * n, "better": None,
                          "best": []})
     return cmp
 

@@ -682,6 +682,12 @@ def _fixed_fields(spec: ParallelismSpec) -> str:
                      for k, v in d.items()) or "none"
 
 
+def _why_no_plan(refusal: ScenarioError | None, searched: bool, where: str) -> str:
+    """Why a series of plan searches over cluster sizes found no plan, in words: the first refusal when every size
+    was refused (a fixed field no size allows), else that no plan fits in memory ``where``."""
+    return str(refusal) if refusal is not None and not searched else f"no plan fits in memory {where}"
+
+
 def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None, catalog: Catalog | None = None,
                           *, max_nodes: int = 4096) -> dict[str, Any]:
     """Smallest GPU count (whole nodes of the scenario's accelerator) whose best plan trains
@@ -723,8 +729,7 @@ def min_gpus_for_deadline(scenario: Scenario, deadline_days: float | None = None
             return {"gpus": g, "nodes": nodes, "training_days": days, "plan": plan.to_dict(), "deadline_days": deadline}
     best_seen["deadline_days"] = deadline
     if best_seen.get("best_gpus") is None:
-        best_seen["reason"] = str(refusal) if refusal is not None and not searched else (
-            f"no plan fits in memory on any of the node counts tried, 1 to {candidates[-1]:,}")
+        best_seen["reason"] = _why_no_plan(refusal, searched, f"on any of the node counts tried, 1 to {candidates[-1]:,}")
     return best_seen
 
 
@@ -1255,6 +1260,6 @@ def scaling(scenario: Scenario, catalog: Catalog | None = None, *, node_counts: 
                      "training_days": float(best["training_days"]) if scenario.training.tokens else np.nan})
     df = pd.DataFrame(rows, columns=["gpus", "nodes", "plan", "tokens_per_s", "mfu", "training_days"])
     if not rows:  # why no size gave a plan: the refusal when every size was refused, else memory
-        df.attrs["reason"] = str(refusal) if refusal is not None and not searched else (
-            "no plan fits in memory at any of the sizes tried, " + ", ".join(f"{n:,}" for n in node_counts) + " nodes")
+        df.attrs["reason"] = _why_no_plan(refusal, searched, "at any of the sizes tried, "
+                                          + ", ".join(f"{n:,}" for n in node_counts) + " nodes")
     return df

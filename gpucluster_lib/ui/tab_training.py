@@ -56,9 +56,6 @@ TRISTATE_CHOICE = {v: k for k, v in TRISTATE.items()}
 PLAN_FIELDS = ("tensor", "pipeline", "virtual_stages", "context", "micro_batch_size", "recompute", "zero_stage")
 #: The stage layout fields, which hold for one model and one stage count.
 LAYOUT_FIELDS = ("pipeline_layers", "first_stage_layers", "last_stage_layers")
-#: What a written plan takes from the search it replaces beside the plan fields (the tab has no field for them).
-SEARCH_CHOICES = ("expert", "sequence_parallel", "distributed_optimizer", "tp_comm_overlap", "pipeline_layers",
-                  "embedding_in_pipeline_split", "loss_in_pipeline_split")
 #: Where full activation checkpointing's rerun of a layer ends: the framework's default, stop once every
 #: tensor the backward needs is back (PyTorch 2.1's non-reentrant checkpoint), or rerun the whole layer.
 EARLY_STOP = [("Framework default (on for FSDP and TorchTitan)", "default"),
@@ -305,8 +302,9 @@ class TrainingPanel:
         data parallelism follows the node count; sequence parallelism off gives way to its default (on) when TP
         overlap, which needs it, is switched on.
 
-        Switching the automatic search off starts from the plan it chose (:data:`SEARCH_CHOICES` too, with the
-        embedding and loss counted as stage slots where its interleaving needs them); switching it back on frees
+        Switching the automatic search off starts from the plan it chose (its expert parallelism, sequence
+        parallelism, distributed optimizer, TP overlap and stage layout too, with the embedding and loss counted as
+        stage slots where its interleaving needs them); switching it back on frees
         those choices again, and the tab's plan fields. A stage layout goes when the pipeline field changes the
         stage count or the model changes."""
         cur = self.state.scenario.parallelism
